@@ -1,0 +1,107 @@
+"""The one normalised model description every source produces and every runtime layout reads.
+
+It holds what a runtime needs to decide memory, per layer and in elements (never bytes): head
+counts, head sizes, whether the layer uses a sliding window, whether it is a nextn/MTP layer, whether
+it owns KV tensors or reuses another layer's. Byte arithmetic belongs to the runtime layouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class SwaType(str, Enum):
+    NONE = "none"
+    STANDARD = "standard"
+    CHUNKED = "chunked"
+    SYMMETRIC = "symmetric"
+
+
+class MemoryKind(str, Enum):
+    """Which llama.cpp memory module the architecture creates (llama_model::create_memory)."""
+
+    NONE = "none"  # encoders, diffusion LMs: no memory at all
+    KV = "kv"  # llama_kv_cache, or llama_kv_cache_iswa when swa_type != none
+    RECURRENT = "recurrent"
+    HYBRID = "hybrid"
+    DSA = "dsa"
+    DSA_ISWA = "dsa_iswa"
+    MSA = "msa"
+    DSV4 = "dsv4"
+    HYBRID_IDX = "hybrid_idx"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One block of the model, as the runtime sees it (all widths in elements)."""
+
+    index: int
+    n_head: int
+    n_head_kv: int
+    head_k: int  # K elements per head on this layer (SWA layers may differ)
+    head_v: int
+    swa: bool = False  # the layer attends through a sliding (or chunked) window
+    nextn: bool = False  # a nextn / MTP block (one of the last n_layer_nextn)
+    has_kv: bool = True  # owns KV tensors (False: reuses kv_source's, gemma3n/gemma4)
+    kv_source: int | None = None
+    recurrent: bool = False
+
+    @property
+    def k_width(self) -> int:
+        """K elements per token on this layer (n_embd_k_gqa)."""
+        return self.head_k * self.n_head_kv
+
+    @property
+    def v_width(self) -> int:
+        """V elements per token on this layer (n_embd_v_gqa)."""
+        return self.head_v * self.n_head_kv
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    name: str
+    arch: str
+    source: str  # path, or "catalog:NAME"
+    source_kind: str  # "gguf" | "yaml" | "catalog"
+    n_layer_all: int
+    n_layer_nextn: int
+    n_embd: int
+    n_ctx_train: int
+    layers: tuple[Layer, ...]
+    memory: MemoryKind
+    swa_type: SwaType = SwaType.NONE
+    n_swa: int = 0
+    mla: bool = False  # K-only latent cache (no V tensor)
+    causal: bool = True
+    router_layer: int = -1
+    notes: tuple[str, ...] = ()
+    weight_bytes: int | None = None  # exact, from GGUF tensor infos
+    n_params: int | None = None
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+    @property
+    def n_layer(self) -> int:
+        """The trunk: layers that are not nextn/MTP blocks (llama.cpp's n_layer())."""
+        return self.n_layer_all - self.n_layer_nextn
+
+    @property
+    def v_width_max(self) -> int:
+        """n_embd_v_gqa_max(): the widest V over all n_layer_all layers (FA-off padding width)."""
+        return max((layer.v_width for layer in self.layers), default=0)
+
+    @property
+    def v_width_variable(self) -> bool:
+        return any(layer.v_width != self.layers[0].v_width for layer in self.layers)
+
+    @property
+    def attention_summary(self) -> str:
+        """MHA / GQA / MQA / MLA, judged on the first layer that has attention."""
+        if self.mla:
+            return "MLA"
+        for layer in self.layers:
+            if layer.n_head_kv and not layer.recurrent:
+                if layer.n_head_kv == layer.n_head:
+                    return "MHA"
+                return "MQA" if layer.n_head_kv == 1 else "GQA"
+        return "none"

@@ -1,0 +1,69 @@
+"""`kvplan models`: the catalog, one row per spec (name, arch, layers, attention, context, KV/token)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import typer
+
+from kvplan.layout.llamacpp import LlamaCppSettings, plan
+from kvplan.model import MemoryKind
+from kvplan.sources.catalog import catalog_names, load_catalog_model
+from kvplan.units import format_bytes
+
+COLUMNS = ("name", "arch", "layers", "attention", "n_ctx_train", "kv_per_token_bytes", "hf_id")
+
+
+def catalog_rows() -> list[dict[str, object]]:
+    rows = []
+    for name in catalog_names():
+        m = load_catalog_model(name)
+        per_token: int | None = None
+        if m.memory in (MemoryKind.KV, MemoryKind.NONE):
+            per_token = plan(m, LlamaCppSettings(n_ctx=4096)).per_token_bytes
+        attention = m.attention_summary
+        if m.swa_type.value != "none":
+            attention += f"+{'chunked' if m.swa_type.value == 'chunked' else 'SWA'} {m.n_swa}"
+        rows.append({"name": name, "arch": m.arch, "layers": m.n_layer_all, "attention": attention,
+                     "n_ctx_train": m.n_ctx_train, "kv_per_token_bytes": per_token,
+                     "hf_id": m.extra.get("hf_id", "")})
+    return rows
+
+
+def render_catalog(fmt: str) -> None:
+    rows = catalog_rows()
+    if fmt == "json":
+        typer.echo(json.dumps({"schema_version": 1, "models": rows}, indent=2))
+        return
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(COLUMNS)
+        for r in rows:
+            w.writerow(["" if r[c] is None else r[c] for c in COLUMNS])
+        typer.echo(buf.getvalue(), nl=False)
+        return
+    headers = ("Name", "Arch", "Layers", "Attention", "Trained ctx", "KV / token (f16)", "Hugging Face id")
+
+    def cells(r: dict[str, object]) -> list[str]:
+        kv = r["kv_per_token_bytes"]
+        return [str(r["name"]), str(r["arch"]), str(r["layers"]), str(r["attention"]), str(r["n_ctx_train"]),
+                format_bytes(kv) if isinstance(kv, int) else "not yet", str(r["hf_id"])]
+
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+        typer.echo("\n".join(lines))
+        return
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAVY, title=f"kvplan catalog: {len(rows)} models", title_justify="left")
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="right" if i in (2, 4, 5) else "left", no_wrap=True)
+    for r in rows:
+        t.add_row(*cells(r))
+    Console(highlight=False).print(t)

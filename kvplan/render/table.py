@@ -1,0 +1,55 @@
+"""The Rich table shown by default."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from kvplan.plan import MemoryPlan
+from kvplan.render.rows import HEADERS, cache_rows, human
+from kvplan.units import format_bytes
+
+
+def _summary(plan: MemoryPlan) -> Table:
+    m = plan.model
+    r = plan.runtime.values
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("Model", escape(f"{m.name}  ({m.arch}, {m.source_kind}: {m.source})"))
+    layers = f"{m.n_layer_all} layers"
+    if m.n_layer_nextn:
+        layers += f" ({m.n_layer_nextn} nextn/MTP)"
+    attn = m.attention_summary
+    if m.swa_type.value != "none":
+        attn += f", {m.swa_type.value} window {m.n_swa}"
+    t.add_row("Architecture", f"{layers}, {attn}, trained context {m.n_ctx_train}")
+    ctx = f"{r['n_ctx_asked']} tokens asked → {r['n_ctx']} cells"
+    if not r["kv_unified"]:
+        ctx += f" ({r['n_ctx_seq']} per sequence × {r['n_stream']} stream(s))"
+    else:
+        ctx += " (one unified stream)"
+    t.add_row("Context", ctx)
+    t.add_row("Settings", f"{r['n_seq']} seq · K {r['type_k']} · V {r['type_v']} · flash-attn {r['flash_attn']}"
+              f" · swa-full {'on' if r['swa_full'] else 'off'} · batch {r['n_batch']} · ubatch {r['n_ubatch']}")
+    return t
+
+
+def render_table(plan: MemoryPlan, console: Console) -> None:
+    table = Table(box=box.SIMPLE_HEAVY, title=f"llama.cpp KV memory: {format_bytes(plan.total_bytes)}"
+                  f" ({plan.total_bytes:,} bytes)", title_justify="left")
+    for i, h in enumerate(HEADERS):
+        table.add_column(h, justify="left" if i == 0 else "right", no_wrap=True)
+    rows = cache_rows(plan)
+    for row in rows:
+        is_total = row["cache"] == "total"
+        table.add_row(*[escape(c) for c in human(row)], style="bold" if is_total else None,
+                      end_section=len(rows) > 1 and row is rows[-2])
+    parts: list[object] = [_summary(plan), table]
+    whys = [f"{c.name}: {c.why}" for c in plan.caches if c.why]
+    for line in whys + list(plan.notes):
+        parts.append(Text("• " + line, style="dim"))
+    console.print(Group(*parts))  # type: ignore[arg-type]

@@ -1,0 +1,32 @@
+"""Markdown and CSV: the same rows as the table, for docs and spreadsheets."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from kvplan.plan import MemoryPlan
+from kvplan.render.rows import COLUMNS, HEADERS, caption, cache_rows, human
+
+
+def render_markdown(plan: MemoryPlan) -> str:
+    lines = [f"**{caption(plan)}**", "", "| " + " | ".join(HEADERS) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADERS))) + "|"]
+    for row in cache_rows(plan):
+        cells = human(row)
+        if row["cache"] == "total":
+            cells = [f"**{c}**" if c else "" for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    for note in plan.notes:
+        lines.append("")
+        lines.append(f"> {note}")
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(plan: MemoryPlan) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in cache_rows(plan):
+        writer.writerow([row[c] for c in COLUMNS])
+    return buf.getvalue()

@@ -1,0 +1,33 @@
+"""Model sources: a GGUF file, a YAML spec, or a catalog name → one ModelDescription."""
+
+from __future__ import annotations
+
+import difflib
+import os
+
+from kvplan.errors import ModelNotFoundError
+from kvplan.model import ModelDescription
+
+
+def load_model(ref: str) -> ModelDescription:
+    """Resolve MODEL as the CLI does: an existing .gguf / .yaml / .yml path, else a catalog name."""
+    lower = ref.lower()
+    if lower.endswith(".gguf"):
+        from kvplan.sources.gguf_source import load_gguf_model
+
+        return load_gguf_model(ref)
+    if lower.endswith((".yaml", ".yml")):
+        from kvplan.sources.spec import load_spec
+
+        if not os.path.exists(ref):
+            raise ModelNotFoundError(f"{ref}: no such file")
+        return load_spec(ref)
+    from kvplan.sources.catalog import catalog_names, catalog_path, load_catalog_model
+
+    if catalog_path(ref) is not None:
+        return load_catalog_model(ref)
+    if os.path.exists(ref):
+        raise ModelNotFoundError(f"{ref}: not a .gguf file or a .yaml/.yml spec")
+    close = difflib.get_close_matches(lower, catalog_names(), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; `kvplan models` lists the catalog"
+    raise ModelNotFoundError(f"{ref}: no such file and not a catalog model{hint}")

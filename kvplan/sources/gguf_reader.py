@@ -1,0 +1,334 @@
+"""A fast, validating GGUF metadata reader (GGUF v2 and v3, either byte order).
+
+Reads the header, every key/value and every tensor info. Large arrays (tokenizer tokens, merges,
+scores) are skipped, never materialised: only their element type and count are kept. Every length
+and count is checked against the bytes that remain before anything is allocated, so a hostile file
+ends in a :class:`~kvplan.errors.GGUFError` naming the file, the byte offset and what was wrong.
+
+The checks follow llama.cpp's ``gguf_init_from_file`` (ggml/src/gguf.cpp); see the README.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvplan.errors import GGUFError
+from kvplan.ggml_types import GGML_TYPES_BY_ID
+
+GGUF_MAGIC = b"GGUF"
+MAX_STRING_BYTES = 1 << 30  # GGUF_MAX_STRING_LENGTH
+MAX_ARRAY_ELEMENTS = 1 << 30  # GGUF_MAX_ARRAY_ELEMENTS
+MAX_TENSOR_NAME_BYTES = 63  # GGML_MAX_NAME - 1
+MAX_DIMS = 4
+DEFAULT_ALIGNMENT = 32
+#: arrays with at most this many elements are decoded; longer ones keep only their count
+SMALL_ARRAY_ELEMENTS = 4096
+_INT64_MAX = (1 << 63) - 1
+
+# GGUF value types
+T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 = range(13)
+VALUE_TYPE_NAMES = ("u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64")
+_SCALAR_FORMATS = {
+    T_U8: "B", T_I8: "b", T_U16: "H", T_I16: "h", T_U32: "I", T_I32: "i", T_F32: "f",
+    T_BOOL: "b", T_U64: "Q", T_I64: "q", T_F64: "d",
+}
+
+
+@dataclass(frozen=True)
+class ArrayValue:
+    """A GGUF array. ``values`` is None when the array was skipped for being large."""
+
+    element_type: int
+    count: int
+    values: tuple[Any, ...] | None
+
+    @property
+    def element_type_name(self) -> str:
+        return VALUE_TYPE_NAMES[self.element_type]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    ggml_type: int
+    shape: tuple[int, ...]
+    offset: int
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def n_bytes(self) -> int:
+        """ggml_nbytes for a contiguous tensor (0 if any dimension is 0)."""
+        t = GGML_TYPES_BY_ID[self.ggml_type]
+        if not self.shape:
+            return t.block_bytes  # a 0-dim tensor is one element
+        rows = self.n_elements // self.shape[0] if self.shape[0] else 0
+        return t.row_bytes(self.shape[0]) * rows
+
+
+@dataclass
+class GGUFFile:
+    path: str
+    version: int
+    big_endian: bool
+    kv: dict[str, Any]
+    kv_types: dict[str, int]
+    tensors: list[TensorInfo]
+    alignment: int
+    header_bytes: int  # where the tensor data section starts (== bytes of metadata incl. padding)
+    file_bytes: int
+    n_tensors: int = field(default=0)
+
+    @property
+    def architecture(self) -> str | None:
+        arch = self.kv.get("general.architecture")
+        return arch if isinstance(arch, str) else None
+
+    @property
+    def tensor_bytes(self) -> int:
+        return sum(t.n_bytes for t in self.tensors)
+
+
+class _Cursor:
+    """Bounds-checked reads over a buffer; every failure is a GGUFError with the offset."""
+
+    __slots__ = ("buf", "end", "path", "pos", "prefix")
+
+    def __init__(self, buf: Any, end: int, path: str, big_endian: bool) -> None:
+        self.buf = buf
+        self.end = end
+        self.path = path
+        self.pos = 0
+        self.prefix = ">" if big_endian else "<"
+
+    def fail(self, message: str, offset: int | None = None) -> GGUFError:
+        return GGUFError(self.path, self.pos if offset is None else offset, message)
+
+    def remaining(self) -> int:
+        return self.end - self.pos
+
+    def need(self, n: int, what: str) -> None:
+        if n > self.end - self.pos:
+            raise self.fail(f"file truncated: {what} needs {n} bytes, {self.end - self.pos} remain")
+
+    def unpack(self, fmt: str, size: int, what: str) -> Any:
+        self.need(size, what)
+        value = struct.unpack_from(self.prefix + fmt, self.buf, self.pos)[0]
+        self.pos += size
+        return value
+
+    def u32(self, what: str) -> int:
+        return self.unpack("I", 4, what)
+
+    def i32(self, what: str) -> int:
+        return self.unpack("i", 4, what)
+
+    def u64(self, what: str) -> int:
+        return self.unpack("Q", 8, what)
+
+    def i64(self, what: str) -> int:
+        return self.unpack("q", 8, what)
+
+    def string(self, what: str) -> str:
+        start = self.pos
+        n = self.u64(f"{what} length")
+        if n > MAX_STRING_BYTES:
+            raise self.fail(f"{what}: string length {n} exceeds the 1 GiB limit", start)
+        self.need(n, what)
+        raw = bytes(self.buf[self.pos : self.pos + n])
+        self.pos += n
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.fail(f"{what}: string is not valid UTF-8", start) from None
+
+    def skip_strings(self, count: int, what: str) -> None:
+        """Skip ``count`` length-prefixed strings without decoding them (the hot loop)."""
+        unpack = struct.Struct(self.prefix + "Q").unpack_from
+        buf, pos, end = self.buf, self.pos, self.end
+        for i in range(count):
+            if pos + 8 > end:
+                self.pos = pos
+                raise self.fail(f"file truncated: {what} element {i} length")
+            n = unpack(buf, pos)[0]
+            pos += 8
+            if n > end - pos:
+                self.pos = pos - 8
+                raise self.fail(f"{what} element {i}: string length {n} exceeds the {end - pos} bytes that remain")
+            pos += n
+        self.pos = pos
+
+
+def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
+    if vtype == T_STRING:
+        return cur.string(f"value of {key!r}")
+    fmt = _SCALAR_FORMATS.get(vtype)
+    if fmt is None:
+        raise cur.fail(f"key {key!r}: invalid value type {vtype}")
+    size = struct.calcsize(fmt)
+    value = cur.unpack(fmt, size, f"value of {key!r}")
+    return bool(value) if vtype == T_BOOL else value
+
+
+def _read_array(cur: _Cursor, key: str) -> ArrayValue:
+    start = cur.pos
+    etype = cur.i32(f"array type of {key!r}")
+    if etype == T_ARRAY:
+        raise cur.fail(f"key {key!r}: nested arrays are not supported (llama.cpp refuses them)", start)
+    if not 0 <= etype < len(VALUE_TYPE_NAMES):
+        raise cur.fail(f"key {key!r}: invalid array element type {etype}", start)
+    count = cur.u64(f"array length of {key!r}")
+    if count > MAX_ARRAY_ELEMENTS:
+        raise cur.fail(f"key {key!r}: array of {count} elements exceeds the 2^30 limit", start)
+    if etype == T_STRING:
+        if count * 8 > cur.remaining():
+            raise cur.fail(f"key {key!r}: array of {count} strings cannot fit in the {cur.remaining()} bytes that remain")
+        if count <= SMALL_ARRAY_ELEMENTS:
+            return ArrayValue(etype, count, tuple(cur.string(f"{key!r}[{i}]") for i in range(count)))
+        cur.skip_strings(count, repr(key))
+        return ArrayValue(etype, count, None)
+    fmt = _SCALAR_FORMATS[etype]
+    size = struct.calcsize(fmt)
+    total = count * size
+    if total > cur.remaining():
+        raise cur.fail(f"key {key!r}: array of {count} x {VALUE_TYPE_NAMES[etype]} needs {total} bytes, "
+                       f"{cur.remaining()} remain")
+    if count <= SMALL_ARRAY_ELEMENTS:
+        values = struct.unpack_from(f"{cur.prefix}{count}{fmt}", cur.buf, cur.pos)
+        if etype == T_BOOL:
+            values = tuple(bool(v) for v in values)
+        cur.pos += total
+        return ArrayValue(etype, count, tuple(values))
+    cur.pos += total
+    return ArrayValue(etype, count, None)
+
+
+def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: bool = True) -> GGUFFile:
+    """Parse GGUF metadata from a bytes-like object (bytes, mmap, memoryview)."""
+    end = len(buf) if size is None else size
+    if end < 4 or bytes(buf[:4]) != GGUF_MAGIC:
+        got = bytes(buf[:4]) if end >= 4 else bytes(buf[:end])
+        raise GGUFError(path, 0, f"not a GGUF file (magic {got!r}, expected b'GGUF')")
+    if end < 8:
+        raise GGUFError(path, 4, "file truncated: version needs 4 bytes")
+    (version_le,) = struct.unpack_from("<I", buf, 4)
+    big_endian = (version_le & 0xFFFF) == 0 and version_le != 0
+    cur = _Cursor(buf, end, path, big_endian)
+    cur.pos = 4
+    version = cur.u32("version")
+    if version == 1:
+        raise cur.fail("GGUF version 1 is no longer supported (llama.cpp refuses it); re-convert the model", 4)
+    if version not in (2, 3):
+        raise cur.fail(f"unsupported GGUF version {version} (expected 2 or 3)", 4)
+    n_tensors = cur.i64("tensor count")
+    n_kv = cur.i64("key/value count")
+    if n_tensors < 0 or n_tensors * 24 > cur.remaining():
+        raise cur.fail(f"tensor count {n_tensors} is impossible for the {cur.remaining()} bytes that remain", 8)
+    if n_kv < 0 or n_kv * 14 > cur.remaining():
+        raise cur.fail(f"key/value count {n_kv} is impossible for the {cur.remaining()} bytes that remain", 16)
+
+    kv: dict[str, Any] = {}
+    kv_types: dict[str, int] = {}
+    for i in range(n_kv):
+        key_at = cur.pos
+        key = cur.string(f"key #{i}")
+        if not key:
+            raise cur.fail(f"key #{i} is empty", key_at)
+        if key in kv:
+            raise cur.fail(f"duplicate key {key!r}", key_at)
+        type_at = cur.pos
+        vtype = cur.i32(f"type of {key!r}")
+        if vtype == T_ARRAY:
+            kv[key] = _read_array(cur, key)
+        elif 0 <= vtype < len(VALUE_TYPE_NAMES):
+            kv[key] = _read_value(cur, vtype, key)
+        else:
+            raise cur.fail(f"key {key!r}: invalid value type {vtype}", type_at)
+        kv_types[key] = vtype
+
+    alignment = DEFAULT_ALIGNMENT
+    if "general.alignment" in kv:
+        if kv_types["general.alignment"] != T_U32:
+            raise GGUFError(path, None, "general.alignment must be of type u32, found "
+                            f"{VALUE_TYPE_NAMES[kv_types['general.alignment']]}")
+        alignment = kv["general.alignment"]
+        if alignment == 0 or alignment & (alignment - 1):
+            raise GGUFError(path, None, f"general.alignment = {alignment} is not a power of two")
+
+    tensors: list[TensorInfo] = []
+    names: set[str] = set()
+    expected_offset = 0
+    for i in range(n_tensors):
+        at = cur.pos
+        name = cur.string(f"tensor #{i} name")
+        if len(name.encode()) > MAX_TENSOR_NAME_BYTES:
+            raise cur.fail(f"tensor #{i} name is longer than {MAX_TENSOR_NAME_BYTES} bytes", at)
+        if name in names:
+            raise cur.fail(f"duplicate tensor name {name!r}", at)
+        names.add(name)
+        n_dims = cur.u32(f"tensor {name!r} dimension count")
+        if n_dims > MAX_DIMS:
+            raise cur.fail(f"tensor {name!r} has {n_dims} dimensions (at most {MAX_DIMS})", cur.pos - 4)
+        shape = []
+        n_elements = 1
+        for d in range(n_dims):
+            ne = cur.i64(f"tensor {name!r} dimension {d}")
+            if ne < 0:
+                raise cur.fail(f"tensor {name!r} dimension {d} is negative ({ne})", cur.pos - 8)
+            if ne and n_elements > _INT64_MAX // ne:
+                raise cur.fail(f"tensor {name!r} element count overflows int64", cur.pos - 8)
+            n_elements *= ne
+            shape.append(ne)
+        type_at = cur.pos
+        ggml_type = cur.i32(f"tensor {name!r} type")
+        t = GGML_TYPES_BY_ID.get(ggml_type)
+        if t is None:
+            raise cur.fail(f"tensor {name!r} has unknown GGML type {ggml_type}", type_at)
+        if shape and shape[0] % t.block_elements:
+            raise cur.fail(f"tensor {name!r}: row length {shape[0]} is not a multiple of the {t.name} "
+                           f"block size {t.block_elements}", type_at)
+        offset = cur.u64(f"tensor {name!r} offset")
+        info = TensorInfo(name, ggml_type, tuple(shape), offset)
+        nbytes = info.n_bytes
+        if nbytes > _INT64_MAX - alignment:
+            raise cur.fail(f"tensor {name!r} byte size {nbytes} is too large", type_at)
+        if offset != expected_offset:
+            raise cur.fail(f"tensor {name!r} has data offset {offset}, expected {expected_offset}", cur.pos - 8)
+        expected_offset += -(-nbytes // alignment) * alignment
+        tensors.append(info)
+
+    header_bytes = cur.pos
+    if n_tensors > 0:
+        header_bytes = -(-cur.pos // alignment) * alignment
+        if header_bytes > end:
+            raise GGUFError(path, cur.pos, "file truncated: the tensor data section starts past the end of the file")
+        if check_data_bounds:
+            for t_info in tensors:
+                if header_bytes + t_info.offset + t_info.n_bytes > end:
+                    raise GGUFError(path, header_bytes + t_info.offset,
+                                    f"tensor {t_info.name!r} data is not within the file bounds "
+                                    "(file truncated or incomplete download)")
+    return GGUFFile(path, version, big_endian, kv, kv_types, tensors, alignment, header_bytes, end, n_tensors)
+
+
+def read_gguf(path: str | os.PathLike[str], check_data_bounds: bool = True) -> GGUFFile:
+    """Read the metadata of a local GGUF file (memory-mapped; tensor data is never read)."""
+    spath = os.fspath(path)
+    try:
+        with open(spath, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                raise GGUFError(spath, 0, "file is empty")
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return parse_gguf(mm, spath, size, check_data_bounds)
+    except OSError as exc:
+        raise GGUFError(spath, None, f"cannot read file: {exc.strerror or exc}") from None

@@ -1,0 +1,52 @@
+"""Model description from a local GGUF file, including split models (-00001-of-0000N.gguf)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from kvplan.errors import GGUFError
+from kvplan.model import ModelDescription
+from kvplan.sources.gguf_reader import GGUFFile, read_gguf
+from kvplan.sources.metadata import describe
+
+_SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+
+
+def split_shard_paths(path: str) -> list[str]:
+    """All shard paths of a split GGUF named like ``model-00001-of-00003.gguf`` (else just ``path``)."""
+    m = _SPLIT_RE.match(path)
+    if not m:
+        return [path]
+    count = int(m.group("count"))
+    return [f"{m.group('prefix')}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
+
+
+def read_model_files(path: str) -> list[GGUFFile]:
+    """Read the metadata of a GGUF and, for a split model, of every shard (first shard first)."""
+    shards = split_shard_paths(path)
+    first = shards[0]
+    if first != path and not os.path.exists(first):
+        raise GGUFError(path, None, f"split model: first shard {os.path.basename(first)} not found")
+    files = []
+    for shard in shards:
+        if not os.path.exists(shard):
+            raise GGUFError(shard, None, f"split model shard missing ({len(shards)} expected)")
+        files.append(read_gguf(shard))
+    declared = files[0].kv.get("split.count")
+    if isinstance(declared, int) and declared not in (0, len(files)):
+        raise GGUFError(first, None, f"split.count is {declared} but the file name says {len(files)} shards")
+    return files
+
+
+def load_gguf_model(path: str) -> ModelDescription:
+    files = read_model_files(path)
+    meta = files[0]
+    tensors = [t for f in files for t in f.tensors]
+    weight_bytes = sum(t.n_bytes for t in tensors) if tensors else None
+    n_params = sum(t.n_elements for t in tensors) if tensors else None
+    name = meta.kv.get("general.name")
+    if not isinstance(name, str) or not name or name == "n/a":
+        name = os.path.basename(path)
+    return describe(meta.kv, source=path, source_kind="gguf", name=name, weight_bytes=weight_bytes,
+                    n_params=n_params, tensor_names=frozenset(t.name for t in tensors))

@@ -1,0 +1,187 @@
+"""YAML model specs: a readable form of GGUF metadata, validated with file, line and key.
+
+A spec names an architecture llama.cpp knows and gives its GGUF metadata; the ``{arch}.`` prefix
+is implied and nested maps join with ".". The metadata then goes through exactly the rules a GGUF
+file goes through (kvplan.sources.metadata). Format reference: README, "YAML model specs".
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.errors import HParamsError, SpecError
+from kvplan.gguf_keys import ARCH_KEYS
+from kvplan.model import ModelDescription
+from kvplan.sources.gguf_reader import T_BOOL, T_F32, T_I32, T_STRING, ArrayValue
+from kvplan.sources.metadata import describe
+
+TOP_LEVEL_KEYS = {
+    "name": "the catalog / display name",
+    "arch": "GGUF general.architecture (required)",
+    "description": "free text",
+    "hf_id": "the Hugging Face repository id",
+    "params": "total parameter count (number, e.g. 8.03e9)",
+    "metadata": "GGUF metadata (required)",
+    "sources": "where the numbers come from (list)",
+    "notes": "free text or list of text",
+    "status": "verification status from the facts file",
+}
+_ABSOLUTE_PREFIXES = ("general.", "tokenizer.", "split.")
+
+
+@dataclass
+class _Node:
+    value: Any
+    line: int
+
+
+def _load_nodes(text: str, path: str) -> Any:
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(path, line, None, f"invalid YAML: {problem}") from None
+    if root is None:
+        raise SpecError(path, None, None, "the file is empty; expected a mapping with 'arch' and 'metadata'")
+    constructor = yaml.SafeLoader(text)
+
+    def convert(node: Any) -> _Node:
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, _Node] = {}
+            for k, v in node.value:
+                key = constructor.construct_object(k)
+                if not isinstance(key, str):
+                    raise SpecError(path, k.start_mark.line + 1, str(key), "keys must be strings")
+                if key in out:
+                    raise SpecError(path, k.start_mark.line + 1, key, "duplicate key")
+                out[key] = convert(v)
+            return _Node(out, line)
+        if isinstance(node, yaml.SequenceNode):
+            return _Node([convert(v) for v in node.value], line)
+        return _Node(constructor.construct_object(node), line)
+
+    return convert(root)
+
+
+def _plain(node: _Node) -> Any:
+    if isinstance(node.value, dict):
+        return {k: _plain(v) for k, v in node.value.items()}
+    if isinstance(node.value, list):
+        return [_plain(v) for v in node.value]
+    return node.value
+
+
+def _flatten(node: _Node, prefix: str, out: dict[str, _Node]) -> None:
+    for key, child in node.value.items():
+        full = f"{prefix}.{key}" if prefix else key
+        if isinstance(child.value, dict):
+            _flatten(child, full, out)
+        else:
+            out[full] = child
+
+
+def _to_gguf_value(path: str, key: str, node: _Node) -> Any:
+    v = node.value
+    if isinstance(v, list):
+        items = [item.value for item in v]
+        if not items:
+            raise SpecError(path, node.line, key, "empty list (leave the key out instead)")
+        if all(isinstance(x, bool) for x in items):
+            return ArrayValue(T_BOOL, len(items), tuple(items))
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in items):
+            if any(x < -(2**31) or x >= 2**31 for x in items):
+                raise SpecError(path, node.line, key, "list values must fit in 32 bits")
+            return ArrayValue(T_I32, len(items), tuple(items))
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+            return ArrayValue(T_F32, len(items), tuple(float(x) for x in items))
+        if all(isinstance(x, str) for x in items):
+            return ArrayValue(T_STRING, len(items), tuple(items))
+        raise SpecError(path, node.line, key, "a list must hold only integers, only numbers, only booleans "
+                        "or only strings")
+    if v is None:
+        raise SpecError(path, node.line, key, "has no value")
+    if isinstance(v, (bool, int, float, str)):
+        if isinstance(v, int) and not isinstance(v, bool) and v < 0:
+            raise SpecError(path, node.line, key, f"must not be negative (got {v})")
+        return v
+    raise SpecError(path, node.line, key, f"unsupported value {v!r}")
+
+
+def load_spec_text(text: str, path: str, source_kind: str = "yaml", default_name: str | None = None,
+                   ) -> ModelDescription:
+    root = _load_nodes(text, path)
+    if not isinstance(root.value, dict):
+        raise SpecError(path, root.line, None, "expected a mapping with 'arch' and 'metadata' at the top level")
+    top: dict[str, _Node] = root.value
+    for key, node in top.items():
+        if key not in TOP_LEVEL_KEYS:
+            close = difflib.get_close_matches(key, TOP_LEVEL_KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f"; allowed: {', '.join(TOP_LEVEL_KEYS)}"
+            raise SpecError(path, node.line, key, f"unknown top-level key{hint}")
+    if "arch" not in top:
+        raise SpecError(path, root.line, "arch", "missing (the GGUF architecture, e.g. llama, qwen3, gemma3)")
+    arch_node = top["arch"]
+    if not isinstance(arch_node.value, str) or not arch_node.value:
+        raise SpecError(path, arch_node.line, "arch", "must be an architecture name such as 'llama'")
+    arch = arch_node.value
+    if "metadata" not in top:
+        raise SpecError(path, root.line, "metadata", "missing (the model's GGUF metadata)")
+    meta_node = top["metadata"]
+    if not isinstance(meta_node.value, dict):
+        raise SpecError(path, meta_node.line, "metadata", "must be a mapping of GGUF keys")
+    flat: dict[str, _Node] = {}
+    _flatten(meta_node, "", flat)
+    kv: dict[str, Any] = {"general.architecture": arch}
+    lines: dict[str, int] = {}
+    for key, node in flat.items():
+        if key.startswith(_ABSOLUTE_PREFIXES):
+            full = key
+        else:
+            rel = key[len(arch) + 1:] if key.startswith(arch + ".") else key
+            if rel not in ARCH_KEYS:
+                close = difflib.get_close_matches(rel, ARCH_KEYS, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise SpecError(path, node.line, f"metadata.{key}", f"not a GGUF key llama.cpp reads{hint}")
+            full = f"{arch}.{rel}"
+        kv[full] = _to_gguf_value(path, f"metadata.{key}", node)
+        lines[full] = node.line
+    name = top["name"].value if "name" in top else default_name
+    if name is not None and not isinstance(name, str):
+        raise SpecError(path, top["name"].line, "name", "must be text")
+    params = None
+    if "params" in top:
+        p = top["params"].value
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
+            raise SpecError(path, top["params"].line, "params", f"must be a positive number (got {p!r})")
+        params = int(p)
+    try:
+        model = describe(kv, source=path, source_kind=source_kind, name=name, n_params=params)
+    except HParamsError as exc:
+        # point at the offending line when the message names a key of the spec
+        message = str(exc)
+        for full, line in lines.items():
+            if f": {full}:" in message:
+                raise SpecError(path, line, f"metadata.{full.removeprefix(arch + '.')}",
+                                message.split(f": {full}: ", 1)[-1]) from None
+        raise
+    extra = {k: _plain(top[k]) for k in ("description", "hf_id", "sources", "notes", "status") if k in top}
+    model.extra.update(extra)
+    return model
+
+
+def load_spec(path: str, source_kind: str = "yaml", default_name: str | None = None) -> ModelDescription:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise SpecError(path, None, None, f"cannot read file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(path, None, None, "not a UTF-8 text file") from None
+    return load_spec_text(text, path, source_kind, default_name)
