@@ -118,11 +118,9 @@ def _emit(memory_plan: object, output: OutputFormat) -> None:
 
         typer.echo(render_csv(memory_plan), nl=False)
     else:
-        from rich.console import Console
+        from kvplan.render.table import make_console, render_table
 
-        from kvplan.render.table import render_table
-
-        render_table(memory_plan, Console(highlight=False, soft_wrap=False))
+        render_table(memory_plan, make_console())
 
 
 @app.command()

@@ -114,6 +114,11 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
     n_ctx_asked = s.n_ctx if s.n_ctx else model.n_ctx_train
     n_batch = min(n_ctx_asked, s.n_batch) if model.causal else s.n_batch
     n_ubatch = min(n_batch, s.n_ubatch if s.n_ubatch else s.n_batch)
+    if n_seq > n_batch:
+        # llama_context::output_reserve: GGML_ASSERT(n_outputs_max <= cparams.n_outputs_max) aborts
+        raise RefusedConfigError(
+            f"llama.cpp aborts: the batch size min(n_ctx, n_batch) = {n_batch} is smaller than the "
+            f"{n_seq} parallel sequences (it reserves one output per sequence); raise -c or -b")
     n_ctx = pad(n_ctx_asked, KV_PAD_CELLS)
     if s.kv_unified:
         n_ctx_seq = n_ctx

@@ -58,12 +58,13 @@ def render_catalog(fmt: str) -> None:
         typer.echo("\n".join(lines))
         return
     from rich import box
-    from rich.console import Console
     from rich.table import Table
+
+    from kvplan.render.table import make_console
 
     t = Table(box=box.SIMPLE_HEAVY, title=f"kvplan catalog: {len(rows)} models", title_justify="left")
     for i, h in enumerate(headers):
         t.add_column(h, justify="right" if i in (2, 4, 5) else "left", no_wrap=True)
     for r in rows:
         t.add_row(*cells(r))
-    Console(highlight=False).print(t)
+    make_console().print(t)

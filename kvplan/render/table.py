@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich import box
 from rich.console import Console, Group
 from rich.markup import escape
@@ -36,6 +38,11 @@ def _summary(plan: MemoryPlan) -> Table:
     t.add_row("Settings", f"{r['n_seq']} seq · K {r['type_k']} · V {r['type_v']} · flash-attn {r['flash_attn']}"
               f" · swa-full {'on' if r['swa_full'] else 'off'} · batch {r['n_batch']} · ubatch {r['n_ubatch']}")
     return t
+
+
+def make_console() -> Console:
+    """The terminal's width on a terminal; wide enough for every column when piped into a file or doc."""
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 150)
 
 
 def render_table(plan: MemoryPlan, console: Console) -> None:
