@@ -170,7 +170,7 @@ def load_spec_text(text: str, path: str, source_kind: str = "yaml", default_name
             if f": {full}:" in message:
                 raise SpecError(path, line, f"metadata.{full.removeprefix(arch + '.')}",
                                 message.split(f": {full}: ", 1)[-1]) from None
-        raise
+        raise SpecError(path, meta_node.line, "metadata", message.removeprefix(f"{path}: ")) from None
     extra = {k: _plain(top[k]) for k in ("description", "hf_id", "sources", "notes", "status") if k in top}
     model.extra.update(extra)
     return model

@@ -1,0 +1,104 @@
+"""The CLI through Typer's CliRunner: output formats, numbers, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from conftest import ORACLE
+from kvplan.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_estimate_catalog_json_schema() -> None:
+    r = run("estimate", "llama-3.1-8b", "--ctx", "32k", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] == 1
+    assert set(doc) >= {"model", "runtime", "memory"}
+    assert doc["runtime"]["n_ctx"] == 32768 and doc["runtime"]["engine"] == "llama.cpp"
+    # 32 layers × 2 × 8 × 128 × 2 bytes = 131072 bytes per token × 32768
+    assert doc["memory"]["per_token_bytes"] == 131072
+    assert doc["memory"]["total_bytes"] == 131072 * 32768
+    cache = doc["memory"]["caches"][0]
+    assert set(cache) >= {"name", "kind", "layers", "cells", "streams", "type_k", "type_v", "k_bytes", "v_bytes",
+                          "bytes"}
+    assert cache["k_bytes"] + cache["v_bytes"] == cache["bytes"]
+
+
+def test_estimate_default_context_is_training_context() -> None:
+    doc = json.loads(run("estimate", "qwen3-8b", "-o", "json").stdout)
+    assert doc["runtime"]["n_ctx_asked"] == 40960 == doc["model"]["n_ctx_train"]
+
+
+def test_estimate_gguf_with_llama_cpp_flags() -> None:
+    gguf = str(ORACLE / "real" / "qwen3-32b.gguf")
+    r = run("estimate", gguf, "-c", "131072", "-np", "4", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "-o", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    # 64 layers × 2 × (8 × 128 values → 32 q8_0 blocks × 34 bytes = 1088) × 131072 cells
+    assert doc["memory"]["total_bytes"] == 64 * 2 * 1088 * 131072
+    assert doc["runtime"]["n_ctx_seq"] == 32768 and doc["runtime"]["n_stream"] == 4
+
+
+def test_table_shows_padding_and_units() -> None:
+    r = run("estimate", "llama-3.1-8b", "-c", "1000")
+    assert r.exit_code == 0, r.output
+    assert "1000 tokens asked → 1024 cells" in r.stdout
+    assert "128.00 MiB" in r.stdout and "GB " not in r.stdout
+
+
+def test_markdown_and_csv_carry_the_same_rows() -> None:
+    md = run("estimate", "gemma-3-27b", "-c", "8192", "-o", "markdown").stdout
+    assert md.startswith("**gemma-3-27b (gemma3) · llama.cpp · ctx 8192")
+    assert "| sliding window |" in md and "| full attention |" in md
+    rows = list(csv.DictReader(io.StringIO(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "csv").stdout)))
+    assert [r["cache"] for r in rows] == ["full attention", "sliding window", "total"]
+    total = json.loads(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "json").stdout)["memory"]["total_bytes"]
+    assert int(rows[-1]["bytes"]) == total
+
+
+def test_models_lists_catalog() -> None:
+    r = run("models", "-o", "json")
+    names = [m["name"] for m in json.loads(r.stdout)["models"]]
+    assert len(names) >= 30 and "llama-3.1-8b" in names and "deepseek-v3" in names
+
+
+def test_exit_codes_and_one_line_errors(tmp_path: Path) -> None:
+    r = run("estimate", "no-such-model")
+    assert r.exit_code == 3 and r.stderr.count("\n") == 1 and "kvplan models" in r.stderr
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
+    r = run("estimate", str(bad))
+    assert r.exit_code == 3 and "bad.gguf: offset 8" in r.stderr and "Traceback" not in r.output
+    r = run("estimate", "jamba-1.5-mini")
+    assert r.exit_code == 4 and "not size it yet" in r.stderr
+    r = run("estimate", "llama-3.1-8b", "-ctv", "q4_0", "-fa", "off")
+    assert r.exit_code == 4 and "requires flash attention" in r.stderr
+    r = run("estimate", "llama-3.1-8b", "-ctk", "q3_k")
+    assert r.exit_code == 4 and "unknown cache type" in r.stderr
+    r = run("estimate", "llama-3.1-8b", "-c", "lots")
+    assert r.exit_code == 2
+    r = run("estimate", "llama-3.1-8b", "-np", "300")
+    assert r.exit_code == 4 and "n_seq_max must be <= 256" in r.stderr
+    unknown = tmp_path / "u.yaml"
+    unknown.write_text("arch: mystery\nmetadata:\n  context_length: 1\n  embedding_length: 1\n  block_count: 1\n")
+    r = run("estimate", str(unknown))
+    assert r.exit_code == 4 and "'mystery' is not one llama.cpp knows" in r.stderr
+
+
+def test_no_kv_architecture_reports_zero() -> None:
+    r = run("estimate", str(ORACLE / "tiny" / "dream-dense.gguf"), "-o", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["memory"]["total_bytes"] == 0 and doc["memory"]["caches"] == []
+    assert any("no KV cache" in n for n in doc["notes"])
