@@ -72,13 +72,18 @@ def main() -> None:
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     files = [Path(f) for f in args.files] or [make_vocab_file(Path(tmp.name) / "qwen2-like-vocab.gguf")]
-    print("| file | size | kvplan parse | llama.cpp gguf_init_from_file | gguf.GGUFReader | kvplan estimate CLI |")
+    print(
+        "| file | size | kvplan parse | llama.cpp gguf_init_from_file | gguf.GGUFReader "
+        "| kvplan estimate CLI |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for f in files:
         ours = best_of(lambda f=f: read_gguf(f), args.runs)
         theirs = "-"
         if args.llama_init:
-            out = subprocess.run([args.llama_init, str(f), str(args.runs)], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [args.llama_init, str(f), str(args.runs)], capture_output=True, text=True, check=True
+            )
             theirs = f"{float(out.stdout) * 1000:.1f} ms"
         reader = "-"
         if args.gguf_reader:
@@ -86,9 +91,15 @@ def main() -> None:
 
             reader = f"{best_of(lambda f=f: gguf.GGUFReader(str(f)), 1):.2f} s"
         meta = read_gguf(f)
-        cli = f"{cli_seconds(f, 5) * 1000:.0f} ms" if meta.architecture and \
-            f"{meta.architecture}.context_length" in meta.kv else "-"
-        print(f"| {f.name} | {os.path.getsize(f) / 2**20:.1f} MiB | {ours * 1000:.1f} ms | {theirs} | {reader} | {cli} |")
+        cli = (
+            f"{cli_seconds(f, 5) * 1000:.0f} ms"
+            if meta.architecture and f"{meta.architecture}.context_length" in meta.kv
+            else "-"
+        )
+        print(
+            f"| {f.name} | {os.path.getsize(f) / 2**20:.1f} MiB | {ours * 1000:.1f} ms | {theirs} "
+            f"| {reader} | {cli} |"
+        )
 
 
 if __name__ == "__main__":

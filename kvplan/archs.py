@@ -13,39 +13,235 @@ from kvplan.model import MemoryKind, SwaType
 
 #: LLM_ARCH_NAMES (src/llama-arch.cpp), minus the "clip" dummy.
 KNOWN_ARCHS: frozenset[str] = frozenset(
-    """llama llama4 deci falcon grok gpt2 gptj gptneox mpt baichuan starcoder refact bert modern-bert
-    nomic-bert nomic-bert-moe neo-bert jina-bert-v2 jina-bert-v3 eurobert bloom stablelm qwen qwen2 qwen2moe
-    qwen2vl qwen3 qwen3moe qwen3next qwen3vl qwen3vlmoe qwen35 qwen35moe qwen4exp phi2 phi3 phimoe plamo plamo2
-    plamo3 codeshell orion internlm2 minicpm minicpm3 gemma gemma2 gemma3 gemma3n gemma4 gemma4-assistant
-    gemma-embedding starcoder2 mamba mamba2 maple jamba falcon-h1 xverse command-r cohere2 cohere2moe dbrx olmo
-    olmo2 olmoe muse-glimmer openelm arctic deepseek deepseek2 deepseek2-ocr deepseek32 deepseek4 chatglm glm4
-    glm4moe glm-dsa bitnet t5 t5encoder jais jais2 nemotron nemotron_h nemotron_h_moe exaone exaone4 exaone-moe
-    rwkv6 rwkv6qwen2 rwkv7 arwkv7 granite granitemoe granitehybrid graniteswitch granite_swa chameleon
-    wavtokenizer-dec plm bailingmoe bailingmoe2 bailingmoe3 dots1 dots3note arcee afmoe laguna ernie4_5
-    ernie4_5-moe hunyuan-moe hunyuan-dense hunyuan_vl hy_v3 hy_v4 smollm3 gpt-oss lfm2 lfm2moe dream
-    smallthinker llada llada-moe seed_oss grovemoe apertus minimax-01 hrm_text minimax-m2 minimax-m3 cogvlm
-    rnd1 pangu-embedded mistral3 eagle3 dflash mistral4 paddleocr mimo2 step35 spark2_5 llama-embed maincoder
-    kimi-linear kimi-k3 glm5-next talkie mellum nanbeige qwen3tts pockettts""".split()
+    [
+        "llama",
+        "llama4",
+        "deci",
+        "falcon",
+        "grok",
+        "gpt2",
+        "gptj",
+        "gptneox",
+        "mpt",
+        "baichuan",
+        "starcoder",
+        "refact",
+        "bert",
+        "modern-bert",
+        "nomic-bert",
+        "nomic-bert-moe",
+        "neo-bert",
+        "jina-bert-v2",
+        "jina-bert-v3",
+        "eurobert",
+        "bloom",
+        "stablelm",
+        "qwen",
+        "qwen2",
+        "qwen2moe",
+        "qwen2vl",
+        "qwen3",
+        "qwen3moe",
+        "qwen3next",
+        "qwen3vl",
+        "qwen3vlmoe",
+        "qwen35",
+        "qwen35moe",
+        "qwen4exp",
+        "phi2",
+        "phi3",
+        "phimoe",
+        "plamo",
+        "plamo2",
+        "plamo3",
+        "codeshell",
+        "orion",
+        "internlm2",
+        "minicpm",
+        "minicpm3",
+        "gemma",
+        "gemma2",
+        "gemma3",
+        "gemma3n",
+        "gemma4",
+        "gemma4-assistant",
+        "gemma-embedding",
+        "starcoder2",
+        "mamba",
+        "mamba2",
+        "maple",
+        "jamba",
+        "falcon-h1",
+        "xverse",
+        "command-r",
+        "cohere2",
+        "cohere2moe",
+        "dbrx",
+        "olmo",
+        "olmo2",
+        "olmoe",
+        "muse-glimmer",
+        "openelm",
+        "arctic",
+        "deepseek",
+        "deepseek2",
+        "deepseek2-ocr",
+        "deepseek32",
+        "deepseek4",
+        "chatglm",
+        "glm4",
+        "glm4moe",
+        "glm-dsa",
+        "bitnet",
+        "t5",
+        "t5encoder",
+        "jais",
+        "jais2",
+        "nemotron",
+        "nemotron_h",
+        "nemotron_h_moe",
+        "exaone",
+        "exaone4",
+        "exaone-moe",
+        "rwkv6",
+        "rwkv6qwen2",
+        "rwkv7",
+        "arwkv7",
+        "granite",
+        "granitemoe",
+        "granitehybrid",
+        "graniteswitch",
+        "granite_swa",
+        "chameleon",
+        "wavtokenizer-dec",
+        "plm",
+        "bailingmoe",
+        "bailingmoe2",
+        "bailingmoe3",
+        "dots1",
+        "dots3note",
+        "arcee",
+        "afmoe",
+        "laguna",
+        "ernie4_5",
+        "ernie4_5-moe",
+        "hunyuan-moe",
+        "hunyuan-dense",
+        "hunyuan_vl",
+        "hy_v3",
+        "hy_v4",
+        "smollm3",
+        "gpt-oss",
+        "lfm2",
+        "lfm2moe",
+        "dream",
+        "smallthinker",
+        "llada",
+        "llada-moe",
+        "seed_oss",
+        "grovemoe",
+        "apertus",
+        "minimax-01",
+        "hrm_text",
+        "minimax-m2",
+        "minimax-m3",
+        "cogvlm",
+        "rnd1",
+        "pangu-embedded",
+        "mistral3",
+        "eagle3",
+        "dflash",
+        "mistral4",
+        "paddleocr",
+        "mimo2",
+        "step35",
+        "spark2_5",
+        "llama-embed",
+        "maincoder",
+        "kimi-linear",
+        "kimi-k3",
+        "glm5-next",
+        "talkie",
+        "mellum",
+        "nanbeige",
+        "qwen3tts",
+        "pockettts",
+    ]
 )
 
 #: GGUF writes "gpt-oss" but llama.cpp's arch enum is OPENAI_MOE with the same name string.
 NO_MEMORY_ARCHS = frozenset(
-    """bert jina-bert-v2 jina-bert-v3 nomic-bert nomic-bert-moe neo-bert eurobert wavtokenizer-dec modern-bert
-    gemma-embedding dream llada llada-moe rnd1""".split()
+    [
+        "bert",
+        "jina-bert-v2",
+        "jina-bert-v3",
+        "nomic-bert",
+        "nomic-bert-moe",
+        "neo-bert",
+        "eurobert",
+        "wavtokenizer-dec",
+        "modern-bert",
+        "gemma-embedding",
+        "dream",
+        "llada",
+        "llada-moe",
+        "rnd1",
+    ]
 )
-RECURRENT_ARCHS = frozenset("mamba mamba2 rwkv6 rwkv6qwen2 rwkv7 arwkv7".split())
+RECURRENT_ARCHS = frozenset(["mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"])
 HYBRID_ARCHS = frozenset(
-    """jamba falcon-h1 plamo2 granitehybrid lfm2 lfm2moe nemotron_h nemotron_h_moe qwen3next kimi-linear
-    bailingmoe3 kimi-k3 glm5-next qwen35 qwen35moe qwen4exp deepseek4 minimax-01""".split()
+    [
+        "jamba",
+        "falcon-h1",
+        "plamo2",
+        "granitehybrid",
+        "lfm2",
+        "lfm2moe",
+        "nemotron_h",
+        "nemotron_h_moe",
+        "qwen3next",
+        "kimi-linear",
+        "bailingmoe3",
+        "kimi-k3",
+        "glm5-next",
+        "qwen35",
+        "qwen35moe",
+        "qwen4exp",
+        "deepseek4",
+        "minimax-01",
+    ]
 )
 #: architectures that keep n_rs_seq (llm_arch_supports_rs_rollback); all others clamp it to 0
 RS_ROLLBACK_ARCHS = frozenset(
-    "kimi-k3 qwen35 qwen35moe qwen4exp deepseek4 glm5-next nemotron_h nemotron_h_moe lfm2 lfm2moe bailingmoe3".split()
+    [
+        "kimi-k3",
+        "qwen35",
+        "qwen35moe",
+        "qwen4exp",
+        "deepseek4",
+        "glm5-next",
+        "nemotron_h",
+        "nemotron_h_moe",
+        "lfm2",
+        "lfm2moe",
+        "bailingmoe3",
+    ]
 )
 #: archs whose load_arch_hparams reads the MLA head sizes (is_mla() when both are non-zero);
 #: mistral4 inherits deepseek2's loader
 MLA_KEY_ARCHS = frozenset(
-    "deepseek2 deepseek32 glm-dsa dots3note hy_v4 bailingmoe3 kimi-linear kimi-k3 glm5-next mistral4".split()
+    [
+        "deepseek2",
+        "deepseek32",
+        "glm-dsa",
+        "dots3note",
+        "hy_v4",
+        "bailingmoe3",
+        "kimi-linear",
+        "kimi-k3",
+        "glm5-next",
+        "mistral4",
+    ]
 )
 #: llama_init_from_model forces flash attention off for these
 FA_DISABLED_ARCHS = frozenset({"grok"})

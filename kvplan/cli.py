@@ -49,8 +49,10 @@ def handle_errors() -> Iterator[None]:
     except Exception as exc:  # a bug in kvplan: one line, a code, and how to see more
         if os.environ.get("KVPLAN_DEBUG"):
             raise
-        typer.echo(f"kvplan: internal error: {type(exc).__name__}: {exc} (set KVPLAN_DEBUG=1 for a traceback)",
-                   err=True)
+        typer.echo(
+            f"kvplan: internal error: {type(exc).__name__}: {exc} (set KVPLAN_DEBUG=1 for a traceback)",
+            err=True,
+        )
         raise typer.Exit(EXIT_INTERNAL) from None
 
 
@@ -67,22 +69,36 @@ def _count(value: str | None, name: str) -> int | None:
 
 @app.command()
 def estimate(
-    model: str = typer.Argument(..., help="A .gguf file, a .yaml/.yml spec, or a catalog name (see `kvplan models`)."),
-    ctx: str = typer.Option(None, "-c", "--ctx", "--ctx-size",
-                            help="Context size in tokens (32k = 32768). Default: the model's training context, "
-                                 "as llama.cpp's -c 0."),
+    model: str = typer.Argument(
+        ..., help="A .gguf file, a .yaml/.yml spec, or a catalog name (see `kvplan models`)."
+    ),
+    ctx: str = typer.Option(
+        None,
+        "-c",
+        "--ctx",
+        "--ctx-size",
+        help="Context size in tokens (32k = 32768). Default: the model's training context, "
+        "as llama.cpp's -c 0.",
+    ),
     parallel: int = typer.Option(1, "-np", "--parallel", min=1, help="Parallel sequences (n_seq_max)."),
-    kv_unified: bool = typer.Option(False, "-kvu", "--kv-unified", help="One KV stream shared by all sequences."),
+    kv_unified: bool = typer.Option(
+        False, "-kvu", "--kv-unified", help="One KV stream shared by all sequences."
+    ),
     batch: str = typer.Option("2048", "-b", "--batch", "--batch-size", help="Logical batch size (n_batch)."),
-    ubatch: str = typer.Option("512", "-ub", "--ubatch", "--ubatch-size", help="Physical batch size (n_ubatch)."),
-    cache_type_k: str = typer.Option("f16", "-ctk", "--cache-type-k",
-                                     help="K cache type: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1."),
+    ubatch: str = typer.Option(
+        "512", "-ub", "--ubatch", "--ubatch-size", help="Physical batch size (n_ubatch)."
+    ),
+    cache_type_k: str = typer.Option(
+        "f16", "-ctk", "--cache-type-k", help="K cache type: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1."
+    ),
     cache_type_v: str = typer.Option("f16", "-ctv", "--cache-type-v", help="V cache type (same choices)."),
-    flash_attn: FlashAttn = typer.Option(FlashAttn.auto, "-fa", "--flash-attn", case_sensitive=False,
-                                         help="Flash attention: on, off or auto."),
+    flash_attn: FlashAttn = typer.Option(
+        FlashAttn.auto, "-fa", "--flash-attn", case_sensitive=False, help="Flash attention: on, off or auto."
+    ),
     swa_full: bool = typer.Option(False, "--swa-full", help="Full-size cache for sliding-window layers."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--format", "-o", case_sensitive=False,
-                                        help="Output format."),
+    output: OutputFormat = typer.Option(
+        OutputFormat.table, "--format", "-o", case_sensitive=False, help="Output format."
+    ),
 ) -> None:
     """How many bytes llama.cpp allocates for the KV cache of MODEL, exactly, and why."""
     n_ctx = _count(ctx, "--ctx") or 0
@@ -93,8 +109,14 @@ def estimate(
         from kvplan.sources import load_model
 
         settings = LlamaCppSettings(
-            n_ctx=n_ctx, n_seq=parallel, kv_unified=kv_unified, n_batch=n_batch or 0, n_ubatch=n_ubatch or 0,
-            type_k=cache_type_k.lower(), type_v=cache_type_v.lower(), flash_attn=flash_attn.value,
+            n_ctx=n_ctx,
+            n_seq=parallel,
+            kv_unified=kv_unified,
+            n_batch=n_batch or 0,
+            n_ubatch=n_ubatch or 0,
+            type_k=cache_type_k.lower(),
+            type_v=cache_type_v.lower(),
+            flash_attn=flash_attn.value,
             swa_full=swa_full,
         )
         memory_plan = plan(load_model(model), settings)
@@ -125,8 +147,9 @@ def _emit(memory_plan: object, output: OutputFormat) -> None:
 
 @app.command()
 def models(
-    output: OutputFormat = typer.Option(OutputFormat.table, "--format", "-o", case_sensitive=False,
-                                        help="Output format."),
+    output: OutputFormat = typer.Option(
+        OutputFormat.table, "--format", "-o", case_sensitive=False, help="Output format."
+    ),
 ) -> None:
     """List the built-in catalog of model specs."""
     with handle_errors():

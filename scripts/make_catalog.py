@@ -36,10 +36,16 @@ def metadata_for(entry: dict) -> dict | None:
         attn["value_length"] = head_dim
     mla = v.get("mla")
     if arch in ("deepseek2", "deepseek32") and mla:
-        attn.update({"head_count_kv": 1, "key_length": mla["kv_lora_rank"] + mla["qk_rope_head_dim"],
-                     "value_length": mla["kv_lora_rank"],
-                     "key_length_mla": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"],
-                     "value_length_mla": mla["v_head_dim"], "kv_lora_rank": mla["kv_lora_rank"]})
+        attn.update(
+            {
+                "head_count_kv": 1,
+                "key_length": mla["kv_lora_rank"] + mla["qk_rope_head_dim"],
+                "value_length": mla["kv_lora_rank"],
+                "key_length_mla": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"],
+                "value_length_mla": mla["v_head_dim"],
+                "kv_lora_rank": mla["kv_lora_rank"],
+            }
+        )
         if mla.get("q_lora_rank"):
             attn["q_lora_rank"] = mla["q_lora_rank"]
     nextn = v.get("num_nextn_predict_layers") or 0
@@ -55,9 +61,13 @@ def metadata_for(entry: dict) -> dict | None:
         la = v.get("linear_attention") or {}
         md["full_attention_interval"] = v.get("full_attention_interval", 4)
         if la:
-            md["ssm"] = {"conv_kernel": la["linear_conv_kernel_dim"], "state_size": la["linear_key_head_dim"],
-                         "group_count": la["linear_num_key_heads"], "time_step_rank": la["linear_num_value_heads"],
-                         "inner_size": la["linear_value_head_dim"] * la["linear_num_value_heads"]}
+            md["ssm"] = {
+                "conv_kernel": la["linear_conv_kernel_dim"],
+                "state_size": la["linear_key_head_dim"],
+                "group_count": la["linear_num_key_heads"],
+                "time_step_rank": la["linear_num_value_heads"],
+                "inner_size": la["linear_value_head_dim"] * la["linear_num_value_heads"],
+            }
     if v.get("num_local_experts") or v.get("n_routed_experts") or v.get("num_experts"):
         md["expert_count"] = v.get("num_local_experts") or v.get("n_routed_experts") or v.get("num_experts")
         md["expert_used_count"] = v.get("num_experts_per_tok")
@@ -76,8 +86,13 @@ def spec_for(entry: dict, sources: dict) -> dict | None:
     refs = []
     for s in entry.get("sources") or []:
         src = sources.get(s["id"], {})
-        refs.append({"id": s["id"], "ref": s.get("ref") or src.get("where") or src.get("repo"),
-                     "what": src.get("what")})
+        refs.append(
+            {
+                "id": s["id"],
+                "ref": s.get("ref") or src.get("where") or src.get("repo"),
+                "what": src.get("what"),
+            }
+        )
     spec = {
         "name": entry["key"],
         "arch": entry["gguf_arch"],

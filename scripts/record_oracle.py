@@ -5,7 +5,7 @@ usage: python scripts/record_oracle.py ORACLE_DIR [--shared ../shared]
 ORACLE_DIR is a build of ../shared/oracle/build.sh (harness, test-llama-archs, venv with gguf).
 Run it with ORACLE_DIR/venv/bin/python. It writes:
   tests/fixtures/oracle/tiny/ARCH.gguf       metadata of llama.cpp's own tiny model of every architecture
-  tests/fixtures/oracle/real/NAME.gguf       realistic metadata-only GGUFs, written as the converter writes them
+  tests/fixtures/oracle/real/NAME.gguf       realistic metadata-only GGUFs (as the converter writes them)
   tests/fixtures/oracle/cases.json           every (model, context settings) case and llama.cpp's answer
 Never edit a recorded number by hand: change this script and re-run it.
 """
@@ -30,16 +30,35 @@ LLAMA_CPP_VERSION = "llama.cpp vendored in llama-cpp-python 0.3.36 (2026-10-01)"
 
 # The realistic models: GGUF metadata as llama.cpp's converter writes it for the real checkpoint
 # (key mapping: ../shared/reference/model-facts.md; values: model-facts.yaml).
-_COMMON = {"{arch}.attention.layer_norm_rms_epsilon": 1e-5, "{arch}.rope.freq_base": 10000.0,
-           "{arch}.vocab_size": 32000}
+_COMMON = {
+    "{arch}.attention.layer_norm_rms_epsilon": 1e-5,
+    "{arch}.rope.freq_base": 10000.0,
+    "{arch}.vocab_size": 32000,
+}
 
 
-def _dense(arch: str, layers: int, embd: int, heads: int, kv_heads: int, ctx: int, head_dim: int | None = None,
-           ff: int = 14336, **extra: object) -> dict:
+def _dense(
+    arch: str,
+    layers: int,
+    embd: int,
+    heads: int,
+    kv_heads: int,
+    ctx: int,
+    head_dim: int | None = None,
+    ff: int = 14336,
+    **extra: object,
+) -> dict:
     kv = dict(_COMMON)
-    kv.update({"{arch}.block_count": layers, "{arch}.embedding_length": embd, "{arch}.feed_forward_length": ff,
-               "{arch}.attention.head_count": heads, "{arch}.attention.head_count_kv": kv_heads,
-               "{arch}.context_length": ctx})
+    kv.update(
+        {
+            "{arch}.block_count": layers,
+            "{arch}.embedding_length": embd,
+            "{arch}.feed_forward_length": ff,
+            "{arch}.attention.head_count": heads,
+            "{arch}.attention.head_count_kv": kv_heads,
+            "{arch}.context_length": ctx,
+        }
+    )
     if head_dim is not None:
         kv["{arch}.attention.key_length"] = head_dim
         kv["{arch}.attention.value_length"] = head_dim
@@ -48,14 +67,26 @@ def _dense(arch: str, layers: int, embd: int, heads: int, kv_heads: int, ctx: in
     return {"arch": arch, "kv": kv}
 
 
-def _mla(layers: int, embd: int, heads: int, ctx: int, nextn: int = 0, arch: str = "deepseek2", **extra) -> dict:
+def _mla(
+    layers: int, embd: int, heads: int, ctx: int, nextn: int = 0, arch: str = "deepseek2", **extra
+) -> dict:
     spec = _dense(arch, layers + nextn, embd, heads, 1, ctx, ff=18432, **extra)
-    spec["kv"].update({"{arch}.attention.key_length": 576, "{arch}.attention.value_length": 512,
-                       "{arch}.attention.key_length_mla": 192, "{arch}.attention.value_length_mla": 128,
-                       "{arch}.attention.kv_lora_rank": 512, "{arch}.rope.dimension_count": 64,
-                       "{arch}.leading_dense_block_count": 1, "{arch}.expert_count": 64,
-                       "{arch}.expert_used_count": 6, "{arch}.expert_shared_count": 2,
-                       "{arch}.expert_feed_forward_length": 1408, "{arch}.expert_weights_scale": 1.0})
+    spec["kv"].update(
+        {
+            "{arch}.attention.key_length": 576,
+            "{arch}.attention.value_length": 512,
+            "{arch}.attention.key_length_mla": 192,
+            "{arch}.attention.value_length_mla": 128,
+            "{arch}.attention.kv_lora_rank": 512,
+            "{arch}.rope.dimension_count": 64,
+            "{arch}.leading_dense_block_count": 1,
+            "{arch}.expert_count": 64,
+            "{arch}.expert_used_count": 6,
+            "{arch}.expert_shared_count": 2,
+            "{arch}.expert_feed_forward_length": 1408,
+            "{arch}.expert_weights_scale": 1.0,
+        }
+    )
     if layers != 27:  # DeepSeek-V2-Lite has no q LoRA; llama.cpp requires the key otherwise
         spec["kv"]["{arch}.attention.q_lora_rank"] = 1536
     if nextn:
@@ -64,8 +95,13 @@ def _mla(layers: int, embd: int, heads: int, ctx: int, nextn: int = 0, arch: str
 
 
 def _moe(spec: dict, experts: int, used: int, ff_exp: int) -> dict:
-    spec["kv"].update({"{arch}.expert_count": experts, "{arch}.expert_used_count": used,
-                       "{arch}.expert_feed_forward_length": ff_exp})
+    spec["kv"].update(
+        {
+            "{arch}.expert_count": experts,
+            "{arch}.expert_used_count": used,
+            "{arch}.expert_feed_forward_length": ff_exp,
+        }
+    )
     return spec
 
 
@@ -76,37 +112,124 @@ REAL_MODELS: dict[str, dict] = {
     "qwen3-8b": _dense("qwen3", 36, 4096, 32, 8, 40960, head_dim=128, ff=12288),
     "qwen3-32b": _dense("qwen3", 64, 5120, 64, 8, 40960, head_dim=128, ff=25600),
     "qwen3-30b-a3b": _moe(_dense("qwen3moe", 48, 2048, 32, 4, 40960, head_dim=128, ff=6144), 128, 8, 768),
-    "gemma-2-9b": _dense("gemma2", 42, 3584, 16, 8, 8192, head_dim=256,
-                         **{"{arch}.attention.sliding_window": 4096,
-                            "{arch}.attn_logit_softcapping": 50.0, "{arch}.final_logit_softcapping": 30.0}),
-    "gemma-3-12b": _dense("gemma3", 48, 3840, 16, 8, 131072, head_dim=256,
-                          **{"{arch}.attention.sliding_window": 1024}),
-    "gemma-3-27b": _dense("gemma3", 62, 5376, 32, 16, 131072, head_dim=128,
-                          **{"{arch}.attention.sliding_window": 1024}),
-    "gpt-oss-20b": _moe(_dense("gpt-oss", 24, 2880, 64, 8, 131072, head_dim=64, ff=2880,
-                               **{"{arch}.attention.sliding_window": 128}), 32, 4, 2880),
+    "gemma-2-9b": _dense(
+        "gemma2",
+        42,
+        3584,
+        16,
+        8,
+        8192,
+        head_dim=256,
+        **{
+            "{arch}.attention.sliding_window": 4096,
+            "{arch}.attn_logit_softcapping": 50.0,
+            "{arch}.final_logit_softcapping": 30.0,
+        },
+    ),
+    "gemma-3-12b": _dense(
+        "gemma3", 48, 3840, 16, 8, 131072, head_dim=256, **{"{arch}.attention.sliding_window": 1024}
+    ),
+    "gemma-3-27b": _dense(
+        "gemma3", 62, 5376, 32, 16, 131072, head_dim=128, **{"{arch}.attention.sliding_window": 1024}
+    ),
+    "gpt-oss-20b": _moe(
+        _dense(
+            "gpt-oss",
+            24,
+            2880,
+            64,
+            8,
+            131072,
+            head_dim=64,
+            ff=2880,
+            **{"{arch}.attention.sliding_window": 128},
+        ),
+        32,
+        4,
+        2880,
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
-    "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192,
-                            **{"{arch}.attention.sliding_window": 2047}),
-    "command-r-v01": _dense("command-r", 40, 8192, 64, 64, 8192, ff=22528,
-                            **{"{arch}.attention.layer_norm_epsilon": 1e-5, "{arch}.logit_scale": 0.0625}),
-    "command-r7b": _dense("cohere2", 32, 4096, 32, 8, 131072, ff=14336,
-                          **{"{arch}.attention.sliding_window": 4096, "{arch}.attention.layer_norm_epsilon": 1e-5,
-                             "{arch}.logit_scale": 0.25}),
+    "phi-3-mini-4k": _dense(
+        "phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}
+    ),
+    "command-r-v01": _dense(
+        "command-r",
+        40,
+        8192,
+        64,
+        64,
+        8192,
+        ff=22528,
+        **{"{arch}.attention.layer_norm_epsilon": 1e-5, "{arch}.logit_scale": 0.0625},
+    ),
+    "command-r7b": _dense(
+        "cohere2",
+        32,
+        4096,
+        32,
+        8,
+        131072,
+        ff=14336,
+        **{
+            "{arch}.attention.sliding_window": 4096,
+            "{arch}.attention.layer_norm_epsilon": 1e-5,
+            "{arch}.logit_scale": 0.25,
+        },
+    ),
     "deepseek-v2-lite": _mla(27, 2048, 16, 163840),
     "deepseek-v3": _mla(61, 7168, 128, 163840),
     "kimi-k2": _mla(61, 7168, 64, 131072),
     "deepseek-v3-mtp": _mla(61, 7168, 128, 163840, nextn=1),
-    "glm-4.5-air": _moe(_dense("glm4moe", 47, 4096, 96, 8, 131072, head_dim=128, ff=10944,
-                               **{"{arch}.nextn_predict_layers": 1, "{arch}.leading_dense_block_count": 1,
-                                  "{arch}.rope.dimension_count": 64, "{arch}.expert_shared_count": 1}),
-                        128, 8, 1408),
-    "llama-4-scout": _moe(_dense("llama4", 48, 5120, 40, 8, 10485760, head_dim=128, ff=16384,
-                                 **{"{arch}.interleave_moe_layer_step": 1}), 16, 1, 8192),
+    "glm-4.5-air": _moe(
+        _dense(
+            "glm4moe",
+            47,
+            4096,
+            96,
+            8,
+            131072,
+            head_dim=128,
+            ff=10944,
+            **{
+                "{arch}.nextn_predict_layers": 1,
+                "{arch}.leading_dense_block_count": 1,
+                "{arch}.rope.dimension_count": 64,
+                "{arch}.expert_shared_count": 1,
+            },
+        ),
+        128,
+        8,
+        1408,
+    ),
+    "llama-4-scout": _moe(
+        _dense(
+            "llama4",
+            48,
+            5120,
+            40,
+            8,
+            10485760,
+            head_dim=128,
+            ff=16384,
+            **{"{arch}.interleave_moe_layer_step": 1},
+        ),
+        16,
+        1,
+        8192,
+    ),
 }
 
-TYPE_PAIRS = [("f16", "f16"), ("q8_0", "q8_0"), ("q4_0", "q4_0"), ("f32", "f16"), ("bf16", "bf16"),
-              ("q8_0", "f16"), ("f16", "q4_1"), ("q5_1", "q5_0"), ("iq4_nl", "iq4_nl")]
+TYPE_PAIRS = [
+    ("f16", "f16"),
+    ("q8_0", "q8_0"),
+    ("q4_0", "q4_0"),
+    ("f32", "f16"),
+    ("bf16", "bf16"),
+    ("q8_0", "f16"),
+    ("f16", "q4_1"),
+    ("q5_1", "q5_0"),
+    ("iq4_nl", "iq4_nl"),
+]
 
 
 def grid(seed: str, n: int) -> list[dict]:
@@ -119,16 +242,31 @@ def grid(seed: str, n: int) -> list[dict]:
         dict(n_ctx=4096, n_seq_max=4, kv_unified=1, type_k="f16", type_v="f16", fa=-1, swa_full=0),
         dict(n_ctx=8192, n_seq_max=2, kv_unified=0, type_k="q8_0", type_v="q8_0", fa=1, swa_full=1),
         dict(n_ctx=3000, n_seq_max=1, kv_unified=0, type_k="q8_0", type_v="q4_0", fa=0, swa_full=0),
-        dict(n_ctx=5000, n_seq_max=2, kv_unified=1, type_k="f16", type_v="f16", fa=-1, swa_full=0, n_ubatch=2048),
+        dict(
+            n_ctx=5000,
+            n_seq_max=2,
+            kv_unified=1,
+            type_k="f16",
+            type_v="f16",
+            fa=-1,
+            swa_full=0,
+            n_ubatch=2048,
+        ),
         dict(n_ctx=0, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0),
     ]
     rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
     extra = []
     for _ in range(n):
         tk, tv = rng.choice(TYPE_PAIRS)
-        p = dict(n_ctx=rng.choice([1, 100, 255, 256, 257, 511, 1000, 2048, 3000, 4096, 6000, 8192, 20000]),
-                 n_seq_max=rng.choice([1, 1, 2, 3, 4]), kv_unified=rng.choice([0, 1]), type_k=tk, type_v=tv,
-                 fa=rng.choice([-1, 0, 1]), swa_full=rng.choice([0, 1]))
+        p = dict(
+            n_ctx=rng.choice([1, 100, 255, 256, 257, 511, 1000, 2048, 3000, 4096, 6000, 8192, 20000]),
+            n_seq_max=rng.choice([1, 1, 2, 3, 4]),
+            kv_unified=rng.choice([0, 1]),
+            type_k=tk,
+            type_v=tv,
+            fa=rng.choice([-1, 0, 1]),
+            swa_full=rng.choice([0, 1]),
+        )
         if rng.random() < 0.3:
             p["n_ubatch"] = rng.choice([64, 256, 1024, 2048])
         if rng.random() < 0.2:
@@ -142,8 +280,10 @@ def grid(seed: str, n: int) -> list[dict]:
     return out
 
 
-_REASON_RE = re.compile(r"(llama_init_from_model: .*|GGML_ASSERT\(.*\) failed|llama_context: .*(?:exception|error).*|"
-                        r".*error loading model.*|terminate called.*|what\(\): .*)")
+_REASON_RE = re.compile(
+    r"(llama_init_from_model: .*|GGML_ASSERT\(.*\) failed|llama_context: .*(?:exception|error).*|"
+    r".*error loading model.*|terminate called.*|what\(\): .*)"
+)
 
 
 _INFO_RE = re.compile(r"enabling flash_attn since|forcing off")  # llama.cpp notes, not refusals
@@ -159,13 +299,20 @@ def run_case(harness: str, gguf: str, params: dict) -> dict:
     ctx = [int(m.group(1)) for m in re.finditer(r"^BREAKDOWN \S+ model=\d+ context=(\d+)", out, re.M)]
     m = re.search(r"^N_CTX (\d+) N_CTX_SEQ (\d+) N_SEQ_MAX (\d+) N_UBATCH (\d+)", out, re.M)
     if p.returncode != 0 or not m:
-        reasons = [r.group(1).strip() for line in out.splitlines()
-                   if (r := _REASON_RE.search(line)) and not _INFO_RE.search(line)]
+        reasons = [
+            r.group(1).strip()
+            for line in out.splitlines()
+            if (r := _REASON_RE.search(line)) and not _INFO_RE.search(line)
+        ]
         reason = reasons[0] if reasons else f"exit {p.returncode}"
         reason = re.sub(r"^/\S+/(src|ggml)/", r"\1/", reason)  # no build paths in fixtures
         return {"error": reason[:300]}
-    return {"context_bytes": sum(ctx), "n_ctx": int(m.group(1)), "n_ctx_seq": int(m.group(2)),
-            "n_ubatch": int(m.group(4))}
+    return {
+        "context_bytes": sum(ctx),
+        "n_ctx": int(m.group(1)),
+        "n_ctx_seq": int(m.group(2)),
+        "n_ubatch": int(m.group(4)),
+    }
 
 
 def _load_module(path: Path, name: str):
@@ -206,9 +353,16 @@ def main() -> None:
                 case = {"id": f"{rel}#{i}", "gguf": rel, "params": params}
                 case.update(run_case(harness, str(OUT / rel), params))
                 cases.append(case)
-            print(f"{rel}: {sum(1 for c in cases if c['gguf'] == rel and 'error' in c)} refusals", file=sys.stderr)
-    doc = {"llama_cpp": LLAMA_CPP_VERSION, "backend": "CPU", "generator": "scripts/record_oracle.py",
-           "cases": cases}
+            print(
+                f"{rel}: {sum(1 for c in cases if c['gguf'] == rel and 'error' in c)} refusals",
+                file=sys.stderr,
+            )
+    doc = {
+        "llama_cpp": LLAMA_CPP_VERSION,
+        "backend": "CPU",
+        "generator": "scripts/record_oracle.py",
+        "cases": cases,
+    }
     (OUT / "cases.json").write_text(json.dumps(doc, indent=0, sort_keys=False) + "\n")
     print(f"{len(cases)} cases, {sum(1 for c in cases if 'error' in c)} refused by llama.cpp")
 

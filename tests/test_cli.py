@@ -7,9 +7,9 @@ import io
 import json
 from pathlib import Path
 
+from conftest import ORACLE
 from typer.testing import CliRunner
 
-from conftest import ORACLE
 from kvplan.cli import app
 
 runner = CliRunner()
@@ -30,8 +30,18 @@ def test_estimate_catalog_json_schema() -> None:
     assert doc["memory"]["per_token_bytes"] == 131072
     assert doc["memory"]["total_bytes"] == 131072 * 32768
     cache = doc["memory"]["caches"][0]
-    assert set(cache) >= {"name", "kind", "layers", "cells", "streams", "type_k", "type_v", "k_bytes", "v_bytes",
-                          "bytes"}
+    assert set(cache) >= {
+        "name",
+        "kind",
+        "layers",
+        "cells",
+        "streams",
+        "type_k",
+        "type_v",
+        "k_bytes",
+        "v_bytes",
+        "bytes",
+    }
     assert cache["k_bytes"] + cache["v_bytes"] == cache["bytes"]
 
 
@@ -42,7 +52,22 @@ def test_estimate_default_context_is_training_context() -> None:
 
 def test_estimate_gguf_with_llama_cpp_flags() -> None:
     gguf = str(ORACLE / "real" / "qwen3-32b.gguf")
-    r = run("estimate", gguf, "-c", "131072", "-np", "4", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "-o", "json")
+    r = run(
+        "estimate",
+        gguf,
+        "-c",
+        "131072",
+        "-np",
+        "4",
+        "-ctk",
+        "q8_0",
+        "-ctv",
+        "q8_0",
+        "-fa",
+        "on",
+        "-o",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     # 64 layers × 2 × (8 × 128 values → 32 q8_0 blocks × 34 bytes = 1088) × 131072 cells
@@ -63,7 +88,9 @@ def test_markdown_and_csv_carry_the_same_rows() -> None:
     assert "| sliding window |" in md and "| full attention |" in md
     rows = list(csv.DictReader(io.StringIO(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "csv").stdout)))
     assert [r["cache"] for r in rows] == ["full attention", "sliding window", "total"]
-    total = json.loads(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "json").stdout)["memory"]["total_bytes"]
+    total = json.loads(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "json").stdout)["memory"][
+        "total_bytes"
+    ]
     assert int(rows[-1]["bytes"]) == total
 
 
@@ -91,7 +118,9 @@ def test_exit_codes_and_one_line_errors(tmp_path: Path) -> None:
     r = run("estimate", "llama-3.1-8b", "-np", "300")
     assert r.exit_code == 4 and "n_seq_max must be <= 256" in r.stderr
     unknown = tmp_path / "u.yaml"
-    unknown.write_text("arch: mystery\nmetadata:\n  context_length: 1\n  embedding_length: 1\n  block_count: 1\n")
+    unknown.write_text(
+        "arch: mystery\nmetadata:\n  context_length: 1\n  embedding_length: 1\n  block_count: 1\n"
+    )
     r = run("estimate", str(unknown))
     assert r.exit_code == 4 and "'mystery' is not one llama.cpp knows" in r.stderr
 

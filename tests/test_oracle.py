@@ -12,8 +12,8 @@ from collections import defaultdict
 from functools import cache
 
 import pytest
-
 from conftest import ORACLE, oracle_cases
+
 from kvplan.errors import HParamsError, KvplanError, NotSupportedYetError, RefusedConfigError
 from kvplan.layout.llamacpp import LlamaCppSettings, plan
 from kvplan.model import MemoryKind, ModelDescription
@@ -48,9 +48,16 @@ def _model(rel: str) -> ModelDescription | KvplanError:
 
 def _settings(p: dict) -> LlamaCppSettings:
     return LlamaCppSettings(
-        n_ctx=p["n_ctx"], n_seq=p["n_seq_max"], kv_unified=bool(p["kv_unified"]), n_batch=p["n_batch"],
-        n_ubatch=p["n_ubatch"], type_k=p["type_k"], type_v=p["type_v"], flash_attn=FA[p["fa"]],
-        swa_full=bool(p["swa_full"]))
+        n_ctx=p["n_ctx"],
+        n_seq=p["n_seq_max"],
+        kv_unified=bool(p["kv_unified"]),
+        n_batch=p["n_batch"],
+        n_ubatch=p["n_ubatch"],
+        type_k=p["type_k"],
+        type_v=p["type_v"],
+        flash_attn=FA[p["fa"]],
+        swa_full=bool(p["swa_full"]),
+    )
 
 
 def _check(case: dict, model: ModelDescription) -> str | None:
@@ -100,7 +107,12 @@ def test_matches_llama_cpp(rel: str) -> None:
 def test_fixture_covers_every_attention_family() -> None:
     files = set(GROUPS)
     assert len([f for f in files if f.startswith("tiny/")]) >= 120
-    assert {"real/llama-3.1-8b.gguf", "real/gemma-3-27b.gguf", "real/deepseek-v3.gguf", "real/gpt-oss-20b.gguf"} <= files
+    assert {
+        "real/llama-3.1-8b.gguf",
+        "real/gemma-3-27b.gguf",
+        "real/deepseek-v3.gguf",
+        "real/gpt-oss-20b.gguf",
+    } <= files
     answered = [c for c in oracle_cases()["cases"] if "context_bytes" in c]
     refused = [c for c in oracle_cases()["cases"] if "error" in c]
     assert len(answered) > 3000 and len(refused) > 300

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ORACLE
 
 from kvplan.errors import SpecError, UnknownArchitectureError
 from kvplan.layout.llamacpp import LlamaCppSettings, plan
 from kvplan.sources.catalog import catalog_names, load_catalog_model
 from kvplan.sources.gguf_source import load_gguf_model
 from kvplan.sources.spec import load_spec_text
-
-from conftest import ORACLE
 
 BASE = """arch: llama
 metadata:
@@ -58,8 +57,10 @@ def test_missing_required_key_points_at_the_spec() -> None:
 def test_spec_and_gguf_give_the_same_bytes() -> None:
     """The realistic Llama-3.1-8B GGUF and the catalog spec describe the same model."""
     s = LlamaCppSettings(n_ctx=5000, n_seq=3)
-    assert plan(load_catalog_model("llama-3.1-8b"), s).total_bytes == \
-        plan(load_gguf_model(str(ORACLE / "real" / "llama-3.1-8b.gguf")), s).total_bytes
+    assert (
+        plan(load_catalog_model("llama-3.1-8b"), s).total_bytes
+        == plan(load_gguf_model(str(ORACLE / "real" / "llama-3.1-8b.gguf")), s).total_bytes
+    )
     for name in ("gemma-3-27b", "gpt-oss-20b", "qwen3-32b", "deepseek-v3", "phi-4"):
         a = plan(load_catalog_model(name), s).total_bytes
         b = plan(load_gguf_model(str(ORACLE / "real" / f"{name}.gguf")), s).total_bytes

@@ -26,9 +26,17 @@ def catalog_rows() -> list[dict[str, object]]:
         attention = m.attention_summary
         if m.swa_type.value != "none":
             attention += f"+{'chunked' if m.swa_type.value == 'chunked' else 'SWA'} {m.n_swa}"
-        rows.append({"name": name, "arch": m.arch, "layers": m.n_layer_all, "attention": attention,
-                     "n_ctx_train": m.n_ctx_train, "kv_per_token_bytes": per_token,
-                     "hf_id": m.extra.get("hf_id", "")})
+        rows.append(
+            {
+                "name": name,
+                "arch": m.arch,
+                "layers": m.n_layer_all,
+                "attention": attention,
+                "n_ctx_train": m.n_ctx_train,
+                "kv_per_token_bytes": per_token,
+                "hf_id": m.extra.get("hf_id", ""),
+            }
+        )
     return rows
 
 
@@ -49,8 +57,15 @@ def render_catalog(fmt: str) -> None:
 
     def cells(r: dict[str, object]) -> list[str]:
         kv = r["kv_per_token_bytes"]
-        return [str(r["name"]), str(r["arch"]), str(r["layers"]), str(r["attention"]), str(r["n_ctx_train"]),
-                format_bytes(kv) if isinstance(kv, int) else "not yet", str(r["hf_id"])]
+        return [
+            str(r["name"]),
+            str(r["arch"]),
+            str(r["layers"]),
+            str(r["attention"]),
+            str(r["n_ctx_train"]),
+            format_bytes(kv) if isinstance(kv, int) else "not yet",
+            str(r["hf_id"]),
+        ]
 
     if fmt == "markdown":
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]

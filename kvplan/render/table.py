@@ -35,8 +35,11 @@ def _summary(plan: MemoryPlan) -> Table:
     else:
         ctx += " (one unified stream)"
     t.add_row("Context", ctx)
-    t.add_row("Settings", f"{r['n_seq']} seq · K {r['type_k']} · V {r['type_v']} · flash-attn {r['flash_attn']}"
-              f" · swa-full {'on' if r['swa_full'] else 'off'} · batch {r['n_batch']} · ubatch {r['n_ubatch']}")
+    t.add_row(
+        "Settings",
+        f"{r['n_seq']} seq · K {r['type_k']} · V {r['type_v']} · flash-attn {r['flash_attn']}"
+        f" · swa-full {'on' if r['swa_full'] else 'off'} · batch {r['n_batch']} · ubatch {r['n_ubatch']}",
+    )
     return t
 
 
@@ -46,15 +49,21 @@ def make_console() -> Console:
 
 
 def render_table(plan: MemoryPlan, console: Console) -> None:
-    table = Table(box=box.SIMPLE_HEAVY, title=f"llama.cpp KV memory: {format_bytes(plan.total_bytes)}"
-                  f" ({plan.total_bytes:,} bytes)", title_justify="left")
+    table = Table(
+        box=box.SIMPLE_HEAVY,
+        title=f"llama.cpp KV memory: {format_bytes(plan.total_bytes)} ({plan.total_bytes:,} bytes)",
+        title_justify="left",
+    )
     for i, h in enumerate(HEADERS):
         table.add_column(h, justify="left" if i == 0 else "right", no_wrap=True)
     rows = cache_rows(plan)
     for row in rows:
         is_total = row["cache"] == "total"
-        table.add_row(*[escape(c) for c in human(row)], style="bold" if is_total else None,
-                      end_section=len(rows) > 1 and row is rows[-2])
+        table.add_row(
+            *[escape(c) for c in human(row)],
+            style="bold" if is_total else None,
+            end_section=len(rows) > 1 and row is rows[-2],
+        )
     parts: list[object] = [_summary(plan), table]
     whys = [f"{c.name}: {c.why}" for c in plan.caches if c.why]
     for line in whys + list(plan.notes):

@@ -6,12 +6,16 @@ import csv
 import io
 
 from kvplan.plan import MemoryPlan
-from kvplan.render.rows import COLUMNS, HEADERS, caption, cache_rows, human
+from kvplan.render.rows import COLUMNS, HEADERS, cache_rows, caption, human
 
 
 def render_markdown(plan: MemoryPlan) -> str:
-    lines = [f"**{caption(plan)}**", "", "| " + " | ".join(HEADERS) + " |",
-             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADERS))) + "|"]
+    lines = [
+        f"**{caption(plan)}**",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADERS))) + "|",
+    ]
     for row in cache_rows(plan):
         cells = human(row)
         if row["cache"] == "total":

@@ -31,10 +31,33 @@ _INT64_MAX = (1 << 63) - 1
 
 # GGUF value types
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 = range(13)
-VALUE_TYPE_NAMES = ("u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64")
+VALUE_TYPE_NAMES = (
+    "u8",
+    "i8",
+    "u16",
+    "i16",
+    "u32",
+    "i32",
+    "f32",
+    "bool",
+    "string",
+    "array",
+    "u64",
+    "i64",
+    "f64",
+)
 _SCALAR_FORMATS = {
-    T_U8: "B", T_I8: "b", T_U16: "H", T_I16: "h", T_U32: "I", T_I32: "i", T_F32: "f",
-    T_BOOL: "b", T_U64: "Q", T_I64: "q", T_F64: "d",
+    T_U8: "B",
+    T_I8: "b",
+    T_U16: "H",
+    T_I16: "h",
+    T_U32: "I",
+    T_I32: "i",
+    T_F32: "f",
+    T_BOOL: "b",
+    T_U64: "Q",
+    T_I64: "q",
+    T_F64: "d",
 }
 
 
@@ -163,7 +186,9 @@ class _Cursor:
             pos += 8
             if n > end - pos:
                 self.pos = pos - 8
-                raise self.fail(f"{what} element {i}: string length {n} exceeds the {end - pos} bytes that remain")
+                raise self.fail(
+                    f"{what} element {i}: string length {n} exceeds the {end - pos} bytes that remain"
+                )
             pos += n
         self.pos = pos
 
@@ -191,7 +216,9 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
         raise cur.fail(f"key {key!r}: array of {count} elements exceeds the 2^30 limit", start)
     if etype == T_STRING:
         if count * 8 > cur.remaining():
-            raise cur.fail(f"key {key!r}: array of {count} strings cannot fit in the {cur.remaining()} bytes that remain")
+            raise cur.fail(
+                f"key {key!r}: array of {count} strings cannot fit in the {cur.remaining()} bytes that remain"
+            )
         if count <= SMALL_ARRAY_ELEMENTS:
             return ArrayValue(etype, count, tuple(cur.string(f"{key!r}[{i}]") for i in range(count)))
         cur.skip_strings(count, repr(key))
@@ -200,8 +227,10 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
     size = struct.calcsize(fmt)
     total = count * size
     if total > cur.remaining():
-        raise cur.fail(f"key {key!r}: array of {count} x {VALUE_TYPE_NAMES[etype]} needs {total} bytes, "
-                       f"{cur.remaining()} remain")
+        raise cur.fail(
+            f"key {key!r}: array of {count} x {VALUE_TYPE_NAMES[etype]} needs {total} bytes, "
+            f"{cur.remaining()} remain"
+        )
     if count <= SMALL_ARRAY_ELEMENTS:
         values = struct.unpack_from(f"{cur.prefix}{count}{fmt}", cur.buf, cur.pos)
         if etype == T_BOOL:
@@ -226,15 +255,21 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
     cur.pos = 4
     version = cur.u32("version")
     if version == 1:
-        raise cur.fail("GGUF version 1 is no longer supported (llama.cpp refuses it); re-convert the model", 4)
+        raise cur.fail(
+            "GGUF version 1 is no longer supported (llama.cpp refuses it); re-convert the model", 4
+        )
     if version not in (2, 3):
         raise cur.fail(f"unsupported GGUF version {version} (expected 2 or 3)", 4)
     n_tensors = cur.i64("tensor count")
     n_kv = cur.i64("key/value count")
     if n_tensors < 0 or n_tensors * 24 > cur.remaining():
-        raise cur.fail(f"tensor count {n_tensors} is impossible for the {cur.remaining()} bytes that remain", 8)
+        raise cur.fail(
+            f"tensor count {n_tensors} is impossible for the {cur.remaining()} bytes that remain", 8
+        )
     if n_kv < 0 or n_kv * 14 > cur.remaining():
-        raise cur.fail(f"key/value count {n_kv} is impossible for the {cur.remaining()} bytes that remain", 16)
+        raise cur.fail(
+            f"key/value count {n_kv} is impossible for the {cur.remaining()} bytes that remain", 16
+        )
 
     kv: dict[str, Any] = {}
     kv_types: dict[str, int] = {}
@@ -258,8 +293,12 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
     alignment = DEFAULT_ALIGNMENT
     if "general.alignment" in kv:
         if kv_types["general.alignment"] != T_U32:
-            raise GGUFError(path, None, "general.alignment must be of type u32, found "
-                            f"{VALUE_TYPE_NAMES[kv_types['general.alignment']]}")
+            raise GGUFError(
+                path,
+                None,
+                "general.alignment must be of type u32, found "
+                f"{VALUE_TYPE_NAMES[kv_types['general.alignment']]}",
+            )
         alignment = kv["general.alignment"]
         if alignment == 0 or alignment & (alignment - 1):
             raise GGUFError(path, None, f"general.alignment = {alignment} is not a power of two")
@@ -294,15 +333,20 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
         if t is None:
             raise cur.fail(f"tensor {name!r} has unknown GGML type {ggml_type}", type_at)
         if shape and shape[0] % t.block_elements:
-            raise cur.fail(f"tensor {name!r}: row length {shape[0]} is not a multiple of the {t.name} "
-                           f"block size {t.block_elements}", type_at)
+            raise cur.fail(
+                f"tensor {name!r}: row length {shape[0]} is not a multiple of the {t.name} "
+                f"block size {t.block_elements}",
+                type_at,
+            )
         offset = cur.u64(f"tensor {name!r} offset")
         info = TensorInfo(name, ggml_type, tuple(shape), offset)
         nbytes = info.n_bytes
         if nbytes > _INT64_MAX - alignment:
             raise cur.fail(f"tensor {name!r} byte size {nbytes} is too large", type_at)
         if offset != expected_offset:
-            raise cur.fail(f"tensor {name!r} has data offset {offset}, expected {expected_offset}", cur.pos - 8)
+            raise cur.fail(
+                f"tensor {name!r} has data offset {offset}, expected {expected_offset}", cur.pos - 8
+            )
         expected_offset += -(-nbytes // alignment) * alignment
         tensors.append(info)
 
@@ -310,13 +354,18 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
     if n_tensors > 0:
         header_bytes = -(-cur.pos // alignment) * alignment
         if header_bytes > end:
-            raise GGUFError(path, cur.pos, "file truncated: the tensor data section starts past the end of the file")
+            raise GGUFError(
+                path, cur.pos, "file truncated: the tensor data section starts past the end of the file"
+            )
         if check_data_bounds:
             for t_info in tensors:
                 if header_bytes + t_info.offset + t_info.n_bytes > end:
-                    raise GGUFError(path, header_bytes + t_info.offset,
-                                    f"tensor {t_info.name!r} data is not within the file bounds "
-                                    "(file truncated or incomplete download)")
+                    raise GGUFError(
+                        path,
+                        header_bytes + t_info.offset,
+                        f"tensor {t_info.name!r} data is not within the file bounds "
+                        "(file truncated or incomplete download)",
+                    )
     return GGUFFile(path, version, big_endian, kv, kv_types, tensors, alignment, header_bytes, end, n_tensors)
 
 

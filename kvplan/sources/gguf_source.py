@@ -48,5 +48,12 @@ def load_gguf_model(path: str) -> ModelDescription:
     name = meta.kv.get("general.name")
     if not isinstance(name, str) or not name or name == "n/a":
         name = os.path.basename(path)
-    return describe(meta.kv, source=path, source_kind="gguf", name=name, weight_bytes=weight_bytes,
-                    n_params=n_params, tensor_names=frozenset(t.name for t in tensors))
+    return describe(
+        meta.kv,
+        source=path,
+        source_kind="gguf",
+        name=name,
+        weight_bytes=weight_bytes,
+        n_params=n_params,
+        tensor_names=frozenset(t.name for t in tensors),
+    )

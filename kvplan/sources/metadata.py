@@ -102,7 +102,9 @@ def _swa_array(keys: _Keys, n_layer_all: int, required: bool) -> list[bool] | No
     items = keys.array("attention.sliding_window_pattern")
     if items is None:
         if required:
-            raise keys._fail("attention.sliding_window_pattern", "per-layer array not found (llama.cpp requires it)")
+            raise keys._fail(
+                "attention.sliding_window_pattern", "per-layer array not found (llama.cpp requires it)"
+            )
         return None
     if len(items) > LLAMA_MAX_LAYERS:
         raise keys._fail("attention.sliding_window_pattern", f"array longer than {LLAMA_MAX_LAYERS}")
@@ -143,9 +145,16 @@ def _load_swa(keys: _Keys, arch: str, n_layer: int, n_layer_all: int) -> tuple[S
     return rule.swa_type, window, pattern
 
 
-def describe(kv: Mapping[str, Any], *, source: str, source_kind: str, name: str | None = None,
-             weight_bytes: int | None = None, n_params: int | None = None,
-             tensor_names: frozenset[str] | None = None) -> ModelDescription:
+def describe(
+    kv: Mapping[str, Any],
+    *,
+    source: str,
+    source_kind: str,
+    name: str | None = None,
+    weight_bytes: int | None = None,
+    n_params: int | None = None,
+    tensor_names: frozenset[str] | None = None,
+) -> ModelDescription:
     """Build the normalised model description from GGUF-style metadata."""
     arch = kv.get("general.architecture")
     if not isinstance(arch, str) or not arch:
@@ -153,7 +162,8 @@ def describe(kv: Mapping[str, Any], *, source: str, source_kind: str, name: str 
     if arch not in archs.KNOWN_ARCHS:
         raise UnknownArchitectureError(
             f"{source}: architecture {arch!r} is not one llama.cpp knows; describe it with a YAML spec "
-            "using a known architecture (see `kvplan models` and the README)")
+            "using a known architecture (see `kvplan models` and the README)"
+        )
     keys = _Keys(kv, arch, source)
     memory = archs.memory_kind(arch, dict(kv))
     model_name = name or kv.get("general.name") or arch
@@ -186,8 +196,8 @@ def describe(kv: Mapping[str, Any], *, source: str, source_kind: str, name: str 
         router_layer = n_real
         n_layer_all = n_real + 1
         n_layer_nextn = 1
-        n_head = n_head[:n_real] + [1]
-        n_head_kv = n_head_kv[:n_real] + [1]
+        n_head = [*n_head[:n_real], 1]
+        n_head_kv = [*n_head_kv[:n_real], 1]
     if arch == "nanbeige":
         loops = keys.uint("num_loops", 1)
         if loops < 1:
@@ -196,8 +206,8 @@ def describe(kv: Mapping[str, Any], *, source: str, source_kind: str, name: str 
         if n_phys * loops > LLAMA_MAX_LAYERS:
             raise keys._fail("num_loops", f"{n_phys} layers x {loops} loops exceeds {LLAMA_MAX_LAYERS}")
         if loops > 1:
-            n_head = (n_head[:n_phys] * loops)
-            n_head_kv = (n_head_kv[:n_phys] * loops)
+            n_head = n_head[:n_phys] * loops
+            n_head_kv = n_head_kv[:n_phys] * loops
             n_layer_all = n_phys * loops
             notes.append(f"{n_phys} physical layers run {loops} times: {n_layer_all} KV layers")
 
@@ -229,8 +239,10 @@ def describe(kv: Mapping[str, Any], *, source: str, source_kind: str, name: str 
     if arch == "phi3" and keys.uint("attention.sliding_window", 0) > 0:
         notes.append("the GGUF sets a sliding window, but llama.cpp disables Phi-3 SWA: every layer is full")
     if swa_type != SwaType.NONE and not any(is_swa):
-        raise HParamsError(f"{source}: {arch} uses sliding-window attention but no layer is marked SWA "
-                           "(llama.cpp asserts on this)")
+        raise HParamsError(
+            f"{source}: {arch} uses sliding-window attention but no layer is marked SWA "
+            "(llama.cpp asserts on this)"
+        )
 
     n_layer_kv_from_start = -1
     if arch == "gemma3n":
@@ -249,22 +261,28 @@ def describe(kv: Mapping[str, Any], *, source: str, source_kind: str, name: str 
         kv_source = None
         if not has_kv:
             # reuse map (src/llama-model.cpp create_memory): the last owned layer of the same kind
-            kv_source = n_layer_kv_from_start - (1 if is_swa[il] else 2) if n_layer_kv_from_start >= 2 else None
-        layers.append(Layer(
-            index=il,
-            n_head=n_head[il],
-            n_head_kv=n_head_kv[il],
-            head_k=head_k_swa if swa else head_k_full,
-            head_v=head_v_swa if swa else head_v_full,
-            swa=swa,
-            nextn=il >= n_layer,
-            has_kv=has_kv,
-            kv_source=kv_source,
-            recurrent=recurrent[il],
-        ))
+            kv_source = (
+                n_layer_kv_from_start - (1 if is_swa[il] else 2) if n_layer_kv_from_start >= 2 else None
+            )
+        layers.append(
+            Layer(
+                index=il,
+                n_head=n_head[il],
+                n_head_kv=n_head_kv[il],
+                head_k=head_k_swa if swa else head_k_full,
+                head_v=head_v_swa if swa else head_v_full,
+                swa=swa,
+                nextn=il >= n_layer,
+                has_kv=has_kv,
+                kv_source=kv_source,
+                recurrent=recurrent[il],
+            )
+        )
     if n_layer_kv_from_start >= 0 and n_layer_kv_from_start < n_layer_all:
-        notes.append(f"layers {n_layer_kv_from_start}..{n_layer_all - 1} reuse the KV of earlier layers "
-                     "(no memory of their own)")
+        notes.append(
+            f"layers {n_layer_kv_from_start}..{n_layer_all - 1} reuse the KV of earlier layers "
+            "(no memory of their own)"
+        )
 
     return ModelDescription(
         name=model_name,

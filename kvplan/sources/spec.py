@@ -103,8 +103,12 @@ def _to_gguf_value(path: str, key: str, node: _Node) -> Any:
             return ArrayValue(T_F32, len(items), tuple(float(x) for x in items))
         if all(isinstance(x, str) for x in items):
             return ArrayValue(T_STRING, len(items), tuple(items))
-        raise SpecError(path, node.line, key, "a list must hold only integers, only numbers, only booleans "
-                        "or only strings")
+        raise SpecError(
+            path,
+            node.line,
+            key,
+            "a list must hold only integers, only numbers, only booleans or only strings",
+        )
     if v is None:
         raise SpecError(path, node.line, key, "has no value")
     if isinstance(v, (bool, int, float, str)):
@@ -114,11 +118,17 @@ def _to_gguf_value(path: str, key: str, node: _Node) -> Any:
     raise SpecError(path, node.line, key, f"unsupported value {v!r}")
 
 
-def load_spec_text(text: str, path: str, source_kind: str = "yaml", default_name: str | None = None,
-                   ) -> ModelDescription:
+def load_spec_text(
+    text: str,
+    path: str,
+    source_kind: str = "yaml",
+    default_name: str | None = None,
+) -> ModelDescription:
     root = _load_nodes(text, path)
     if not isinstance(root.value, dict):
-        raise SpecError(path, root.line, None, "expected a mapping with 'arch' and 'metadata' at the top level")
+        raise SpecError(
+            path, root.line, None, "expected a mapping with 'arch' and 'metadata' at the top level"
+        )
     top: dict[str, _Node] = root.value
     for key, node in top.items():
         if key not in TOP_LEVEL_KEYS:
@@ -144,7 +154,7 @@ def load_spec_text(text: str, path: str, source_kind: str = "yaml", default_name
         if key.startswith(_ABSOLUTE_PREFIXES):
             full = key
         else:
-            rel = key[len(arch) + 1:] if key.startswith(arch + ".") else key
+            rel = key[len(arch) + 1 :] if key.startswith(arch + ".") else key
             if rel not in ARCH_KEYS:
                 close = difflib.get_close_matches(rel, ARCH_KEYS, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -168,8 +178,12 @@ def load_spec_text(text: str, path: str, source_kind: str = "yaml", default_name
         message = str(exc)
         for full, line in lines.items():
             if f": {full}:" in message:
-                raise SpecError(path, line, f"metadata.{full.removeprefix(arch + '.')}",
-                                message.split(f": {full}: ", 1)[-1]) from None
+                raise SpecError(
+                    path,
+                    line,
+                    f"metadata.{full.removeprefix(arch + '.')}",
+                    message.split(f": {full}: ", 1)[-1],
+                ) from None
         raise SpecError(path, meta_node.line, "metadata", message.removeprefix(f"{path}: ")) from None
     extra = {k: _plain(top[k]) for k in ("description", "hf_id", "sources", "notes", "status") if k in top}
     model.extra.update(extra)
