@@ -131,3 +131,14 @@ def test_no_kv_architecture_reports_zero() -> None:
     doc = json.loads(r.stdout)
     assert doc["memory"]["total_bytes"] == 0 and doc["memory"]["caches"] == []
     assert any("no KV cache" in n for n in doc["notes"])
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "-c", "4096", "-o", "json"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["memory"]["total_bytes"] == 536870912
+    bad = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 3 and bad.stderr.startswith("kvplan: error: nope:") and "Traceback" not in bad.stderr

@@ -187,3 +187,40 @@ def test_mutations_end_in_a_result_or_our_error(data: st.DataObject) -> None:
     cut = data.draw(st.integers(0, len(raw)))
     with contextlib.suppress(GGUFError):
         parse_gguf(bytes(raw[:cut]), "fuzz.gguf")
+
+
+def test_gguf_v2_reads_like_v3(tmp_path: Path) -> None:
+    data = bytearray(_write(tmp_path / "v3.gguf").read_bytes())
+    data[4:8] = struct.pack("<I", 2)
+    f = parse_gguf(bytes(data), "v2.gguf")
+    assert f.version == 2 and f.kv["llama.block_count"] == 2
+
+
+def _shard(path: Path, no: int, count: int, tensor: str, rows: int) -> None:
+    w = gguf.GGUFWriter(str(path), "llama")
+    if no == 0:
+        w.add_block_count(2)
+        w.add_context_length(4096)
+        w.add_embedding_length(64)
+        w.add_head_count(4)
+    w.add_uint16("split.no", no)
+    w.add_uint16("split.count", count)
+    w.add_int32("split.tensors.count", 2)
+    w.add_tensor(tensor, np.zeros((rows, 64), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_split_model_reads_metadata_from_first_and_weights_from_all(tmp_path: Path) -> None:
+    from kvplan.errors import GGUFError as Err
+    from kvplan.sources.gguf_source import load_gguf_model
+
+    _shard(tmp_path / "m-00001-of-00002.gguf", 0, 2, "token_embd.weight", 10)
+    _shard(tmp_path / "m-00002-of-00002.gguf", 1, 2, "output.weight", 3)
+    m = load_gguf_model(str(tmp_path / "m-00001-of-00002.gguf"))
+    assert m.n_layer_all == 2 and m.weight_bytes == (10 + 3) * 64 * 4
+    (tmp_path / "m-00002-of-00002.gguf").unlink()
+    with pytest.raises(Err, match="shard missing"):
+        load_gguf_model(str(tmp_path / "m-00001-of-00002.gguf"))

@@ -21,7 +21,7 @@ def _summary(plan: MemoryPlan) -> Table:
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold")
     t.add_column()
-    t.add_row("Model", escape(f"{m.name}  ({m.arch}, {m.source_kind}: {m.source})"))
+    t.add_row("Model", escape(f"{m.name}  ({m.arch}; {m.source})"))
     layers = f"{m.n_layer_all} layers"
     if m.n_layer_nextn:
         layers += f" ({m.n_layer_nextn} nextn/MTP)"
@@ -30,10 +30,10 @@ def _summary(plan: MemoryPlan) -> Table:
         attn += f", {m.swa_type.value} window {m.n_swa}"
     t.add_row("Architecture", f"{layers}, {attn}, trained context {m.n_ctx_train}")
     ctx = f"{r['n_ctx_asked']} tokens asked → {r['n_ctx']} cells"
-    if not r["kv_unified"]:
-        ctx += f" ({r['n_ctx_seq']} per sequence × {r['n_stream']} stream(s))"
-    else:
-        ctx += " (one unified stream)"
+    if r["kv_unified"]:
+        ctx += f" in one unified stream shared by {r['n_seq']} sequence(s)"
+    elif r["n_stream"] > 1:
+        ctx += f" ({r['n_ctx_seq']} per sequence × {r['n_stream']} streams)"
     t.add_row("Context", ctx)
     t.add_row(
         "Settings",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -33,4 +34,6 @@ def catalog_path(name: str) -> Path | None:
 def load_catalog_model(name: str) -> ModelDescription:
     path = catalog_path(name)
     assert path is not None
-    return load_spec(os.fspath(path), source_kind="catalog", default_name=name.lower())
+    model = load_spec(os.fspath(path), source_kind="catalog", default_name=name.lower())
+    # a stable source (not this machine's install path), so output can be diffed across machines
+    return dataclasses.replace(model, source=f"catalog:{name.lower()}")

@@ -168,6 +168,11 @@ def load_spec_text(
     params = None
     if "params" in top:
         p = top["params"].value
+        if isinstance(p, str):  # YAML 1.1 reads 12.2e9 (no sign in the exponent) as text
+            try:
+                p = float(p)
+            except ValueError:
+                pass
         if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
             raise SpecError(path, top["params"].line, "params", f"must be a positive number (got {p!r})")
         params = int(p)
