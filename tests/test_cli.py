@@ -137,8 +137,16 @@ def test_python_dash_m_runs_the_cli() -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "-c", "4096", "-o", "json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "-c", "4096", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(out.stdout)["memory"]["total_bytes"] == 536870912
     bad = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "nope"], capture_output=True, text=True)
-    assert bad.returncode == 3 and bad.stderr.startswith("kvplan: error: nope:") and "Traceback" not in bad.stderr
+    assert (
+        bad.returncode == 3
+        and bad.stderr.startswith("kvplan: error: nope:")
+        and "Traceback" not in bad.stderr
+    )

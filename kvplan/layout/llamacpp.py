@@ -259,8 +259,10 @@ def plan(model: ModelDescription, settings: LlamaCppSettings) -> MemoryPlan:
                 f"({model.v_width_max} elements)"
             )
     if ctx.flash_attn_asked == "auto" and model.v_width_variable and not model.mla:
-        notes.append("flash attention auto counts as on when llama.cpp builds the cache: V rows keep "
-                     "each layer's own width (with -fa off they would be padded)")
+        notes.append(
+            "flash attention auto counts as on when llama.cpp builds the cache: V rows keep "
+            "each layer's own width (with -fa off they would be padded)"
+        )
     if settings.n_ctx and ctx.n_ctx != settings.n_ctx:
         notes.append(
             f"asked for {settings.n_ctx} tokens; llama.cpp allocates {ctx.n_ctx} "

@@ -7,6 +7,7 @@ file goes through (kvplan.sources.metadata). Format reference: README, "YAML mod
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from dataclasses import dataclass
 from typing import Any
@@ -169,10 +170,8 @@ def load_spec_text(
     if "params" in top:
         p = top["params"].value
         if isinstance(p, str):  # YAML 1.1 reads 12.2e9 (no sign in the exponent) as text
-            try:
+            with contextlib.suppress(ValueError):
                 p = float(p)
-            except ValueError:
-                pass
         if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
             raise SpecError(path, top["params"].line, "params", f"must be a positive number (got {p!r})")
         params = int(p)
