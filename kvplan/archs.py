@@ -317,4 +317,5 @@ SWA_RULES: dict[str, SwaRule] = {
     "spark2_5": SwaRule("always", S, None),
     "step35": SwaRule("always", S, None),
     "dflash": SwaRule("key>0", S, None),
+    "dots3note": SwaRule("always", S, None),
 }

@@ -96,16 +96,22 @@ def estimate(
         FlashAttn.auto, "-fa", "--flash-attn", case_sensitive=False, help="Flash attention: on, off or auto."
     ),
     swa_full: bool = typer.Option(False, "--swa-full", help="Full-size cache for sliding-window layers."),
+    rs_seq: int = typer.Option(
+        0, "--rs-seq", min=0, help="Recurrent-state snapshots kept for speculative rollback (n_rs_seq)."
+    ),
+    mtp: bool = typer.Option(False, "--mtp", help="Also size the MTP draft context (nextn layers only)."),
+    cache_type_k_draft: str = typer.Option("f16", "-ctkd", "--cache-type-k-draft", help="MTP draft K type."),
+    cache_type_v_draft: str = typer.Option("f16", "-ctvd", "--cache-type-v-draft", help="MTP draft V type."),
     output: OutputFormat = typer.Option(
         OutputFormat.table, "--format", "-o", case_sensitive=False, help="Output format."
     ),
 ) -> None:
-    """How many bytes llama.cpp allocates for the KV cache of MODEL, exactly, and why."""
+    """How many bytes llama.cpp allocates for the KV cache and state of MODEL, exactly, and why."""
     n_ctx = _count(ctx, "--ctx") or 0
     n_batch = _count(batch, "--batch")
     n_ubatch = _count(ubatch, "--ubatch")
     with handle_errors():
-        from kvplan.layout.llamacpp import LlamaCppSettings, plan
+        from kvplan.layout.llamacpp import LlamaCppSettings, plan, plan_mtp_draft
         from kvplan.sources import load_model
 
         settings = LlamaCppSettings(
@@ -118,31 +124,34 @@ def estimate(
             type_v=cache_type_v.lower(),
             flash_attn=flash_attn.value,
             swa_full=swa_full,
+            n_rs_seq=rs_seq,
         )
-        memory_plan = plan(load_model(model), settings)
-        _emit(memory_plan, output)
+        described = load_model(model)
+        plans = [plan(described, settings)]
+        if mtp:
+            plans.append(
+                plan_mtp_draft(described, settings, cache_type_k_draft.lower(), cache_type_v_draft.lower())
+            )
+        _emit(plans, output)
 
 
-def _emit(memory_plan: object, output: OutputFormat) -> None:
-    from kvplan.plan import MemoryPlan
-
-    assert isinstance(memory_plan, MemoryPlan)
+def _emit(plans: list, output: OutputFormat) -> None:
     if output == OutputFormat.json:
         from kvplan.render.json_out import render_json
 
-        typer.echo(render_json(memory_plan))
+        typer.echo(render_json(plans[0], plans[1] if len(plans) > 1 else None))
     elif output == OutputFormat.markdown:
         from kvplan.render.text import render_markdown
 
-        typer.echo(render_markdown(memory_plan), nl=False)
+        typer.echo(render_markdown(plans), nl=False)
     elif output == OutputFormat.csv:
         from kvplan.render.text import render_csv
 
-        typer.echo(render_csv(memory_plan), nl=False)
+        typer.echo(render_csv(plans), nl=False)
     else:
         from kvplan.render.table import make_console, render_table
 
-        render_table(memory_plan, make_console())
+        render_table(plans, make_console())
 
 
 @app.command()

@@ -45,7 +45,11 @@ class Layer:
     nextn: bool = False  # a nextn / MTP block (one of the last n_layer_nextn)
     has_kv: bool = True  # owns KV tensors (False: reuses kv_source's, gemma3n/gemma4)
     kv_source: int | None = None
-    recurrent: bool = False
+    recurrent: bool = False  # keeps recurrent state (is_recr)
+    n_ff: int = 0  # feed-forward width (Nemotron-H routes blocks by it)
+    indexer: bool = False  # owns a lightning-indexer row (is_indexer_full)
+    compress_ratio: int = 0  # DeepSeek-V4: 4 = CSA, 128 = HCA
+    ple: bool = False  # keeps the PLE conv history (Qwen4exp)
 
     @property
     def k_width(self) -> int:
@@ -78,6 +82,12 @@ class ModelDescription:
     notes: tuple[str, ...] = ()
     weight_bytes: int | None = None  # exact, from GGUF tensor infos
     n_params: int | None = None
+    n_embd_r: int = 0  # recurrent r-state (conv / token shift) elements per row
+    n_embd_s: int = 0  # recurrent s-state (SSM / WKV / KDA) elements per row
+    ple_conv_state: int = 0
+    indexer_head_size: int = 0
+    indexer_kpool: int = 0
+    n_layer_dense_lead: int = 0
     extra: dict[str, object] = field(default_factory=dict, compare=False)
 
     @property

@@ -107,8 +107,8 @@ def test_exit_codes_and_one_line_errors(tmp_path: Path) -> None:
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
     r = run("estimate", str(bad))
     assert r.exit_code == 3 and "bad.gguf: offset 8" in r.stderr and "Traceback" not in r.output
-    r = run("estimate", "jamba-1.5-mini")
-    assert r.exit_code == 4 and "not size it yet" in r.stderr
+    r = run("estimate", "deepseek-v3", "--mtp")
+    assert r.exit_code == 4 and "MTP draft context needs nextn/MTP layers" in r.stderr
     r = run("estimate", "llama-3.1-8b", "-ctv", "q4_0", "-fa", "off")
     assert r.exit_code == 4 and "requires flash attention" in r.stderr
     r = run("estimate", "llama-3.1-8b", "-ctk", "q3_k")

@@ -13,17 +13,21 @@ from kvplan.model import MemoryKind
 from kvplan.sources.catalog import catalog_names, load_catalog_model
 from kvplan.units import format_bytes
 
-COLUMNS = ("name", "arch", "layers", "attention", "n_ctx_train", "kv_per_token_bytes", "hf_id")
+COLUMNS = ("name", "arch", "layers", "attention", "n_ctx_train", "kv_per_token_bytes", "state_bytes", "hf_id")
 
 
 def catalog_rows() -> list[dict[str, object]]:
     rows = []
     for name in catalog_names():
         m = load_catalog_model(name)
-        per_token: int | None = None
-        if m.memory in (MemoryKind.KV, MemoryKind.NONE):
-            per_token = plan(m, LlamaCppSettings(n_ctx=4096)).per_token_bytes
+        p = plan(m, LlamaCppSettings(n_ctx=4096))
+        per_token = p.per_token_bytes
+        state = sum(
+            c.bytes for c in p.caches if c.per_token_bytes == 0 and c.kind in ("recurrent", "compressed")
+        )
         attention = m.attention_summary
+        if m.memory not in (MemoryKind.KV, MemoryKind.NONE):
+            attention += f" ({m.memory.value})"
         if m.swa_type.value != "none":
             attention += f"+{'chunked' if m.swa_type.value == 'chunked' else 'SWA'} {m.n_swa}"
         rows.append(
@@ -34,6 +38,7 @@ def catalog_rows() -> list[dict[str, object]]:
                 "attention": attention,
                 "n_ctx_train": m.n_ctx_train,
                 "kv_per_token_bytes": per_token,
+                "state_bytes": state,
                 "hf_id": m.extra.get("hf_id", ""),
             }
         )
@@ -53,17 +58,27 @@ def render_catalog(fmt: str) -> None:
             w.writerow(["" if r[c] is None else r[c] for c in COLUMNS])
         typer.echo(buf.getvalue(), nl=False)
         return
-    headers = ("Name", "Arch", "Layers", "Attention", "Trained ctx", "KV / token (f16)", "Hugging Face id")
+    headers = (
+        "Name",
+        "Arch",
+        "Layers",
+        "Attention",
+        "Trained ctx",
+        "KV / token",
+        "Fixed state (1 seq)",
+        "Hugging Face id",
+    )
 
     def cells(r: dict[str, object]) -> list[str]:
-        kv = r["kv_per_token_bytes"]
+        state = r["state_bytes"]
         return [
             str(r["name"]),
             str(r["arch"]),
             str(r["layers"]),
             str(r["attention"]),
             str(r["n_ctx_train"]),
-            format_bytes(kv) if isinstance(kv, int) else "not yet",
+            format_bytes(r["kv_per_token_bytes"]),  # type: ignore[arg-type]
+            format_bytes(state) if isinstance(state, int) and state else "-",
             str(r["hf_id"]),
         ]
 
@@ -79,7 +94,7 @@ def render_catalog(fmt: str) -> None:
 
     t = Table(box=box.SIMPLE_HEAVY, title=f"kvplan catalog: {len(rows)} models", title_justify="left")
     for i, h in enumerate(headers):
-        t.add_column(h, justify="right" if i in (2, 4, 5) else "left", no_wrap=True)
+        t.add_column(h, justify="right" if i in (2, 4, 5, 6) else "left", no_wrap=True)
     for r in rows:
         t.add_row(*cells(r))
     make_console().print(t)

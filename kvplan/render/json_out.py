@@ -10,10 +10,41 @@ from kvplan.plan import MemoryPlan
 SCHEMA_VERSION = 1
 
 
-def plan_to_dict(plan: MemoryPlan) -> dict[str, Any]:
-    m = plan.model
+def _runtime(plan: MemoryPlan) -> dict[str, Any]:
     r = plan.runtime.values
+    keys = ("context_type", "n_ctx", "n_ctx_asked", "n_ctx_seq", "n_seq", "n_stream", "n_rs_seq",
+            "kv_unified", "flash_attn", "flash_attn_effective", "swa_full", "n_batch", "n_ubatch", "type_k",
+            "type_v", "alignment")  # fmt: skip
+    return {"engine": plan.runtime.engine, **{k: r[k] for k in keys}}
+
+
+def _memory(plan: MemoryPlan) -> dict[str, Any]:
     return {
+        "total_bytes": plan.total_bytes,
+        "per_token_bytes": plan.per_token_bytes,
+        "caches": [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "layers": list(c.layers),
+                "cells": c.cells,
+                "streams": c.streams,
+                "type_k": c.type_k,
+                "type_v": c.type_v,
+                "k_bytes": c.k_bytes,
+                "v_bytes": c.v_bytes,
+                "bytes": c.bytes,
+                "per_token_bytes": c.per_token_bytes,
+                "why": c.why,
+            }
+            for c in plan.caches
+        ],
+    }
+
+
+def plan_to_dict(plan: MemoryPlan, draft: MemoryPlan | None = None) -> dict[str, Any]:
+    m = plan.model
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "model": {
             "name": m.name,
@@ -30,47 +61,15 @@ def plan_to_dict(plan: MemoryPlan) -> dict[str, Any]:
             "memory": m.memory.value,
             "weight_bytes": m.weight_bytes,
         },
-        "runtime": {
-            "engine": plan.runtime.engine,
-            "n_ctx": r["n_ctx"],
-            "n_ctx_asked": r["n_ctx_asked"],
-            "n_ctx_seq": r["n_ctx_seq"],
-            "n_seq": r["n_seq"],
-            "n_stream": r["n_stream"],
-            "kv_unified": r["kv_unified"],
-            "flash_attn": r["flash_attn"],
-            "flash_attn_effective": r["flash_attn_effective"],
-            "swa_full": r["swa_full"],
-            "n_batch": r["n_batch"],
-            "n_ubatch": r["n_ubatch"],
-            "type_k": r["type_k"],
-            "type_v": r["type_v"],
-            "alignment": r["alignment"],
-        },
-        "memory": {
-            "total_bytes": plan.total_bytes,
-            "per_token_bytes": plan.per_token_bytes,
-            "caches": [
-                {
-                    "name": c.name,
-                    "kind": c.kind,
-                    "layers": list(c.layers),
-                    "cells": c.cells,
-                    "streams": c.streams,
-                    "type_k": c.type_k,
-                    "type_v": c.type_v,
-                    "k_bytes": c.k_bytes,
-                    "v_bytes": c.v_bytes,
-                    "bytes": c.bytes,
-                    "per_token_bytes": c.per_token_bytes,
-                    "why": c.why,
-                }
-                for c in plan.caches
-            ],
-        },
+        "runtime": _runtime(plan),
+        "memory": _memory(plan),
         "notes": list(plan.notes),
     }
+    if draft is not None:
+        doc["draft"] = {"runtime": _runtime(draft), "memory": _memory(draft), "notes": list(draft.notes)}
+        doc["combined_total_bytes"] = plan.total_bytes + draft.total_bytes
+    return doc
 
 
-def render_json(plan: MemoryPlan) -> str:
-    return json.dumps(plan_to_dict(plan), indent=2)
+def render_json(plan: MemoryPlan, draft: MemoryPlan | None = None) -> str:
+    return json.dumps(plan_to_dict(plan, draft), indent=2)

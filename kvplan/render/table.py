@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from rich import box
 from rich.console import Console, Group
@@ -26,6 +27,8 @@ def _summary(plan: MemoryPlan) -> Table:
     if m.n_layer_nextn:
         layers += f" ({m.n_layer_nextn} nextn/MTP)"
     attn = m.attention_summary
+    if m.memory.value not in ("kv", "none"):
+        attn += f" + {m.memory.value} memory"
     if m.swa_type.value != "none":
         attn += f", {m.swa_type.value} window {m.n_swa}"
     t.add_row("Architecture", f"{layers}, {attn}, trained context {m.n_ctx_train}")
@@ -35,10 +38,11 @@ def _summary(plan: MemoryPlan) -> Table:
     elif r["n_stream"] > 1:
         ctx += f" ({r['n_ctx_seq']} per sequence × {r['n_stream']} streams)"
     t.add_row("Context", ctx)
+    rs = f" · rs-seq {r['n_rs_seq']}" if r.get("n_rs_seq") else ""
     t.add_row(
         "Settings",
         f"{r['n_seq']} seq · K {r['type_k']} · V {r['type_v']} · flash-attn {r['flash_attn']}"
-        f" · swa-full {'on' if r['swa_full'] else 'off'} · batch {r['n_batch']} · ubatch {r['n_ubatch']}",
+        f" · swa-full {'on' if r['swa_full'] else 'off'} · batch {r['n_batch']} · ubatch {r['n_ubatch']}{rs}",
     )
     return t
 
@@ -48,24 +52,29 @@ def make_console() -> Console:
     return Console(highlight=False, width=None if sys.stdout.isatty() else 150)
 
 
-def render_table(plan: MemoryPlan, console: Console) -> None:
+def render_table(plans: Sequence[MemoryPlan], console: Console) -> None:
+    total = sum(p.total_bytes for p in plans)
+    what = "KV / state memory" + (" (main + MTP draft context)" if len(plans) > 1 else "")
     table = Table(
         box=box.SIMPLE_HEAVY,
-        title=f"llama.cpp KV memory: {format_bytes(plan.total_bytes)} ({plan.total_bytes:,} bytes)",
+        title=f"llama.cpp {what}: {format_bytes(total)} ({total:,} bytes)",
         title_justify="left",
     )
-    for i, h in enumerate(HEADERS):
-        table.add_column(h, justify="left" if i == 0 else "right", no_wrap=True)
-    rows = cache_rows(plan)
+    first = 0 if len(plans) > 1 else 1  # the Context column only matters with a draft context
+    for i, h in enumerate(HEADERS[first:], start=first):
+        table.add_column(h, justify="left" if i < 3 else "right", no_wrap=True)
+    rows = cache_rows(plans)
     for row in rows:
         is_total = row["cache"] == "total"
         table.add_row(
-            *[escape(c) for c in human(row)],
+            *[escape(c) for c in human(row)[first:]],
             style="bold" if is_total else None,
             end_section=len(rows) > 1 and row is rows[-2],
         )
-    parts: list[object] = [_summary(plan), table]
-    whys = [f"{c.name}: {c.why}" for c in plan.caches if c.why]
-    for line in whys + list(plan.notes):
-        parts.append(Text("• " + line, style="dim"))
+    parts: list[object] = [_summary(plans[0]), table]
+    for plan in plans:
+        prefix = "MTP draft " if plan is not plans[0] else ""
+        whys = [f"{prefix}{c.name}: {c.why}" for c in plan.caches if c.why]
+        for line in whys + list(plan.notes):
+            parts.append(Text("• " + line, style="dim"))
     console.print(Group(*parts))  # type: ignore[arg-type]

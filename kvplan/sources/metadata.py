@@ -12,8 +12,9 @@ from typing import Any
 
 from kvplan import archs
 from kvplan.errors import HParamsError, UnknownArchitectureError
-from kvplan.model import Layer, MemoryKind, ModelDescription, SwaType
+from kvplan.model import Layer, ModelDescription, SwaType
 from kvplan.sources.gguf_reader import ArrayValue
+from kvplan.sources.state_hparams import load_state_hparams
 
 LLAMA_MAX_LAYERS = 512
 
@@ -65,7 +66,7 @@ class _Keys:
             raise self._fail(key, f"array of {value.count} elements is too long for a per-layer array")
         return list(value.values)
 
-    def key_or_arr(self, key: str, n: int, default: list[int]) -> list[int]:
+    def key_or_arr(self, key: str, n: int, default: list[int], allow_bool: bool = False) -> list[int]:
         """get_key_or_arr: a scalar fills every layer; an array must have exactly ``n`` entries."""
         name = self.full(key)
         if name not in self.kv:
@@ -77,10 +78,14 @@ class _Keys:
                 raise self._fail(key, f"wrong array length {len(items)}, expected {n} (block_count)")
             out = []
             for v in items:
+                if isinstance(v, bool) and allow_bool:
+                    v = int(v)
                 if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                     raise self._fail(key, f"expected non-negative integers, found {v!r}")
                 out.append(v)
             return out
+        if allow_bool and isinstance(value, bool):
+            return [int(value)] * n
         scalar = self.uint(key)
         return [scalar] * n
 
@@ -250,9 +255,18 @@ def describe(
     elif arch == "gemma4":
         n_layer_kv_from_start = n_layer_all - keys.uint("attention.shared_kv_layers", 0)
 
-    recurrent = [False] * n_layer_all
-    if memory == MemoryKind.RECURRENT:
-        recurrent = [True] * n_layer_all
+    state = load_state_hparams(keys, arch, n_embd, n_layer, n_layer_all, n_head, n_head_kv, head_k_full)
+    recurrent = state.recurrent
+    if arch == "lfm2" and keys.uint("attention.sliding_window", 0) > 0:
+        # every attention (non-conv) trunk layer uses the window (src/models/lfm2.cpp)
+        swa_type, n_swa = SwaType.STANDARD, keys.uint("attention.sliding_window")
+        is_swa = [il < n_layer and not recurrent[il] for il in range(n_layer_all)]
+    if arch == "deepseek4":
+        # every layer, nextn included, is SWA (src/models/deepseek4.cpp)
+        swa_type, n_swa = SwaType.STANDARD, keys.uint("attention.sliding_window", required=True)
+        is_swa = [True] * n_layer_all
+        head_k_swa = keys.uint("attention.key_length_swa", head_k_full)
+        head_v_swa = keys.uint("attention.value_length_swa", head_v_full)
 
     layers = []
     for il in range(n_layer_all):
@@ -276,6 +290,10 @@ def describe(
                 has_kv=has_kv,
                 kv_source=kv_source,
                 recurrent=recurrent[il],
+                n_ff=state.n_ff[il],
+                indexer=state.indexer_full[il],
+                compress_ratio=state.compress_ratios[il] if state.compress_ratios else 0,
+                ple=il in state.ple_layers,
             )
         )
     if n_layer_kv_from_start >= 0 and n_layer_kv_from_start < n_layer_all:
@@ -303,4 +321,10 @@ def describe(
         notes=tuple(notes),
         weight_bytes=weight_bytes,
         n_params=n_params,
+        n_embd_r=state.n_embd_r,
+        n_embd_s=state.n_embd_s,
+        ple_conv_state=state.ple_conv_state,
+        indexer_head_size=state.indexer_head_size,
+        indexer_kpool=state.indexer_kpool,
+        n_layer_dense_lead=state.n_layer_dense_lead,
     )
