@@ -219,6 +219,187 @@ REAL_MODELS: dict[str, dict] = {
     ),
 }
 
+
+def _every(n: int, pred) -> list:
+    return [pred(i) for i in range(n)]
+
+
+# Recurrent / hybrid / sparse models: llama.cpp requires many family keys, so these start from the metadata
+# of llama.cpp's own tiny model of the family, with the real dimensions written over it. "-shape" models
+# have realistic dimensions where a source does not pin every number (see model_specs/ for sourced ones).
+FROM_TINY: dict[str, tuple[str, dict]] = {
+    "qwen3-next-80b-a3b": (
+        "qwen3next-moe.gguf",
+        {
+            "{arch}.block_count": 48,
+            "{arch}.embedding_length": 2048,
+            "{arch}.context_length": 262144,
+            "{arch}.attention.head_count": 16,
+            "{arch}.attention.head_count_kv": 2,
+            "{arch}.attention.key_length": 256,
+            "{arch}.attention.value_length": 256,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 4096,
+            "{arch}.ssm.state_size": 128,
+            "{arch}.ssm.group_count": 16,
+            "{arch}.ssm.time_step_rank": 32,
+            "{arch}.full_attention_interval": 4,
+            "{arch}.attention.recurrent_layers": _every(48, lambda i: (i + 1) % 4 != 0),
+        },
+    ),
+    "qwen3-next-80b-a3b-mtp": (
+        "qwen3next-moe.gguf",
+        {
+            "{arch}.block_count": 49,
+            "{arch}.nextn_predict_layers": 1,
+            "{arch}.embedding_length": 2048,
+            "{arch}.context_length": 262144,
+            "{arch}.attention.head_count": 16,
+            "{arch}.attention.head_count_kv": 2,
+            "{arch}.attention.key_length": 256,
+            "{arch}.attention.value_length": 256,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 4096,
+            "{arch}.ssm.state_size": 128,
+            "{arch}.ssm.group_count": 16,
+            "{arch}.ssm.time_step_rank": 32,
+            "{arch}.full_attention_interval": 4,
+            "{arch}.attention.recurrent_layers": _every(49, lambda i: i < 48 and (i + 1) % 4 != 0),
+        },
+    ),
+    "jamba-1.5-mini": (
+        "jamba-dense.gguf",
+        {
+            "{arch}.block_count": 32,
+            "{arch}.embedding_length": 4096,
+            "{arch}.context_length": 262144,
+            "{arch}.attention.head_count": 32,
+            "{arch}.attention.head_count_kv": _every(32, lambda i: 8 if i % 8 == 4 else 0),
+            "{arch}.attention.key_length": 128,
+            "{arch}.attention.value_length": 128,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 8192,
+            "{arch}.ssm.state_size": 16,
+            "{arch}.ssm.time_step_rank": 256,
+        },
+    ),
+    "falcon-mamba-7b": (
+        "mamba-dense.gguf",
+        {
+            "{arch}.block_count": 64,
+            "{arch}.embedding_length": 4096,
+            "{arch}.context_length": 2**20,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 8192,
+            "{arch}.ssm.state_size": 16,
+            "{arch}.ssm.time_step_rank": 256,
+        },
+    ),
+    "mamba-codestral-7b": (
+        "mamba2-dense.gguf",
+        {
+            "{arch}.block_count": 64,
+            "{arch}.embedding_length": 4096,
+            "{arch}.context_length": 2**20,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 8192,
+            "{arch}.ssm.state_size": 128,
+            "{arch}.ssm.group_count": 8,
+            "{arch}.ssm.time_step_rank": 128,
+        },
+    ),
+    "minimax-m1": (
+        "minimax-01-moe.gguf",
+        {
+            "{arch}.block_count": 80,
+            "{arch}.embedding_length": 6144,
+            "{arch}.context_length": 10240000,
+            "{arch}.attention.head_count": 64,
+            "{arch}.attention.head_count_kv": 8,
+            "{arch}.attention.key_length": 128,
+            "{arch}.attention.value_length": 128,
+            "{arch}.attention.recurrent_layers": _every(80, lambda i: (i + 1) % 8 != 0),
+        },
+    ),
+    "deepseek-v3.2-exp": (
+        "deepseek32-moe.gguf",
+        {
+            "{arch}.block_count": 62,
+            "{arch}.nextn_predict_layers": 1,
+            "{arch}.embedding_length": 7168,
+            "{arch}.context_length": 163840,
+            "{arch}.attention.head_count": 128,
+            "{arch}.attention.head_count_kv": 1,
+            "{arch}.attention.key_length": 576,
+            "{arch}.attention.value_length": 512,
+            "{arch}.attention.key_length_mla": 192,
+            "{arch}.attention.value_length_mla": 128,
+            "{arch}.attention.indexer.key_length": 128,
+            "{arch}.attention.indexer.head_count": 64,
+            "{arch}.attention.indexer.top_k": 2048,
+        },
+    ),
+    "glm-5.2-shape": (
+        "glm-dsa-moe.gguf",
+        {
+            "{arch}.block_count": 40,
+            "{arch}.embedding_length": 6144,
+            "{arch}.context_length": 1048576,
+            "{arch}.attention.head_count": 64,
+            "{arch}.attention.head_count_kv": 1,
+        },
+    ),
+    "granite-4.0-h-small-shape": (
+        "granitehybrid-dense.gguf",
+        {
+            "{arch}.block_count": 40,
+            "{arch}.embedding_length": 4096,
+            "{arch}.context_length": 2**20,
+            "{arch}.attention.head_count": 32,
+            "{arch}.attention.head_count_kv": _every(40, lambda i: 8 if i in (5, 15, 25, 35) else 0),
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 8192,
+            "{arch}.ssm.state_size": 128,
+            "{arch}.ssm.group_count": 1,
+            "{arch}.ssm.time_step_rank": 128,
+        },
+    ),
+    "falcon-h1-7b-shape": (
+        "falcon-h1-dense.gguf",
+        {
+            "{arch}.block_count": 44,
+            "{arch}.embedding_length": 3072,
+            "{arch}.context_length": 262144,
+            "{arch}.attention.head_count": 12,
+            "{arch}.attention.head_count_kv": 2,
+            "{arch}.attention.key_length": 128,
+            "{arch}.attention.value_length": 128,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 3072,
+            "{arch}.ssm.state_size": 256,
+            "{arch}.ssm.group_count": 1,
+            "{arch}.ssm.time_step_rank": 24,
+        },
+    ),
+    "lfm2-1.2b-shape": (
+        "lfm2-dense.gguf",
+        {
+            "{arch}.block_count": 16,
+            "{arch}.embedding_length": 2048,
+            "{arch}.context_length": 128000,
+            "{arch}.attention.head_count": 32,
+            "{arch}.attention.key_length": 64,
+            "{arch}.attention.value_length": 64,
+            "{arch}.attention.key_length_swa": 64,
+            "{arch}.attention.value_length_swa": 64,
+            "{arch}.rope.dimension_count": 64,
+            "{arch}.rope.dimension_count_swa": 64,
+            "{arch}.attention.sliding_window": 4096,
+            "{arch}.attention.head_count_kv": _every(16, lambda i: 8 if i in (2, 5, 8, 10, 12, 14) else 0),
+        },
+    ),
+}
+
 TYPE_PAIRS = [
     ("f16", "f16"),
     ("q8_0", "q8_0"),
@@ -253,6 +434,16 @@ def grid(seed: str, n: int) -> list[dict]:
             n_ubatch=2048,
         ),
         dict(n_ctx=0, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0),
+        dict(
+            n_ctx=4096, n_seq_max=2, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0, n_rs_seq=2
+        ),
+        dict(
+            n_ctx=4096, n_seq_max=3, kv_unified=1, type_k="q8_0", type_v="q8_0", fa=1, swa_full=0, n_rs_seq=3
+        ),
+        # the MTP draft context (refused where the model has no nextn layers)
+        dict(n_ctx=4096, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0, mtp=1),
+        dict(n_ctx=3000, n_seq_max=2, kv_unified=0, type_k="q8_0", type_v="q8_0", fa=1, swa_full=0, mtp=1),
+        dict(n_ctx=8192, n_seq_max=4, kv_unified=1, type_k="f16", type_v="f16", fa=0, swa_full=1, mtp=1),
     ]
     rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
     extra = []
@@ -271,11 +462,14 @@ def grid(seed: str, n: int) -> list[dict]:
             p["n_ubatch"] = rng.choice([64, 256, 1024, 2048])
         if rng.random() < 0.2:
             p["n_batch"] = rng.choice([128, 512, 4096])
+        p["n_rs_seq"] = rng.choice([0, 0, 1, 2, 3])
         extra.append(p)
     out = []
     for p in core + extra:
         p.setdefault("n_batch", 2048)
         p.setdefault("n_ubatch", 512)
+        p.setdefault("n_rs_seq", 0)
+        p.setdefault("mtp", 0)
         out.append(p)
     return out
 
@@ -291,7 +485,19 @@ _INFO_RE = re.compile(r"enabling flash_attn since|forcing off")  # llama.cpp not
 
 def run_case(harness: str, gguf: str, params: dict) -> dict:
     """Like ../shared/oracle/run_cases.py's run(), keeping llama.cpp's own reason for a refusal."""
-    keys = ("n_ctx", "n_seq_max", "kv_unified", "type_k", "type_v", "fa", "swa_full", "n_batch", "n_ubatch")
+    keys = (
+        "n_ctx",
+        "n_seq_max",
+        "kv_unified",
+        "type_k",
+        "type_v",
+        "fa",
+        "swa_full",
+        "n_batch",
+        "n_ubatch",
+        "n_rs_seq",
+        "mtp",
+    )
     # load_mtp=1: llama.cpp's loader aborts on skipped virtual nextn weights; it does not change the cache
     argv = [harness, gguf, "no_alloc=1", "load_mtp=1"] + [f"{k}={params[k]}" for k in keys if k in params]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
@@ -344,6 +550,15 @@ def main() -> None:
             strip.write(str(OUT / "tiny" / f), arch, kvs, {})
     for name, spec in REAL_MODELS.items():
         mkmeta.write(str(OUT / "real" / f"{name}.gguf"), spec["arch"], spec["kv"])
+    for name, (tiny, overrides) in FROM_TINY.items():
+        arch, kvs = strip.read_kv(str(OUT / "tiny" / tiny))
+        n_tiny = next(v for k, v, *_ in kvs if k == f"{arch}.block_count")
+        full = dict(overrides)
+        for key, val, _vtype, _sub in kvs:
+            tmpl = key.replace(arch + ".", "{arch}.", 1)
+            if isinstance(val, list) and len(val) == n_tiny and tmpl not in full:
+                full[tmpl] = val[0]  # a per-layer array of the tiny model: one value for every layer
+        strip.write(str(OUT / "real" / f"{name}.gguf"), arch, kvs, full)
 
     cases = []
     for sub in ("tiny", "real"):

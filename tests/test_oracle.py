@@ -28,7 +28,7 @@ REASONS = [
     (r"does not support different K", r"does not support different K"),
     (r"n_outputs_max <= cparams.n_outputs_max", r"smaller than the \d+ parallel sequences"),
     (r"n_seq_max must be", r"n_seq_max must be"),
-    (r"ggml_can_repeat", r"Kimi-Linear without --kv-unified needs n_ubatch"),
+    (r"ggml_can_repeat", r"without --kv-unified needs n_ubatch"),
     (
         r"context type MTP requested but model doesn't contain MTP layers|ctx failed",
         r"MTP draft context needs nextn/MTP layers",
@@ -62,6 +62,8 @@ def _settings(p: dict) -> LlamaCppSettings:
         type_v=p["type_v"],
         flash_attn=FA[p["fa"]],
         swa_full=bool(p["swa_full"]),
+        n_rs_seq=p.get("n_rs_seq", 0),
+        mtp=bool(p.get("mtp", 0)),
     )
 
 

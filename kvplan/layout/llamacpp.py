@@ -142,11 +142,12 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
             f"llama.cpp aborts: the batch size min(n_ctx, n_batch) = {n_batch} is smaller than the "
             f"{n_seq} parallel sequences (it reserves one output per sequence); raise -c or -b"
         )
-    if model.arch == "kimi-linear" and not s.kv_unified and n_ubatch % n_seq:
-        # graph_reserve rounds the ubatch up to a multiple of n_seq; Kimi-Linear's KDA graph then fails
+    if model.arch in ("kimi-linear", "minimax-01") and not s.kv_unified and n_ubatch % n_seq:
+        # graph_reserve rounds the ubatch up to a multiple of n_seq, then re-reserves these two archs with
+        # one sequence ([TAG_RESERVE_DIAG_DECAY]); their linear-attention graph then fails
         # GGML_ASSERT(ggml_can_repeat(b, a)) while the context is created (llama.cpp of 2026-10-01)
         raise RefusedConfigError(
-            f"llama.cpp aborts: Kimi-Linear without --kv-unified needs n_ubatch ({n_ubatch}) to be a "
+            f"llama.cpp aborts: {model.arch} without --kv-unified needs n_ubatch ({n_ubatch}) to be a "
             f"multiple of the {n_seq} parallel sequences (GGML_ASSERT ggml_can_repeat while reserving "
             "its graph); change -ub or -np, or use -kvu"
         )
