@@ -67,11 +67,19 @@ def _settings(p: dict) -> LlamaCppSettings:
     )
 
 
+# llama.cpp's tiny MiniMax-01 (2 heads of 128, 256 wide) survives the graph abort that real-size MiniMax-01
+# models hit when n_ubatch is not a multiple of the sequences without --kv-unified (recorded on
+# real/minimax-m1.gguf); kvplan refuses there, as llama.cpp does for every real-size model.
+TINY_SURVIVES_ABORT = {"tiny/minimax-01-moe.gguf"}
+
+
 def _check(case: dict, model: ModelDescription) -> str | None:
     """None when kvplan agrees with llama.cpp on this case, else a description of the difference."""
     try:
         result = plan(model, _settings(case["params"]))
     except RefusedConfigError as exc:
+        if "error" not in case and case["gguf"] in TINY_SURVIVES_ABORT and "needs n_ubatch" in str(exc):
+            return None
         if "error" not in case:
             return f"{case['id']}: kvplan refused ({exc}), llama.cpp allocated {case['context_bytes']}"
         for theirs, ours in REASONS:

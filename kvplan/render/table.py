@@ -72,9 +72,11 @@ def render_table(plans: Sequence[MemoryPlan], console: Console) -> None:
             end_section=len(rows) > 1 and row is rows[-2],
         )
     parts: list[object] = [_summary(plans[0]), table]
+    lines: list[str] = []
     for plan in plans:
         prefix = "MTP draft " if plan is not plans[0] else ""
-        whys = [f"{prefix}{c.name}: {c.why}" for c in plan.caches if c.why]
-        for line in whys + list(plan.notes):
-            parts.append(Text("• " + line, style="dim"))
+        lines += [f"{prefix}{c.name}: {c.why}" for c in plan.caches if c.why]
+    lines += [n for plan in plans for n in plan.notes]
+    for line in dict.fromkeys(lines):
+        parts.append(Text("• " + line, style="dim"))
     console.print(Group(*parts))  # type: ignore[arg-type]

@@ -22,10 +22,9 @@ def render_markdown(plans: Sequence[MemoryPlan]) -> str:
         if row["cache"] == "total":
             cells = [f"**{c}**" if c else "" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
-    for plan in plans:
-        for note in plan.notes:
-            lines.append("")
-            lines.append(f"> {note}")
+    for note in dict.fromkeys(n for plan in plans for n in plan.notes):
+        lines.append("")
+        lines.append(f"> {note}")
     return "\n".join(lines) + "\n"
 
 
