@@ -243,6 +243,12 @@ MLA_KEY_ARCHS = frozenset(
         "mistral4",
     ]
 )
+#: architectures whose graph has an MTP draft head (LLM_GRAPH_TYPE_DECODER_MTP in src/models/*.cpp);
+#: mistral4 inherits deepseek2's graph. GLM5-Next has the branch but throws "not implemented yet".
+MTP_GRAPH_ARCHS = frozenset(
+    """bailingmoe3 cohere2moe deepseek2 mistral4 deepseek32 deepseek4 glm-dsa glm4moe hy_v3 mimo2
+    nemotron_h_moe qwen35 qwen35moe qwen3next step35""".split()
+)
 #: llama_init_from_model forces flash attention off for these
 FA_DISABLED_ARCHS = frozenset({"grok"})
 

@@ -6,6 +6,7 @@ ORACLE_DIR is a build of ../shared/oracle/build.sh (harness, test-llama-archs, v
 Run it with ORACLE_DIR/venv/bin/python. It writes:
   tests/fixtures/oracle/tiny/ARCH.gguf       metadata of llama.cpp's own tiny model of every architecture
   tests/fixtures/oracle/real/NAME.gguf       realistic metadata-only GGUFs (as the converter writes them)
+  tests/fixtures/oracle/nextn/ARCH.gguf      tiny models with one nextn/MTP layer appended
   tests/fixtures/oracle/cases.json           every (model, context settings) case and llama.cpp's answer
 Never edit a recorded number by hand: change this script and re-run it.
 """
@@ -400,6 +401,24 @@ FROM_TINY: dict[str, tuple[str, dict]] = {
     ),
 }
 
+# llama.cpp's tiny models have no nextn/MTP layers; these variants append one (every per-layer array grows
+# by one attention entry) so the main context's nextn handling and the MTP draft context are recorded for
+# each family whose graph has an MTP head.
+NEXTN_VARIANTS = ["deepseek2-moe.gguf", "glm4moe-moe.gguf", "qwen35moe-moe.gguf", "qwen3next-moe.gguf",
+                  "bailingmoe3-moe.gguf", "glm-dsa-moe.gguf", "deepseek32-moe.gguf"]  # fmt: skip
+_N_LAYER_ARRAYS = {"{arch}.attention.indexer.types", "{arch}.attention.sliding_window_pattern"}
+
+
+def nextn_overrides(arch: str, kvs: list) -> dict:
+    n = next(v for k, v, *_ in kvs if k == f"{arch}.block_count")
+    out: dict = {"{arch}.block_count": n + 1, "{arch}.nextn_predict_layers": 1}
+    for key, val, _vtype, _sub in kvs:
+        tmpl = key.replace(arch + ".", "{arch}.", 1)
+        if isinstance(val, list) and len(val) == n and tmpl not in _N_LAYER_ARRAYS:
+            out[tmpl] = val + ([type(val[0])(0)] if "recurrent_layers" in tmpl else [max(val)])
+    return out
+
+
 TYPE_PAIRS = [
     ("f16", "f16"),
     ("q8_0", "q8_0"),
@@ -543,6 +562,7 @@ def main() -> None:
 
     (OUT / "tiny").mkdir(parents=True, exist_ok=True)
     (OUT / "real").mkdir(parents=True, exist_ok=True)
+    (OUT / "nextn").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([str(oracle / "test-llama-archs"), "-o", tmp], check=True, capture_output=True)
         for f in sorted(os.listdir(tmp)):
@@ -559,9 +579,12 @@ def main() -> None:
             if isinstance(val, list) and len(val) == n_tiny and tmpl not in full:
                 full[tmpl] = val[0]  # a per-layer array of the tiny model: one value for every layer
         strip.write(str(OUT / "real" / f"{name}.gguf"), arch, kvs, full)
+    for tiny in NEXTN_VARIANTS:
+        arch, kvs = strip.read_kv(str(OUT / "tiny" / tiny))
+        strip.write(str(OUT / "nextn" / tiny), arch, kvs, nextn_overrides(arch, kvs))
 
     cases = []
-    for sub in ("tiny", "real"):
+    for sub in ("tiny", "real", "nextn"):
         for f in sorted(os.listdir(OUT / sub)):
             rel = f"{sub}/{f}"
             for i, params in enumerate(grid(rel, args.per_model)):

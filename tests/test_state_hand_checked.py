@@ -64,3 +64,15 @@ def test_jamba_state_plus_attention() -> None:
     assert attn.layers == (4, 12, 20, 28) and attn.bytes == 4 * 2 * 8 * 128 * 2 * 8192
     # 28 Mamba-1 layers: r = 3 × 8192, s = 16 × 8192 floats (Mamba-1 reads no group count)
     assert recr.bytes == 28 * 4 * (3 * 8192 + 16 * 8192)
+
+
+def test_mtp_draft_needs_an_mtp_graph() -> None:
+    llama_with_nextn = load_spec_text(
+        "arch: llama\nmetadata:\n  context_length: 4096\n  embedding_length: 4096\n  block_count: 33\n"
+        "  nextn_predict_layers: 1\n  attention: {head_count: 32, head_count_kv: 8}\n",
+        "l.yaml",
+    )
+    # the main context leaves the nextn layer out: 32 layers × 2 × 8 × 128 × 2 bytes × 4096
+    assert plan(llama_with_nextn, LlamaCppSettings(n_ctx=4096)).total_bytes == 536870912
+    with pytest.raises(RefusedConfigError, match="no MTP graph"):
+        plan_mtp_draft(llama_with_nextn, LlamaCppSettings(n_ctx=4096))

@@ -128,6 +128,11 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
         raise RefusedConfigError(
             f"llama.cpp refuses: an MTP draft context needs nextn/MTP layers, and {model.name} has none"
         )
+    if s.mtp and model.arch not in archs.MTP_GRAPH_ARCHS:
+        detail = "it has no MTP graph"
+        if model.arch == "glm5-next":
+            detail = "its NextN graph is not implemented yet"
+        raise RefusedConfigError(f"llama.cpp cannot run an MTP draft context for {model.arch}: {detail}")
 
     n_seq = max(1, s.n_seq)
     if n_seq > LLAMA_MAX_SEQ:
