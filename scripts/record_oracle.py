@@ -248,26 +248,6 @@ FROM_TINY: dict[str, tuple[str, dict]] = {
             "{arch}.attention.recurrent_layers": _every(48, lambda i: (i + 1) % 4 != 0),
         },
     ),
-    "qwen3-next-80b-a3b-mtp": (
-        "qwen3next-moe.gguf",
-        {
-            "{arch}.block_count": 49,
-            "{arch}.nextn_predict_layers": 1,
-            "{arch}.embedding_length": 2048,
-            "{arch}.context_length": 262144,
-            "{arch}.attention.head_count": 16,
-            "{arch}.attention.head_count_kv": 2,
-            "{arch}.attention.key_length": 256,
-            "{arch}.attention.value_length": 256,
-            "{arch}.ssm.conv_kernel": 4,
-            "{arch}.ssm.inner_size": 4096,
-            "{arch}.ssm.state_size": 128,
-            "{arch}.ssm.group_count": 16,
-            "{arch}.ssm.time_step_rank": 32,
-            "{arch}.full_attention_interval": 4,
-            "{arch}.attention.recurrent_layers": _every(49, lambda i: i < 48 and (i + 1) % 4 != 0),
-        },
-    ),
     "jamba-1.5-mini": (
         "jamba-dense.gguf",
         {
@@ -400,6 +380,16 @@ FROM_TINY: dict[str, tuple[str, dict]] = {
         },
     ),
 }
+
+FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
+    "qwen3next-moe.gguf",
+    {
+        **FROM_TINY["qwen3-next-80b-a3b"][1],
+        "{arch}.block_count": 49,
+        "{arch}.nextn_predict_layers": 1,
+        "{arch}.attention.recurrent_layers": _every(49, lambda i: i < 48 and (i + 1) % 4 != 0),
+    },
+)
 
 # llama.cpp's tiny models have no nextn/MTP layers; these variants append one (every per-layer array grows
 # by one attention entry) so the main context's nextn handling and the MTP draft context are recorded for

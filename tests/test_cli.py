@@ -150,3 +150,45 @@ def test_python_dash_m_runs_the_cli() -> None:
         and bad.stderr.startswith("kvplan: error: nope:")
         and "Traceback" not in bad.stderr
     )
+
+
+def test_mtp_draft_and_rollback_snapshots_in_json() -> None:
+    doc = json.loads(
+        run(
+            "estimate",
+            "deepseek-v3.2-exp",
+            "-c",
+            "32k",
+            "--mtp",
+            "-ctkd",
+            "q8_0",
+            "-ctvd",
+            "q8_0",
+            "-o",
+            "json",
+        ).stdout
+    )
+    assert doc["runtime"]["context_type"] == "default" and doc["draft"]["runtime"]["context_type"] == "mtp"
+    kinds = [c["kind"] for c in doc["memory"]["caches"]]
+    assert kinds == ["attention", "indexer"]
+    # the draft: the single nextn layer, 576-wide K latent in q8_0 (18 blocks × 34 bytes) × 32768 cells
+    assert doc["draft"]["memory"]["total_bytes"] == 612 * 32768
+    assert doc["combined_total_bytes"] == doc["memory"]["total_bytes"] + 612 * 32768
+    csv_rows = run("estimate", "deepseek-v3.2-exp", "-c", "32k", "--mtp", "-o", "csv").stdout.splitlines()
+    assert csv_rows[0].startswith("context,cache,kind") and any(r.startswith("mtp-draft,") for r in csv_rows)
+
+
+def test_recurrent_rows_follow_parallel_and_rollback(tmp_path: Path) -> None:
+    spec = tmp_path / "lfm.yaml"
+    spec.write_text(
+        "arch: lfm2\nmetadata:\n  context_length: 32768\n  embedding_length: 1024\n  block_count: 4\n"
+        "  shortconv: {l_cache: 3}\n  attention: {head_count: 16, head_count_kv: [0, 8, 0, 0]}\n"
+    )
+    doc = json.loads(
+        run("estimate", str(spec), "-c", "4096", "-np", "2", "--rs-seq", "3", "-o", "json").stdout
+    )
+    recurrent = next(c for c in doc["memory"]["caches"] if c["kind"] == "recurrent")
+    # LFM2 keeps n_rs_seq: rows = 2 sequences × (1 + 3); r = 1024 × (3 - 1) f32 values, s = 0 (short conv)
+    assert recurrent["cells"] == 8 and recurrent["layers"] == [0, 2, 3]
+    assert recurrent["k_bytes"] == 3 * 4 * 2048 * 8 and recurrent["v_bytes"] == 0
+    assert doc["runtime"]["n_rs_seq"] == 3 and doc["memory"]["per_token_bytes"] == 2 * 8 * 64 * 2
