@@ -6,6 +6,7 @@ Exit codes (documented in the README):
   2  usage error (bad flag or value; Click's own code)
   3  bad input: unreadable or malformed model file, spec or catalog entry
   4  unsupported: an architecture or setting kvplan or llama.cpp does not support / refuses
+ 70  internal error (a bug in kvplan), set in kvplan.cli
 """
 
 from __future__ import annotations
@@ -68,10 +69,6 @@ class UnsupportedError(KvplanError):
 
 class UnknownArchitectureError(UnsupportedError):
     """The architecture is not one llama.cpp knows."""
-
-
-class NotSupportedYetError(UnsupportedError):
-    """llama.cpp knows the architecture, but kvplan does not size its memory yet."""
 
 
 class RefusedConfigError(UnsupportedError):
