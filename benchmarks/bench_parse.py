@@ -72,18 +72,13 @@ def main() -> None:
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     files = [Path(f) for f in args.files] or [make_vocab_file(Path(tmp.name) / "qwen2-like-vocab.gguf")]
-    print(
-        "| file | size | kvplan parse | llama.cpp gguf_init_from_file | gguf.GGUFReader "
-        "| kvplan estimate CLI |"
-    )
+    print("| file | size | kvplan parse | llama.cpp gguf_init_from_file | gguf.GGUFReader | kvplan estimate CLI |")
     print("|---|---:|---:|---:|---:|---:|")
     for f in files:
         ours = best_of(lambda f=f: read_gguf(f), args.runs)
         theirs = "-"
         if args.llama_init:
-            out = subprocess.run(
-                [args.llama_init, str(f), str(args.runs)], capture_output=True, text=True, check=True
-            )
+            out = subprocess.run([args.llama_init, str(f), str(args.runs)], capture_output=True, text=True, check=True)
             theirs = f"{float(out.stdout) * 1000:.1f} ms"
         reader = "-"
         if args.gguf_reader:
@@ -97,8 +92,7 @@ def main() -> None:
             else "-"
         )
         print(
-            f"| {f.name} | {os.path.getsize(f) / 2**20:.1f} MiB | {ours * 1000:.1f} ms | {theirs} "
-            f"| {reader} | {cli} |"
+            f"| {f.name} | {os.path.getsize(f) / 2**20:.1f} MiB | {ours * 1000:.1f} ms | {theirs} | {reader} | {cli} |"
         )
 
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
+from typing import Any
 
 import typer
 
@@ -34,6 +35,33 @@ class FlashAttn(str, Enum):
     on = "on"
     off = "off"
     auto = "auto"
+
+
+class Units(str, Enum):
+    iec = "iec"
+    si = "si"
+    bytes = "bytes"
+
+
+# options shared by every command that plans a llama.cpp context (spelled as llama.cpp spells them)
+MODEL_ARG = typer.Argument(..., help="A .gguf file, a .yaml/.yml spec, or a catalog name (see `kvplan models`).")
+PARALLEL_OPT = typer.Option(1, "-np", "--parallel", min=1, help="Parallel sequences (n_seq_max).")
+KVU_OPT = typer.Option(False, "-kvu", "--kv-unified", help="One KV stream shared by all sequences.")
+BATCH_OPT = typer.Option("2048", "-b", "--batch", "--batch-size", help="Logical batch size (n_batch).")
+UBATCH_OPT = typer.Option("512", "-ub", "--ubatch", "--ubatch-size", help="Physical batch size (n_ubatch).")
+CTK_OPT = typer.Option(
+    "f16", "-ctk", "--cache-type-k", help="K cache type: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1."
+)
+CTV_OPT = typer.Option("f16", "-ctv", "--cache-type-v", help="V cache type (same choices).")
+FA_OPT = typer.Option(FlashAttn.auto, "-fa", "--flash-attn", case_sensitive=False, help="on, off or auto.")
+SWA_FULL_OPT = typer.Option(False, "--swa-full", help="Full-size cache for sliding-window layers.")
+RS_SEQ_OPT = typer.Option(
+    0, "--rs-seq", min=0, help="Recurrent-state snapshots kept for speculative rollback (n_rs_seq)."
+)
+FORMAT_OPT = typer.Option(OutputFormat.table, "--format", "-o", case_sensitive=False, help="Output format.")
+UNITS_OPT = typer.Option(
+    Units.iec, "--units", case_sensitive=False, help="iec (KiB, MiB), si (kB, MB) or bytes (tables only)."
+)
 
 
 @contextmanager
@@ -67,75 +95,58 @@ def _count(value: str | None, name: str) -> int | None:
         raise typer.BadParameter(str(exc), param_hint=name) from None
 
 
+def _settings(ctx: int, parallel: int, kv_unified: bool, batch: str, ubatch: str, ctk: str, ctv: str,
+              fa: FlashAttn, swa_full: bool, rs_seq: int) -> Any:  # fmt: skip
+    from kvplan.layout.llamacpp import LlamaCppSettings
+
+    return LlamaCppSettings(
+        n_ctx=ctx, n_seq=parallel, kv_unified=kv_unified, n_batch=_count(batch, "--batch") or 0,
+        n_ubatch=_count(ubatch, "--ubatch") or 0, type_k=ctk.lower(), type_v=ctv.lower(), flash_attn=fa.value,
+        swa_full=swa_full, n_rs_seq=rs_seq,
+    )  # fmt: skip
+
+
 @app.command()
 def estimate(
-    model: str = typer.Argument(
-        ..., help="A .gguf file, a .yaml/.yml spec, or a catalog name (see `kvplan models`)."
-    ),
+    model: str = MODEL_ARG,
     ctx: str = typer.Option(
         None,
         "-c",
         "--ctx",
         "--ctx-size",
-        help="Context size in tokens (32k = 32768). Default: the model's training context, "
-        "as llama.cpp's -c 0.",
+        help="Context size in tokens (32k = 32768). Default: the model's training context, as llama.cpp's -c 0.",
     ),
-    parallel: int = typer.Option(1, "-np", "--parallel", min=1, help="Parallel sequences (n_seq_max)."),
-    kv_unified: bool = typer.Option(
-        False, "-kvu", "--kv-unified", help="One KV stream shared by all sequences."
-    ),
-    batch: str = typer.Option("2048", "-b", "--batch", "--batch-size", help="Logical batch size (n_batch)."),
-    ubatch: str = typer.Option(
-        "512", "-ub", "--ubatch", "--ubatch-size", help="Physical batch size (n_ubatch)."
-    ),
-    cache_type_k: str = typer.Option(
-        "f16", "-ctk", "--cache-type-k", help="K cache type: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1."
-    ),
-    cache_type_v: str = typer.Option("f16", "-ctv", "--cache-type-v", help="V cache type (same choices)."),
-    flash_attn: FlashAttn = typer.Option(
-        FlashAttn.auto, "-fa", "--flash-attn", case_sensitive=False, help="Flash attention: on, off or auto."
-    ),
-    swa_full: bool = typer.Option(False, "--swa-full", help="Full-size cache for sliding-window layers."),
-    rs_seq: int = typer.Option(
-        0, "--rs-seq", min=0, help="Recurrent-state snapshots kept for speculative rollback (n_rs_seq)."
-    ),
+    parallel: int = PARALLEL_OPT,
+    kv_unified: bool = KVU_OPT,
+    batch: str = BATCH_OPT,
+    ubatch: str = UBATCH_OPT,
+    cache_type_k: str = CTK_OPT,
+    cache_type_v: str = CTV_OPT,
+    flash_attn: FlashAttn = FA_OPT,
+    swa_full: bool = SWA_FULL_OPT,
+    rs_seq: int = RS_SEQ_OPT,
     mtp: bool = typer.Option(False, "--mtp", help="Also size the MTP draft context (nextn layers only)."),
     cache_type_k_draft: str = typer.Option("f16", "-ctkd", "--cache-type-k-draft", help="MTP draft K type."),
     cache_type_v_draft: str = typer.Option("f16", "-ctvd", "--cache-type-v-draft", help="MTP draft V type."),
-    output: OutputFormat = typer.Option(
-        OutputFormat.table, "--format", "-o", case_sensitive=False, help="Output format."
-    ),
+    output: OutputFormat = FORMAT_OPT,
+    units: Units = UNITS_OPT,
 ) -> None:
     """How many bytes llama.cpp allocates for the KV cache and state of MODEL, exactly, and why."""
     n_ctx = _count(ctx, "--ctx") or 0
-    n_batch = _count(batch, "--batch")
-    n_ubatch = _count(ubatch, "--ubatch")
+    settings = _settings(n_ctx, parallel, kv_unified, batch, ubatch, cache_type_k, cache_type_v, flash_attn,
+                         swa_full, rs_seq)  # fmt: skip
     with handle_errors():
-        from kvplan.layout.llamacpp import LlamaCppSettings, plan, plan_mtp_draft
+        from kvplan.layout.llamacpp import plan, plan_mtp_draft
         from kvplan.sources import load_model
 
-        settings = LlamaCppSettings(
-            n_ctx=n_ctx,
-            n_seq=parallel,
-            kv_unified=kv_unified,
-            n_batch=n_batch or 0,
-            n_ubatch=n_ubatch or 0,
-            type_k=cache_type_k.lower(),
-            type_v=cache_type_v.lower(),
-            flash_attn=flash_attn.value,
-            swa_full=swa_full,
-            n_rs_seq=rs_seq,
-        )
         described = load_model(model)
         plans = [plan(described, settings)]
         if mtp:
-            plans.append(
-                plan_mtp_draft(described, settings, cache_type_k_draft.lower(), cache_type_v_draft.lower())
-            )
-        _emit(plans, output)
+            plans.append(plan_mtp_draft(described, settings, cache_type_k_draft.lower(), cache_type_v_draft.lower()))
+        _emit_plans(plans, output, units.value)
 
 
-def _emit(plans: list, output: OutputFormat) -> None:
+def _emit_plans(plans: list, output: OutputFormat, units: str) -> None:
     if output == OutputFormat.json:
         from kvplan.render.json_out import render_json
 
@@ -143,7 +154,7 @@ def _emit(plans: list, output: OutputFormat) -> None:
     elif output == OutputFormat.markdown:
         from kvplan.render.text import render_markdown
 
-        typer.echo(render_markdown(plans), nl=False)
+        typer.echo(render_markdown(plans, units), nl=False)
     elif output == OutputFormat.csv:
         from kvplan.render.text import render_csv
 
@@ -151,15 +162,104 @@ def _emit(plans: list, output: OutputFormat) -> None:
     else:
         from kvplan.render.table import make_console, render_table
 
-        render_table(plans, make_console())
+        render_table(plans, make_console(), units)
+
+
+def _emit_report(report: Any, output: OutputFormat, units: str, extra_lines: list[str] | None = None) -> None:
+    from kvplan import report as rep
+
+    if output == OutputFormat.json:
+        typer.echo(rep.render_json(report))
+    elif output == OutputFormat.markdown:
+        typer.echo(rep.render_markdown(report, units), nl=False)
+    elif output == OutputFormat.csv:
+        typer.echo(rep.render_csv(report), nl=False)
+    else:
+        rep.render_table(report, units)
+        for line in extra_lines or []:
+            typer.echo(line)
+
+
+def _contexts(value: str, name: str) -> list[int]:
+    from kvplan.analysis.curve import parse_contexts
+
+    try:
+        return parse_contexts(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=name) from None
 
 
 @app.command()
-def models(
-    output: OutputFormat = typer.Option(
-        OutputFormat.table, "--format", "-o", case_sensitive=False, help="Output format."
+def compare(
+    model: str = MODEL_ARG,
+    ctx: str = typer.Option(
+        None,
+        "-c",
+        "--ctx",
+        help="Context sizes: 8k,32k,128k (or a range 1k:128k). Default: training context.",
     ),
+    parallel: int = PARALLEL_OPT,
+    kv_unified: bool = KVU_OPT,
+    batch: str = BATCH_OPT,
+    ubatch: str = UBATCH_OPT,
+    cache_type_k: str = CTK_OPT,
+    cache_type_v: str = CTV_OPT,
+    flash_attn: FlashAttn = FA_OPT,
+    swa_full: bool = SWA_FULL_OPT,
+    output: OutputFormat = FORMAT_OPT,
+    units: Units = UNITS_OPT,
 ) -> None:
+    """MODEL's attention layout next to MHA / GQA / MQA what-ifs, and every cache type, side by side."""
+    contexts = _contexts(ctx, "--ctx") if ctx else []
+    settings = _settings(0, parallel, kv_unified, batch, ubatch, cache_type_k, cache_type_v, flash_attn, swa_full,
+                         0)  # fmt: skip
+    with handle_errors():
+        from kvplan.analysis.compare import compare as build
+        from kvplan.sources import load_model
+
+        _emit_report(build(load_model(model), settings, contexts), output, units.value)
+
+
+@app.command()
+def curve(
+    model: str = MODEL_ARG,
+    ctx: str = typer.Option(
+        "1k:128k", "-c", "--ctx", help="1k:1M (doubling), 1k:64k:4k (a step) or 4k,8k,32k (a list)."
+    ),
+    parallel: int = PARALLEL_OPT,
+    kv_unified: bool = KVU_OPT,
+    batch: str = BATCH_OPT,
+    ubatch: str = UBATCH_OPT,
+    cache_type_k: str = CTK_OPT,
+    cache_type_v: str = CTV_OPT,
+    flash_attn: FlashAttn = FA_OPT,
+    swa_full: bool = SWA_FULL_OPT,
+    rs_seq: int = RS_SEQ_OPT,
+    svg: str = typer.Option(None, "--svg", help="Also write the chart as an SVG file (for docs)."),
+    output: OutputFormat = FORMAT_OPT,
+    units: Units = UNITS_OPT,
+) -> None:
+    """Bytes against context for each cache: padding steps, where windows stop growing, the slope."""
+    contexts = _contexts(ctx, "--ctx")
+    settings = _settings(0, parallel, kv_unified, batch, ubatch, cache_type_k, cache_type_v, flash_attn, swa_full,
+                         rs_seq)  # fmt: skip
+    with handle_errors():
+        from kvplan.analysis.curve import bar_chart, render_svg
+        from kvplan.analysis.curve import curve as build
+        from kvplan.sources import load_model
+
+        report = build(load_model(model), settings, contexts)
+        if svg:
+            try:
+                with open(svg, "w", encoding="utf-8") as fh:
+                    fh.write(render_svg(report, units.value))
+            except OSError as exc:
+                raise typer.BadParameter(f"cannot write {svg}: {exc.strerror}", param_hint="--svg") from None
+        _emit_report(report, output, units.value, ["", *bar_chart(report, units.value)])
+
+
+@app.command()
+def models(output: OutputFormat = FORMAT_OPT) -> None:
     """List the built-in catalog of model specs."""
     with handle_errors():
         from kvplan.render.catalog import render_catalog

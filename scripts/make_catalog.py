@@ -107,9 +107,7 @@ def metadata_for(entry: dict) -> dict | None:
         attn = {"head_count": 0}
     if arch == "jamba":
         period, offset = v["attn_layer_period"], v["attn_layer_offset"]
-        attn["head_count_kv"] = [
-            v["num_key_value_heads"] if i % period == offset else 0 for i in range(layers)
-        ]
+        attn["head_count_kv"] = [v["num_key_value_heads"] if i % period == offset else 0 for i in range(layers)]
         md["ssm"] = {
             "conv_kernel": ssm["mamba_d_conv"],
             "inner_size": ssm["intermediate_size_ssm"],

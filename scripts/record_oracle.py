@@ -68,9 +68,7 @@ def _dense(
     return {"arch": arch, "kv": kv}
 
 
-def _mla(
-    layers: int, embd: int, heads: int, ctx: int, nextn: int = 0, arch: str = "deepseek2", **extra
-) -> dict:
+def _mla(layers: int, embd: int, heads: int, ctx: int, nextn: int = 0, arch: str = "deepseek2", **extra) -> dict:
     spec = _dense(arch, layers + nextn, embd, heads, 1, ctx, ff=18432, **extra)
     spec["kv"].update(
         {
@@ -127,9 +125,7 @@ REAL_MODELS: dict[str, dict] = {
             "{arch}.final_logit_softcapping": 30.0,
         },
     ),
-    "gemma-3-12b": _dense(
-        "gemma3", 48, 3840, 16, 8, 131072, head_dim=256, **{"{arch}.attention.sliding_window": 1024}
-    ),
+    "gemma-3-12b": _dense("gemma3", 48, 3840, 16, 8, 131072, head_dim=256, **{"{arch}.attention.sliding_window": 1024}),
     "gemma-3-27b": _dense(
         "gemma3", 62, 5376, 32, 16, 131072, head_dim=128, **{"{arch}.attention.sliding_window": 1024}
     ),
@@ -150,9 +146,7 @@ REAL_MODELS: dict[str, dict] = {
         2880,
     ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
-    "phi-3-mini-4k": _dense(
-        "phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}
-    ),
+    "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(
         "command-r",
         40,
@@ -443,12 +437,8 @@ def grid(seed: str, n: int) -> list[dict]:
             n_ubatch=2048,
         ),
         dict(n_ctx=0, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0),
-        dict(
-            n_ctx=4096, n_seq_max=2, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0, n_rs_seq=2
-        ),
-        dict(
-            n_ctx=4096, n_seq_max=3, kv_unified=1, type_k="q8_0", type_v="q8_0", fa=1, swa_full=0, n_rs_seq=3
-        ),
+        dict(n_ctx=4096, n_seq_max=2, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0, n_rs_seq=2),
+        dict(n_ctx=4096, n_seq_max=3, kv_unified=1, type_k="q8_0", type_v="q8_0", fa=1, swa_full=0, n_rs_seq=3),
         # the MTP draft context (refused where the model has no nextn layers)
         dict(n_ctx=4096, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0, mtp=1),
         dict(n_ctx=3000, n_seq_max=2, kv_unified=0, type_k="q8_0", type_v="q8_0", fa=1, swa_full=0, mtp=1),

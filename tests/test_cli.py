@@ -88,9 +88,7 @@ def test_markdown_and_csv_carry_the_same_rows() -> None:
     assert "| sliding window |" in md and "| full attention |" in md
     rows = list(csv.DictReader(io.StringIO(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "csv").stdout)))
     assert [r["cache"] for r in rows] == ["full attention", "sliding window", "total"]
-    total = json.loads(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "json").stdout)["memory"][
-        "total_bytes"
-    ]
+    total = json.loads(run("estimate", "gemma-3-27b", "-c", "8192", "-o", "json").stdout)["memory"]["total_bytes"]
     assert int(rows[-1]["bytes"]) == total
 
 
@@ -118,9 +116,7 @@ def test_exit_codes_and_one_line_errors(tmp_path: Path) -> None:
     r = run("estimate", "llama-3.1-8b", "-np", "300")
     assert r.exit_code == 4 and "n_seq_max must be <= 256" in r.stderr
     unknown = tmp_path / "u.yaml"
-    unknown.write_text(
-        "arch: mystery\nmetadata:\n  context_length: 1\n  embedding_length: 1\n  block_count: 1\n"
-    )
+    unknown.write_text("arch: mystery\nmetadata:\n  context_length: 1\n  embedding_length: 1\n  block_count: 1\n")
     r = run("estimate", str(unknown))
     assert r.exit_code == 4 and "'mystery' is not one llama.cpp knows" in r.stderr
 
@@ -145,11 +141,7 @@ def test_python_dash_m_runs_the_cli() -> None:
     )
     assert json.loads(out.stdout)["memory"]["total_bytes"] == 536870912
     bad = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "nope"], capture_output=True, text=True)
-    assert (
-        bad.returncode == 3
-        and bad.stderr.startswith("kvplan: error: nope:")
-        and "Traceback" not in bad.stderr
-    )
+    assert bad.returncode == 3 and bad.stderr.startswith("kvplan: error: nope:") and "Traceback" not in bad.stderr
 
 
 def test_mtp_draft_and_rollback_snapshots_in_json() -> None:
@@ -184,9 +176,7 @@ def test_recurrent_rows_follow_parallel_and_rollback(tmp_path: Path) -> None:
         "arch: lfm2\nmetadata:\n  context_length: 32768\n  embedding_length: 1024\n  block_count: 4\n"
         "  shortconv: {l_cache: 3}\n  attention: {head_count: 16, head_count_kv: [0, 8, 0, 0]}\n"
     )
-    doc = json.loads(
-        run("estimate", str(spec), "-c", "4096", "-np", "2", "--rs-seq", "3", "-o", "json").stdout
-    )
+    doc = json.loads(run("estimate", str(spec), "-c", "4096", "-np", "2", "--rs-seq", "3", "-o", "json").stdout)
     recurrent = next(c for c in doc["memory"]["caches"] if c["kind"] == "recurrent")
     # LFM2 keeps n_rs_seq: rows = 2 sequences × (1 + 3); r = 1024 × (3 - 1) f32 values, s = 0 (short conv)
     assert recurrent["cells"] == 8 and recurrent["layers"] == [0, 2, 3]

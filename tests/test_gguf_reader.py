@@ -120,10 +120,7 @@ MALFORMED = {
     "removed tensor type 4": _header(n_tensors=1) + _tensor("t", [32], 4, 0) + b"\0" * 64,
     "row not a block multiple": _header(n_tensors=1) + _tensor("t", [33], 8, 0) + b"\0" * 64,
     "bad offset": _header(n_tensors=1) + _tensor("t", [8], 0, 2**64 - 1) + b"\0" * 64,
-    "duplicate tensor": _header(n_tensors=2)
-    + _tensor("t", [8], 0, 0)
-    + _tensor("t", [8], 0, 32)
-    + b"\0" * 64,
+    "duplicate tensor": _header(n_tensors=2) + _tensor("t", [8], 0, 0) + _tensor("t", [8], 0, 32) + b"\0" * 64,
     "data past end": _header(n_tensors=1) + _tensor("t", [1024], 0, 0) + b"\0" * 16,
 }
 

@@ -89,13 +89,9 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
     if s.n_batch <= 0 and s.n_ubatch <= 0:
         raise RefusedConfigError("llama.cpp refuses: n_batch and n_ubatch cannot both be zero")
     if min(s.n_ctx, s.n_batch, s.n_ubatch, s.n_seq, s.n_rs_seq) < 0:
-        raise RefusedConfigError(
-            "context size, batch sizes, sequence and snapshot counts must not be negative"
-        )
+        raise RefusedConfigError("context size, batch sizes, sequence and snapshot counts must not be negative")
     if s.n_ctx == 0 and model.n_ctx_train == 0:
-        raise RefusedConfigError(
-            "llama.cpp refuses: n_ctx and the model's context_length cannot both be zero"
-        )
+        raise RefusedConfigError("llama.cpp refuses: n_ctx and the model's context_length cannot both be zero")
     if s.n_ctx > 0xFFFFFFFF - KV_PAD_CELLS:
         raise RefusedConfigError(f"context size {s.n_ctx} does not fit llama.cpp's 32-bit n_ctx")
 
@@ -250,8 +246,7 @@ def _swa_cells(model: ModelDescription, ctx: Context, unified: bool) -> tuple[in
     cells = pad(min(ctx.n_ctx_seq, want), KV_PAD_CELLS)
     seq_part = f" × {seqs} seqs" if seqs > 1 else ""
     why = (
-        f"window {model.n_swa}{seq_part} + ubatch {ctx.n_ubatch} = {want}, capped at {ctx.n_ctx_seq}, "
-        f"padded → {cells}"
+        f"window {model.n_swa}{seq_part} + ubatch {ctx.n_ubatch} = {want}, capped at {ctx.n_ctx_seq}, padded → {cells}"
     )
     return cells, want >= ctx.n_ctx_seq, why
 
@@ -279,15 +274,11 @@ def _attention(
     out = []
     if base:
         rows = _attention_rows(model, ctx, base, k_only)
-        out.append(
-            _kv_cache("full attention", "attention", rows, ctx.n_ctx_seq, streams, ctx, True, _full_why(ctx))
-        )
+        out.append(_kv_cache("full attention", "attention", rows, ctx.n_ctx_seq, streams, ctx, True, _full_why(ctx)))
     if swa:
         cells, grows, why = _swa_cells(model, ctx, unified)
         out.append(
-            _kv_cache(
-                label, "attention", _attention_rows(model, ctx, swa, k_only), cells, streams, ctx, grows, why
-            )
+            _kv_cache(label, "attention", _attention_rows(model, ctx, swa, k_only), cells, streams, ctx, grows, why)
         )
     return out
 
@@ -402,9 +393,7 @@ def _hybrid(model: ModelDescription, ctx: Context, notes: list[str]) -> list[Cac
     caches = _attention(model, ctx, attn, model.mla)
     if arch == "qwen4exp" and model.swa_type == SwaType.NONE and model.indexer_head_size:
         layers = [layer for layer in model.layers if attn(layer)]
-        caches += _indexer(
-            model, ctx, layers, model.indexer_head_size, ctx.n_ctx_seq, ctx.n_stream, _full_why(ctx)
-        )
+        caches += _indexer(model, ctx, layers, model.indexer_head_size, ctx.n_ctx_seq, ctx.n_stream, _full_why(ctx))
     return caches + _recurrent(model, ctx, recr)
 
 
@@ -458,9 +447,7 @@ def _dsa(model: ModelDescription, ctx: Context, notes: list[str]) -> list[CacheP
             lid_keep = _trunk
     caches = _attention(model, ctx, mla_keep, k_only=True)
     lid = [layer for layer in model.layers if lid_keep(layer)]
-    return caches + _indexer(
-        model, ctx, lid, model.indexer_head_size, ctx.n_ctx_seq, ctx.n_stream, _full_why(ctx)
-    )
+    return caches + _indexer(model, ctx, lid, model.indexer_head_size, ctx.n_ctx_seq, ctx.n_stream, _full_why(ctx))
 
 
 def _dsa_iswa(model: ModelDescription, ctx: Context, notes: list[str]) -> list[CachePlan]:
@@ -473,9 +460,7 @@ def _dsa_iswa(model: ModelDescription, ctx: Context, notes: list[str]) -> list[C
     # the indexer hparams copy changes only the full head size: an SWA layer would keep its SWA width
     rows = [_Row(layer.index, layer.head_k if layer.swa else model.indexer_head_size, None) for layer in lid]
     if rows:
-        caches.append(
-            _kv_cache("indexer", "indexer", rows, ctx.n_ctx_seq, ctx.n_stream, ctx, True, _full_why(ctx))
-        )
+        caches.append(_kv_cache("indexer", "indexer", rows, ctx.n_ctx_seq, ctx.n_stream, ctx, True, _full_why(ctx)))
     return caches
 
 
@@ -603,8 +588,7 @@ def plan(model: ModelDescription, settings: LlamaCppSettings) -> MemoryPlan:
             )
         if ctx.v_trans and model.v_width_variable and not model.mla and any(c.v_bytes for c in caches):
             notes.append(
-                f"flash attention off: every V row is padded to the widest layer "
-                f"({model.v_width_max} elements)"
+                f"flash attention off: every V row is padded to the widest layer ({model.v_width_max} elements)"
             )
     if settings.n_rs_seq and not ctx.n_rs_seq and any(c.kind == "recurrent" for c in caches):
         notes.append(

@@ -10,8 +10,8 @@ import typer
 
 from kvplan.layout.llamacpp import LlamaCppSettings, plan
 from kvplan.model import MemoryKind
+from kvplan.report import format_size
 from kvplan.sources.catalog import catalog_names, load_catalog_model
-from kvplan.units import format_bytes
 
 COLUMNS = ("name", "arch", "layers", "attention", "n_ctx_train", "kv_per_token_bytes", "state_bytes", "hf_id")
 
@@ -22,9 +22,7 @@ def catalog_rows() -> list[dict[str, object]]:
         m = load_catalog_model(name)
         p = plan(m, LlamaCppSettings(n_ctx=4096))
         per_token = p.per_token_bytes
-        state = sum(
-            c.bytes for c in p.caches if c.per_token_bytes == 0 and c.kind in ("recurrent", "compressed")
-        )
+        state = sum(c.bytes for c in p.caches if c.per_token_bytes == 0 and c.kind in ("recurrent", "compressed"))
         attention = m.attention_summary
         if m.memory not in (MemoryKind.KV, MemoryKind.NONE):
             attention += f" ({m.memory.value})"
@@ -77,8 +75,8 @@ def render_catalog(fmt: str) -> None:
             str(r["layers"]),
             str(r["attention"]),
             str(r["n_ctx_train"]),
-            format_bytes(r["kv_per_token_bytes"]),  # type: ignore[arg-type]
-            format_bytes(state) if isinstance(state, int) and state else "-",
+            format_size(r["kv_per_token_bytes"]),  # type: ignore[arg-type]
+            format_size(state) if isinstance(state, int) and state else "-",
             str(r["hf_id"]),
         ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvplan.plan import MemoryPlan
-from kvplan.units import format_bytes
+from kvplan.report import format_size
 
 COLUMNS = (
     "context",
@@ -71,12 +71,12 @@ def cache_rows(plans: Sequence[MemoryPlan]) -> list[dict[str, object]]:
     return rows
 
 
-def human(row: dict[str, object]) -> list[str]:
-    """A row with byte columns in IEC units."""
+def human(row: dict[str, object], units: str = "iec") -> list[str]:
+    """A row with byte columns in one unit system (iec, si or bytes)."""
     out = []
     for col in COLUMNS:
         v = row[col]
-        out.append(format_bytes(v) if col.endswith("bytes") and isinstance(v, int) else str(v))
+        out.append(format_size(v, units) if col.endswith("bytes") and isinstance(v, int) else str(v))
     return out
 
 

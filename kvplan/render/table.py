@@ -13,7 +13,7 @@ from rich.text import Text
 
 from kvplan.plan import MemoryPlan
 from kvplan.render.rows import HEADERS, cache_rows, human
-from kvplan.units import format_bytes
+from kvplan.report import format_size
 
 
 def _summary(plan: MemoryPlan) -> Table:
@@ -52,12 +52,12 @@ def make_console() -> Console:
     return Console(highlight=False, width=None if sys.stdout.isatty() else 150)
 
 
-def render_table(plans: Sequence[MemoryPlan], console: Console) -> None:
+def render_table(plans: Sequence[MemoryPlan], console: Console, units: str = "iec") -> None:
     total = sum(p.total_bytes for p in plans)
     what = "KV / state memory" + (" (main + MTP draft context)" if len(plans) > 1 else "")
     table = Table(
         box=box.SIMPLE_HEAVY,
-        title=f"llama.cpp {what}: {format_bytes(total)} ({total:,} bytes)",
+        title=f"llama.cpp {what}: {format_size(total, units)} ({total:,} bytes)",
         title_justify="left",
     )
     first = 0 if len(plans) > 1 else 1  # the Context column only matters with a draft context
@@ -67,7 +67,7 @@ def render_table(plans: Sequence[MemoryPlan], console: Console) -> None:
     for row in rows:
         is_total = row["cache"] == "total"
         table.add_row(
-            *[escape(c) for c in human(row)[first:]],
+            *[escape(c) for c in human(row, units)[first:]],
             style="bold" if is_total else None,
             end_section=len(rows) > 1 and row is rows[-2],
         )

@@ -10,7 +10,7 @@ from kvplan.plan import MemoryPlan
 from kvplan.render.rows import COLUMNS, HEADERS, cache_rows, caption, human
 
 
-def render_markdown(plans: Sequence[MemoryPlan]) -> str:
+def render_markdown(plans: Sequence[MemoryPlan], units: str = "iec") -> str:
     lines = [
         f"**{caption(plans)}**",
         "",
@@ -18,7 +18,7 @@ def render_markdown(plans: Sequence[MemoryPlan]) -> str:
         "|" + "|".join("---" if i < 3 else "---:" for i in range(len(HEADERS))) + "|",
     ]
     for row in cache_rows(plans):
-        cells = human(row)
+        cells = human(row, units)
         if row["cache"] == "total":
             cells = [f"**{c}**" if c else "" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")

@@ -186,9 +186,7 @@ class _Cursor:
             pos += 8
             if n > end - pos:
                 self.pos = pos - 8
-                raise self.fail(
-                    f"{what} element {i}: string length {n} exceeds the {end - pos} bytes that remain"
-                )
+                raise self.fail(f"{what} element {i}: string length {n} exceeds the {end - pos} bytes that remain")
             pos += n
         self.pos = pos
 
@@ -228,8 +226,7 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
     total = count * size
     if total > cur.remaining():
         raise cur.fail(
-            f"key {key!r}: array of {count} x {VALUE_TYPE_NAMES[etype]} needs {total} bytes, "
-            f"{cur.remaining()} remain"
+            f"key {key!r}: array of {count} x {VALUE_TYPE_NAMES[etype]} needs {total} bytes, {cur.remaining()} remain"
         )
     if count <= SMALL_ARRAY_ELEMENTS:
         values = struct.unpack_from(f"{cur.prefix}{count}{fmt}", cur.buf, cur.pos)
@@ -255,21 +252,15 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
     cur.pos = 4
     version = cur.u32("version")
     if version == 1:
-        raise cur.fail(
-            "GGUF version 1 is no longer supported (llama.cpp refuses it); re-convert the model", 4
-        )
+        raise cur.fail("GGUF version 1 is no longer supported (llama.cpp refuses it); re-convert the model", 4)
     if version not in (2, 3):
         raise cur.fail(f"unsupported GGUF version {version} (expected 2 or 3)", 4)
     n_tensors = cur.i64("tensor count")
     n_kv = cur.i64("key/value count")
     if n_tensors < 0 or n_tensors * 24 > cur.remaining():
-        raise cur.fail(
-            f"tensor count {n_tensors} is impossible for the {cur.remaining()} bytes that remain", 8
-        )
+        raise cur.fail(f"tensor count {n_tensors} is impossible for the {cur.remaining()} bytes that remain", 8)
     if n_kv < 0 or n_kv * 14 > cur.remaining():
-        raise cur.fail(
-            f"key/value count {n_kv} is impossible for the {cur.remaining()} bytes that remain", 16
-        )
+        raise cur.fail(f"key/value count {n_kv} is impossible for the {cur.remaining()} bytes that remain", 16)
 
     kv: dict[str, Any] = {}
     kv_types: dict[str, int] = {}
@@ -296,8 +287,7 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
             raise GGUFError(
                 path,
                 None,
-                "general.alignment must be of type u32, found "
-                f"{VALUE_TYPE_NAMES[kv_types['general.alignment']]}",
+                f"general.alignment must be of type u32, found {VALUE_TYPE_NAMES[kv_types['general.alignment']]}",
             )
         alignment = kv["general.alignment"]
         if alignment == 0 or alignment & (alignment - 1):
@@ -344,9 +334,7 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
         if nbytes > _INT64_MAX - alignment:
             raise cur.fail(f"tensor {name!r} byte size {nbytes} is too large", type_at)
         if offset != expected_offset:
-            raise cur.fail(
-                f"tensor {name!r} has data offset {offset}, expected {expected_offset}", cur.pos - 8
-            )
+            raise cur.fail(f"tensor {name!r} has data offset {offset}, expected {expected_offset}", cur.pos - 8)
         expected_offset += -(-nbytes // alignment) * alignment
         tensors.append(info)
 
@@ -354,9 +342,7 @@ def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: 
     if n_tensors > 0:
         header_bytes = -(-cur.pos // alignment) * alignment
         if header_bytes > end:
-            raise GGUFError(
-                path, cur.pos, "file truncated: the tensor data section starts past the end of the file"
-            )
+            raise GGUFError(path, cur.pos, "file truncated: the tensor data section starts past the end of the file")
         if check_data_bounds:
             for t_info in tensors:
                 if header_bytes + t_info.offset + t_info.n_bytes > end:

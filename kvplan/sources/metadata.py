@@ -107,9 +107,7 @@ def _swa_array(keys: _Keys, n_layer_all: int, required: bool) -> list[bool] | No
     items = keys.array("attention.sliding_window_pattern")
     if items is None:
         if required:
-            raise keys._fail(
-                "attention.sliding_window_pattern", "per-layer array not found (llama.cpp requires it)"
-            )
+            raise keys._fail("attention.sliding_window_pattern", "per-layer array not found (llama.cpp requires it)")
         return None
     if len(items) > LLAMA_MAX_LAYERS:
         raise keys._fail("attention.sliding_window_pattern", f"array longer than {LLAMA_MAX_LAYERS}")
@@ -245,8 +243,7 @@ def describe(
         notes.append("the GGUF sets a sliding window, but llama.cpp disables Phi-3 SWA: every layer is full")
     if swa_type != SwaType.NONE and not any(is_swa):
         raise HParamsError(
-            f"{source}: {arch} uses sliding-window attention but no layer is marked SWA "
-            "(llama.cpp asserts on this)"
+            f"{source}: {arch} uses sliding-window attention but no layer is marked SWA (llama.cpp asserts on this)"
         )
 
     n_layer_kv_from_start = -1
@@ -275,9 +272,7 @@ def describe(
         kv_source = None
         if not has_kv:
             # reuse map (src/llama-model.cpp create_memory): the last owned layer of the same kind
-            kv_source = (
-                n_layer_kv_from_start - (1 if is_swa[il] else 2) if n_layer_kv_from_start >= 2 else None
-            )
+            kv_source = n_layer_kv_from_start - (1 if is_swa[il] else 2) if n_layer_kv_from_start >= 2 else None
         layers.append(
             Layer(
                 index=il,
@@ -298,8 +293,7 @@ def describe(
         )
     if n_layer_kv_from_start >= 0 and n_layer_kv_from_start < n_layer_all:
         notes.append(
-            f"layers {n_layer_kv_from_start}..{n_layer_all - 1} reuse the KV of earlier layers "
-            "(no memory of their own)"
+            f"layers {n_layer_kv_from_start}..{n_layer_all - 1} reuse the KV of earlier layers (no memory of their own)"
         )
 
     return ModelDescription(

@@ -127,9 +127,7 @@ def load_spec_text(
 ) -> ModelDescription:
     root = _load_nodes(text, path)
     if not isinstance(root.value, dict):
-        raise SpecError(
-            path, root.line, None, "expected a mapping with 'arch' and 'metadata' at the top level"
-        )
+        raise SpecError(path, root.line, None, "expected a mapping with 'arch' and 'metadata' at the top level")
     top: dict[str, _Node] = root.value
     for key, node in top.items():
         if key not in TOP_LEVEL_KEYS:

@@ -27,9 +27,7 @@ ZERO_KV_RECURRENT_ARCHS = frozenset(
 #: recurrent from attention.recurrent_layers, else (il + 1) % full_attention_interval != 0
 INTERVAL_RECURRENT_ARCHS = {"qwen3next": 4, "qwen35": 4, "qwen35moe": 4, "qwen4exp": 4, "minimax-01": 8}
 #: archs that read attention.indexer.key_length
-INDEXER_ARCHS = frozenset(
-    "deepseek32 glm-dsa hy_v4 dots3note minimax-m3 glm5-next qwen4exp deepseek4".split()
-)
+INDEXER_ARCHS = frozenset("deepseek32 glm-dsa hy_v4 dots3note minimax-m3 glm5-next qwen4exp deepseek4".split())
 
 # GLM-5.2's built-in indexer pattern (src/models/glm-dsa.cpp GLM_5_2_DEFAULT_INDEXER_TYPES)
 _GLM_5_2_INDEXER = [1, 1] + [1, 0, 0, 0] * 19
@@ -171,9 +169,7 @@ def load_state_hparams(
     if arch == "deepseek4":
         items = keys.array("attention.compress_ratios")
         if items is None or len(items) < n_layer_all:
-            raise keys._fail(
-                "attention.compress_ratios", "DeepSeek-V4 compress_ratios is shorter than block_count"
-            )
+            raise keys._fail("attention.compress_ratios", "DeepSeek-V4 compress_ratios is shorter than block_count")
         ratios = [int(v) for v in items[:n_layer_all]]
     return StateHParams(
         recurrent=tuple(recurrent),
