@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import tracemalloc
 from pathlib import Path
 
 import gguf
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvplan.errors import GGUFError
-from kvplan.sources.gguf_reader import parse_gguf, read_gguf
+from kvplan.sources.gguf_reader import NeedMoreData, parse_gguf, read_gguf
 
 
 def _write(path: Path, *, tensors: bool = True, big_vocab: int = 0, endianess=gguf.GGUFEndian.LITTLE) -> Path:
@@ -122,14 +123,49 @@ MALFORMED = {
     "bad offset": _header(n_tensors=1) + _tensor("t", [8], 0, 2**64 - 1) + b"\0" * 64,
     "duplicate tensor": _header(n_tensors=2) + _tensor("t", [8], 0, 0) + _tensor("t", [8], 0, 32) + b"\0" * 64,
     "data past end": _header(n_tensors=1) + _tensor("t", [1024], 0, 0) + b"\0" * 16,
+    # TENSORS_NBYTES_TOO_BIG: an i64 tensor whose byte size exceeds what a size_t can hold
+    "nbytes too big": _header(n_tensors=1) + _tensor("t", [2**61, 2], 27, 0) + b"\0" * 64,
+    # TENSORS_NBYTES_PAD_WRAP: f32 [4, 2^30-1, 2^30+1] → nbytes = 2^64 - 16, padding would wrap to 0
+    "nbytes pad wrap": _header(n_tensors=1) + _tensor("t", [4, 2**30 - 1, 2**30 + 1], 0, 0) + b"\0" * 64,
+    # TENSORS_BAD_ALIGN: alignment 13 with tensors present
+    "tensors bad align": _header(n_tensors=1, n_kv=1)
+    + _kv("general.alignment", 4, struct.pack("<I", 13))
+    + _tensor("t", [8], 0, 0)
+    + b"\0" * 64,
+    # TENSORS_INCONSISTENT_ALIGN: offsets laid out with alignment 1, the file declares 32
+    "inconsistent align": _header(n_tensors=2) + _tensor("a", [3], 24, 0) + _tensor("b", [3], 24, 3) + b"\0" * 64,
+    # DATA_NOT_ENOUGH_DATA: the data blob is one byte short
+    "data one byte short": (lambda h: h + b"\0" * (-len(h) % 32) + b"\0" * 31)(
+        _header(n_tensors=1) + _tensor("t", [8], 0, 0)
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_malformed_files_are_refused(name: str) -> None:
+    tracemalloc.start()
     with pytest.raises(GGUFError) as info:
         parse_gguf(MALFORMED[name], "bad.gguf")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
     assert str(info.value).startswith("bad.gguf")
+    assert peak < 1 << 20  # no allocation from a declared length
+
+
+def test_custom_alignment_and_prefix_reads(tmp_path: Path) -> None:
+    aligned = _header(n_tensors=2, n_kv=1) + _kv("general.alignment", 4, struct.pack("<I", 1))
+    aligned += _tensor("a", [3], 24, 0) + _tensor("b", [3], 24, 3)
+    f = parse_gguf(aligned + b"\0" * 6, "a.gguf")
+    assert f.alignment == 1 and [t.offset for t in f.tensors] == [0, 3]
+    data = _write(tmp_path / "p.gguf", big_vocab=3000).read_bytes()
+    whole = parse_gguf(data, "p.gguf")
+    for cut in range(0, whole.header_bytes, 997):
+        try:
+            part = parse_gguf(data[:cut], "p.gguf", size=len(data))
+        except NeedMoreData as more:
+            assert cut < more.upto <= whole.header_bytes + 8
+        else:
+            assert part.kv.keys() == whole.kv.keys()
 
 
 def test_accepts_what_llama_cpp_accepts() -> None:
@@ -174,7 +210,7 @@ def _valid_bytes() -> bytes:
     return _VALID
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutations_end_in_a_result_or_our_error(data: st.DataObject) -> None:
     raw = bytearray(_valid_bytes())
@@ -221,3 +257,43 @@ def test_split_model_reads_metadata_from_first_and_weights_from_all(tmp_path: Pa
     (tmp_path / "m-00002-of-00002.gguf").unlink()
     with pytest.raises(Err, match="shard missing"):
         load_gguf_model(str(tmp_path / "m-00001-of-00002.gguf"))
+
+
+_SCALARS = {
+    gguf.GGUFValueType.UINT8: st.integers(0, 255),
+    gguf.GGUFValueType.INT8: st.integers(-128, 127),
+    gguf.GGUFValueType.UINT16: st.integers(0, 2**16 - 1),
+    gguf.GGUFValueType.INT16: st.integers(-(2**15), 2**15 - 1),
+    gguf.GGUFValueType.UINT32: st.integers(0, 2**32 - 1),
+    gguf.GGUFValueType.INT32: st.integers(-(2**31), 2**31 - 1),
+    gguf.GGUFValueType.UINT64: st.integers(0, 2**64 - 1),
+    gguf.GGUFValueType.INT64: st.integers(-(2**63), 2**63 - 1),
+    gguf.GGUFValueType.BOOL: st.booleans(),
+    gguf.GGUFValueType.STRING: st.text(max_size=40),
+}
+
+
+@settings(max_examples=40, deadline=2000)
+@given(st.lists(st.tuples(st.sampled_from(sorted(_SCALARS)), st.booleans(), st.data()), min_size=1, max_size=25))
+def test_random_key_values_round_trip(tmp_path_factory, entries) -> None:
+    """llama.cpp's KV_SUCCESS case: random KVs of every type, scalars and arrays, read back exactly."""
+    path = tmp_path_factory.mktemp("kv") / "r.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    expected = {}
+    for i, (vtype, is_array, data) in enumerate(entries):
+        strategy = _SCALARS[vtype]
+        key = f"test.key_{i}"
+        if is_array:
+            value = data.draw(st.lists(strategy, min_size=1, max_size=20))
+            w.add_key_value(key, value, gguf.GGUFValueType.ARRAY, sub_type=vtype)
+        else:
+            value = data.draw(strategy)
+            w.add_key_value(key, value, vtype)
+        expected[key] = value
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    kv = read_gguf(path).kv
+    for key, value in expected.items():
+        got = kv[key]
+        assert (list(got.values) if isinstance(value, list) else got) == value

@@ -12,7 +12,7 @@ from kvplan.model import ModelDescription
 def load_model(ref: str) -> ModelDescription:
     """Resolve MODEL as the CLI does: an existing .gguf / .yaml / .yml path, else a catalog name."""
     lower = ref.lower()
-    if lower.endswith(".gguf"):
+    if lower.startswith(("http://", "https://", "hf://")) or lower.endswith(".gguf"):
         from kvplan.sources.gguf_source import load_gguf_model
 
         return load_gguf_model(ref)

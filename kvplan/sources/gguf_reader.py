@@ -121,14 +121,27 @@ class GGUFFile:
         return sum(t.n_bytes for t in self.tensors)
 
 
-class _Cursor:
-    """Bounds-checked reads over a buffer; every failure is a GGUFError with the offset."""
+class NeedMoreData(Exception):
+    """The buffer holds only the start of the file and parsing needs bytes up to ``upto`` (remote reads)."""
 
-    __slots__ = ("buf", "end", "path", "pos", "prefix")
+    def __init__(self, upto: int) -> None:
+        super().__init__(upto)
+        self.upto = upto
+
+
+class _Cursor:
+    """Bounds-checked reads over a buffer; every failure is a GGUFError with the offset.
+
+    ``end`` is the size of the file (what lengths and counts are checked against); the buffer may hold
+    only its first ``avail`` bytes, and a read past them raises NeedMoreData.
+    """
+
+    __slots__ = ("avail", "buf", "end", "path", "pos", "prefix")
 
     def __init__(self, buf: Any, end: int, path: str, big_endian: bool) -> None:
         self.buf = buf
         self.end = end
+        self.avail = min(len(buf), end)
         self.path = path
         self.pos = 0
         self.prefix = ">" if big_endian else "<"
@@ -142,6 +155,8 @@ class _Cursor:
     def need(self, n: int, what: str) -> None:
         if n > self.end - self.pos:
             raise self.fail(f"file truncated: {what} needs {n} bytes, {self.end - self.pos} remain")
+        if self.pos + n > self.avail:
+            raise NeedMoreData(self.pos + n)
 
     def unpack(self, fmt: str, size: int, what: str) -> Any:
         self.need(size, what)
@@ -177,11 +192,13 @@ class _Cursor:
     def skip_strings(self, count: int, what: str) -> None:
         """Skip ``count`` length-prefixed strings without decoding them (the hot loop)."""
         unpack = struct.Struct(self.prefix + "Q").unpack_from
-        buf, pos, end = self.buf, self.pos, self.end
+        buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
         for i in range(count):
-            if pos + 8 > end:
+            if pos + 8 > avail:
                 self.pos = pos
-                raise self.fail(f"file truncated: {what} element {i} length")
+                if pos + 8 > end:
+                    raise self.fail(f"file truncated: {what} element {i} length")
+                raise NeedMoreData(pos + 8)
             n = unpack(buf, pos)[0]
             pos += 8
             if n > end - pos:
@@ -229,6 +246,7 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
             f"key {key!r}: array of {count} x {VALUE_TYPE_NAMES[etype]} needs {total} bytes, {cur.remaining()} remain"
         )
     if count <= SMALL_ARRAY_ELEMENTS:
+        cur.need(total, f"array {key!r}")
         values = struct.unpack_from(f"{cur.prefix}{count}{fmt}", cur.buf, cur.pos)
         if etype == T_BOOL:
             values = tuple(bool(v) for v in values)
@@ -241,6 +259,8 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
 def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: bool = True) -> GGUFFile:
     """Parse GGUF metadata from a bytes-like object (bytes, mmap, memoryview)."""
     end = len(buf) if size is None else size
+    if len(buf) < min(8, end):
+        raise NeedMoreData(8)
     if end < 4 or bytes(buf[:4]) != GGUF_MAGIC:
         got = bytes(buf[:4]) if end >= 4 else bytes(buf[:end])
         raise GGUFError(path, 0, f"not a GGUF file (magic {got!r}, expected b'GGUF')")

@@ -40,14 +40,20 @@ def read_model_files(path: str) -> list[GGUFFile]:
 
 
 def load_gguf_model(path: str) -> ModelDescription:
-    files = read_model_files(path)
+    """A local GGUF (split models: all shards), or a remote one (http(s):// or hf://, headers only)."""
+    from kvplan.sources.remote import is_remote, read_remote_model_files
+
+    if is_remote(path):
+        files, _transferred = read_remote_model_files(path)
+    else:
+        files = read_model_files(path)
     meta = files[0]
     tensors = [t for f in files for t in f.tensors]
     weight_bytes = sum(t.n_bytes for t in tensors) if tensors else None
     n_params = sum(t.n_elements for t in tensors) if tensors else None
     name = meta.kv.get("general.name")
     if not isinstance(name, str) or not name or name == "n/a":
-        name = os.path.basename(path)
+        name = os.path.basename(path.split("?", 1)[0])
     return describe(
         meta.kv,
         source=path,
