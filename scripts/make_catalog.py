@@ -36,6 +36,8 @@ def metadata_for(entry: dict) -> dict | None:
         return None
     layers = v["num_hidden_layers"]
     ctx = v.get("max_position_embeddings") or FIXED_CONTEXT.get(arch)
+    if arch == "command-r" and v.get("model_max_length"):
+        ctx = v["model_max_length"]  # conversion: CohereForCausalLM writes model_max_length over max_position
     if not ctx:
         return None  # no sourced training context: better no spec than a guessed one
     md: dict = {"context_length": ctx, "embedding_length": v["hidden_size"], "block_count": layers}

@@ -153,7 +153,7 @@ REAL_MODELS: dict[str, dict] = {
         8192,
         64,
         64,
-        8192,
+        131072,  # the converter writes model_max_length for Command-R
         ff=22528,
         **{"{arch}.attention.layer_norm_epsilon": 1e-5, "{arch}.logit_scale": 0.0625},
     ),

@@ -1,4 +1,5 @@
-"""Model sources: a GGUF file, a YAML spec, or a catalog name → one ModelDescription."""
+"""Model sources: a GGUF file (local or remote), a YAML spec, a Hugging Face config.json or model folder,
+or a catalog name → one ModelDescription."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ def load_model(ref: str) -> ModelDescription:
         if not os.path.exists(ref):
             raise ModelNotFoundError(f"{ref}: no such file")
         return load_spec(ref)
+    if lower.endswith(".json") or (os.path.isdir(ref) and os.path.isfile(os.path.join(ref, "config.json"))):
+        from kvplan.sources.hf_config import load_hf_config
+
+        if not os.path.exists(ref):
+            raise ModelNotFoundError(f"{ref}: no such file")
+        return load_hf_config(ref)
     from kvplan.sources.catalog import catalog_names, catalog_path, load_catalog_model
 
     if catalog_path(ref) is not None:

@@ -1,0 +1,265 @@
+"""Hugging Face ``config.json`` (a file or a model folder) → the GGUF metadata llama.cpp's converter writes.
+
+The mapping follows llama.cpp's conversion scripts (conversion/*.py of the llama-cpp-python 0.3.36 sources;
+summarised in ../shared/reference/model-facts.md): the same keys a GGUF converted from this checkpoint would
+carry, so a config goes through exactly the rules a GGUF file goes through. A field the mapping needs and
+cannot read is an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from kvplan.errors import BadInputError
+from kvplan.model import ModelDescription
+from kvplan.sources.gguf_reader import T_BOOL, T_I32, ArrayValue
+from kvplan.sources.metadata import describe
+
+#: HF ``architectures[0]`` → GGUF architecture
+ARCHITECTURES: dict[str, str] = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "llama",
+    "MixtralForCausalLM": "llama",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Mistral3ForConditionalGeneration": "mistral3",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3moe",
+    "Qwen3NextForCausalLM": "qwen3next",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "Phi3ForCausalLM": "phi3",
+    "DeepseekV2ForCausalLM": "deepseek2",
+    "DeepseekV3ForCausalLM": "deepseek2",
+    "DeepseekV32ForCausalLM": "deepseek32",
+    "Glm4MoeForCausalLM": "glm4moe",
+    "GptOssForCausalLM": "gpt-oss",
+    "CohereForCausalLM": "command-r",
+    "Cohere2ForCausalLM": "cohere2",
+    "Olmo2ForCausalLM": "olmo2",
+    "SmolLM3ForCausalLM": "smollm3",
+    "JambaForCausalLM": "jamba",
+    "MambaForCausalLM": "mamba",
+    "FalconMambaForCausalLM": "mamba",
+    "Mamba2ForCausalLM": "mamba2",
+    "MiniMaxM2ForCausalLM": "minimax-m2",
+    "MiniMaxText01ForCausalLM": "minimax-01",
+    "MiniMaxM1ForCausalLM": "minimax-01",
+}
+
+
+class _Config:
+    def __init__(self, cfg: dict[str, Any], path: str) -> None:
+        self.cfg = cfg
+        self.path = path
+
+    def first(self, *names: str, required: bool = True, default: Any = None) -> Any:
+        """TextModel.find_hparam: the first of ``names`` present (and not null)."""
+        for n in names:
+            if self.cfg.get(n) is not None:
+                return self.cfg[n]
+        if required:
+            raise BadInputError(f"{self.path}: none of {', '.join(names)} is set (needed for the KV layout)")
+        return default
+
+    def int(self, *names: str, required: bool = True, default: int | None = None) -> Any:
+        v = self.first(*names, required=required, default=default)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or int(v) != v:
+            raise BadInputError(f"{self.path}: {names[0]} must be a non-negative integer, not {v!r}")
+        return int(v)
+
+
+def _common(c: _Config) -> dict[str, Any]:
+    kv: dict[str, Any] = {
+        "block_count": c.int("n_layers", "num_hidden_layers", "n_layer", "num_layers"),
+        "context_length": c.int(
+            "max_position_embeddings",
+            "n_ctx",
+            "n_positions",
+            "max_length",
+            "max_sequence_length",
+            "model_max_length",
+            required=False,
+        ),
+        "embedding_length": c.int("hidden_size", "n_embd", "dim"),
+        "attention.head_count": c.int("num_attention_heads", "n_head", "n_heads", required=False),
+    }
+    kv_heads = c.first("num_key_value_heads", "n_kv_heads", required=False)
+    if kv_heads is not None:
+        kv["attention.head_count_kv"] = c.int("num_key_value_heads", "n_kv_heads")
+    head_dim = c.int("head_dim", required=False)
+    if head_dim is not None:
+        kv["attention.key_length"] = head_dim
+        kv["attention.value_length"] = head_dim
+    return kv
+
+
+def _swa(c: _Config, kv: dict[str, Any]) -> None:
+    window = c.int("sliding_window", required=False)
+    if window:
+        kv["attention.sliding_window"] = window
+
+
+def _deepseek(c: _Config, kv: dict[str, Any]) -> None:
+    lora, rope = c.int("kv_lora_rank"), c.int("qk_rope_head_dim")
+    kv.update({"attention.head_count_kv": 1, "attention.key_length": lora + rope, "attention.value_length": lora,
+               "attention.key_length_mla": c.int("qk_nope_head_dim") + rope,
+               "attention.value_length_mla": c.int("v_head_dim"), "attention.kv_lora_rank": lora})  # fmt: skip
+
+
+def _deepseek32(c: _Config, kv: dict[str, Any]) -> None:
+    _deepseek(c, kv)
+    nextn = c.int("num_nextn_predict_layers", required=False, default=0)
+    kv["block_count"] += nextn  # DeepseekV32 conversion keeps the MTP layers
+    kv["nextn_predict_layers"] = nextn
+    kv["attention.indexer.key_length"] = c.int("index_head_dim")
+    kv["attention.indexer.head_count"] = c.int("index_n_heads")
+    kv["attention.indexer.top_k"] = c.int("index_topk")
+
+
+def _glm4moe(c: _Config, kv: dict[str, Any]) -> None:
+    nextn = c.int("num_nextn_predict_layers", required=False, default=0)
+    kv["block_count"] += nextn
+    kv["nextn_predict_layers"] = nextn
+
+
+def _qwen3next(c: _Config, kv: dict[str, Any]) -> None:
+    v_heads = c.int("linear_num_value_heads")
+    kv.update({"ssm.conv_kernel": c.int("linear_conv_kernel_dim"), "ssm.state_size": c.int("linear_key_head_dim"),
+               "ssm.group_count": c.int("linear_num_key_heads"), "ssm.time_step_rank": v_heads,
+               "ssm.inner_size": c.int("linear_value_head_dim") * v_heads,
+               "full_attention_interval": c.int("full_attention_interval", required=False, default=4)})  # fmt: skip
+    types = c.first("layer_types", required=False)
+    if isinstance(types, list):
+        flags = tuple(t == "linear_attention" for t in types)
+        kv["attention.recurrent_layers"] = ArrayValue(T_BOOL, len(flags), flags)
+
+
+def _jamba(c: _Config, kv: dict[str, Any]) -> None:
+    n = kv["block_count"]
+    period, offset = c.int("attn_layer_period", default=8), c.int("attn_layer_offset", default=4)
+    heads = tuple(kv.get("attention.head_count_kv", kv["attention.head_count"]) if i % period == offset else 0
+                  for i in range(n))  # fmt: skip
+    kv["attention.head_count_kv"] = ArrayValue(T_I32, n, heads)
+    kv["ssm.conv_kernel"] = c.int("mamba_d_conv")
+    kv["ssm.inner_size"] = c.int("mamba_expand") * kv["embedding_length"]
+    kv["ssm.state_size"] = c.int("mamba_d_state")
+    kv["ssm.time_step_rank"] = c.int("mamba_dt_rank")
+
+
+def _mamba(c: _Config, kv: dict[str, Any]) -> None:
+    kv["context_length"] = 2**20  # conversion/mamba.py: "arbitrary value"
+    kv["attention.head_count"] = 0
+    kv.pop("attention.head_count_kv", None)
+    d_inner = c.int("intermediate_size", "d_inner", required=False) or 2 * kv["embedding_length"]
+    kv.update({"ssm.conv_kernel": c.int("conv_kernel", "d_conv"), "ssm.inner_size": d_inner,
+               "ssm.state_size": c.int("state_size", "d_state"),
+               "ssm.time_step_rank": c.int("time_step_rank", "dt_rank")})  # fmt: skip
+
+
+def _mamba2(c: _Config, kv: dict[str, Any]) -> None:
+    kv["context_length"] = 2**20
+    kv["attention.head_count"] = 0
+    kv.pop("attention.head_count_kv", None)
+    kv.pop("attention.key_length", None)
+    kv.pop("attention.value_length", None)
+    d_inner = c.int("intermediate_size", "d_inner", required=False) or c.int("expand") * kv["embedding_length"]
+    head_dim = c.int("mamba_d_head", "head_dim", required=False, default=64)
+    kv.update({"ssm.conv_kernel": c.int("conv_kernel", "d_conv", required=False, default=4), "ssm.inner_size": d_inner,
+               "ssm.state_size": c.int("state_size", "d_state", required=False, default=128),
+               "ssm.group_count": c.int("n_groups"), "ssm.time_step_rank": d_inner // head_dim})  # fmt: skip
+
+
+def _gemma3(c: _Config, kv: dict[str, Any]) -> None:
+    # conversion/gemma.py: official Gemma 3 configs omit these; the transformers defaults apply
+    kv.setdefault("attention.head_count_kv", c.int("num_key_value_heads", required=False, default=4))
+    kv.setdefault("attention.key_length", 256)
+    kv.setdefault("attention.value_length", 256)
+    if kv.get("context_length") is None:
+        kv["context_length"] = 131072
+    if c.int("sliding_window_pattern", required=False) != 1:
+        _swa(c, kv)
+
+
+def _command_r(c: _Config, kv: dict[str, Any]) -> None:
+    kv["context_length"] = c.int("model_max_length", "max_position_embeddings")
+
+
+def _minimax01(c: _Config, kv: dict[str, Any]) -> None:
+    types = c.first("attn_type_list", required=False)
+    if isinstance(types, list):
+        flags = tuple(t == 0 for t in types)  # 0 = lightning (linear), 1 = softmax
+        kv["attention.recurrent_layers"] = ArrayValue(T_BOOL, len(flags), flags)
+
+
+FAMILY_RULES: dict[str, Callable[[_Config, dict[str, Any]], None]] = {
+    "gemma2": _swa,
+    "gemma3": _gemma3,
+    "gpt-oss": _swa,
+    "cohere2": _swa,
+    "phi3": _swa,
+    "olmo2": _swa,
+    "deepseek2": _deepseek,
+    "deepseek32": _deepseek32,
+    "glm4moe": _glm4moe,
+    "qwen3next": _qwen3next,
+    "jamba": _jamba,
+    "mamba": _mamba,
+    "mamba2": _mamba2,
+    "command-r": _command_r,
+    "minimax-01": _minimax01,
+}
+
+
+def config_to_metadata(cfg: dict[str, Any], path: str) -> dict[str, Any]:
+    """The GGUF key/values (``{arch}.`` prefixed) llama.cpp's converter would write for ``cfg``."""
+    archs = cfg.get("architectures")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        raise BadInputError(f"{path}: 'architectures' is missing; cannot tell the model family")
+    hf_arch = archs[0]
+    arch = ARCHITECTURES.get(hf_arch)
+    if arch is None:
+        known = ", ".join(sorted(ARCHITECTURES))
+        raise BadInputError(f"{path}: architectures[0] = {hf_arch!r} is not one kvplan maps yet (known: {known}); "
+                            "describe the model with a YAML spec")  # fmt: skip
+    text = cfg.get("text_config")
+    if isinstance(text, dict):  # multimodal checkpoints keep the language model here (merged to the top level)
+        cfg = {**cfg, **text}
+    c = _Config(cfg, path)
+    kv = _common(c)
+    rule = FAMILY_RULES.get(arch)
+    if rule:
+        rule(c, kv)
+    if kv.get("context_length") is None:
+        raise BadInputError(f"{path}: max_position_embeddings (or n_ctx, n_positions, ...) is not set")
+    if kv.get("attention.head_count") is None:
+        raise BadInputError(f"{path}: num_attention_heads (or n_head, n_heads) is not set (needed for the KV layout)")
+    out: dict[str, Any] = {"general.architecture": arch}
+    name = cfg.get("_name_or_path")
+    if isinstance(name, str) and name:
+        out["general.name"] = name
+    out.update({f"{arch}.{k}": v for k, v in kv.items()})
+    return out
+
+
+def load_hf_config(path: str) -> ModelDescription:
+    """A ``config.json`` file, or a model folder that holds one."""
+    file = os.path.join(path, "config.json") if os.path.isdir(path) else path
+    try:
+        with open(file, encoding="utf-8") as fh:
+            cfg = json.load(fh)
+    except OSError as exc:
+        raise BadInputError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"{file}: not valid JSON: {exc}") from None
+    if not isinstance(cfg, dict):
+        raise BadInputError(f"{file}: expected a JSON object")
+    kv = config_to_metadata(cfg, file)
+    model = describe(kv, source=file, source_kind="hf-config", name=kv.get("general.name"))
+    return model
