@@ -259,6 +259,134 @@ def curve(
 
 
 @app.command()
+def fit(
+    model: str = MODEL_ARG,
+    gpu: str = typer.Option(None, "--gpu", help="A GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see README)."),
+    memory: str = typer.Option(None, "--memory", help="Memory per GPU instead of a preset: 24GiB or 24GiB,24GiB."),
+    gpus_file: str = typer.Option(None, "--gpus-file", help="YAML NAME: memory entries extending the GPU table."),
+    ctx: str = typer.Option(None, "-c", "--ctx", help="Context to fit; without it, the largest that fits."),
+    parallel: int = typer.Option(
+        None, "-np", "--parallel", min=1, help="Sequences; without it (and with -c), the most."
+    ),
+    tensor_split: str = typer.Option(None, "-ts", "--tensor-split", help="Layer split proportions: 3,1."),
+    weights: str = typer.Option(None, "--weights", help="Weight type for an estimate: q4_k_m, q8_0, bf16, ..."),
+    weight_bytes: str = typer.Option(None, "--weight-bytes", help="Total weight bytes instead: 18.5GiB."),
+    params: str = typer.Option(None, "--params", help="Parameter count for the estimate: 32e9, 7.6B."),
+    overhead: str = typer.Option(None, "--overhead", help="Per-GPU overhead (CUDA context + compute buffer)."),
+    cache_types: str = typer.Option(None, "--cache-types", help="auto: the least lossy K/V types that fit."),
+    backend: str = typer.Option("cuda", "--backend", help="Buffer rules: cuda (default) or cpu."),
+    kv_unified: bool = KVU_OPT,
+    batch: str = BATCH_OPT,
+    ubatch: str = UBATCH_OPT,
+    cache_type_k: str = CTK_OPT,
+    cache_type_v: str = CTV_OPT,
+    flash_attn: FlashAttn = FA_OPT,
+    swa_full: bool = SWA_FULL_OPT,
+    output: OutputFormat = FORMAT_OPT,
+    units: Units = UNITS_OPT,
+) -> None:
+    """What fits on the GPUs with llama.cpp: the largest context, the most sequences or the cheapest cache type."""
+    from kvplan.hardware import gpu_memory, load_gpu_file, parse_size
+
+    def size(value: str | None, name: str) -> int | None:
+        try:
+            return parse_size(value) if value is not None else None
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=name) from None
+
+    if (gpu is None) == (memory is None):
+        raise typer.BadParameter("give exactly one of --gpu and --memory", param_hint="--gpu / --memory")
+    n_ctx = _count(ctx, "--ctx")
+    with handle_errors():
+        import dataclasses
+
+        from kvplan import fit as solver
+        from kvplan.render.fit_report import fit_report
+        from kvplan.sources import load_model
+
+        if gpu is not None:
+            mem = gpu_memory(gpu, load_gpu_file(gpus_file) if gpus_file else None)
+            label = f"{len(mem)} × {gpu.split('x')[0].split('X')[0]}" if len(mem) > 1 else gpu
+        else:
+            mem = [size(m, "--memory") for m in memory.split(",")]  # type: ignore[misc]
+            label = " + ".join(memory.split(","))
+        splits = None
+        if tensor_split:
+            try:
+                splits = [float(x) for x in tensor_split.split(",")]
+            except ValueError:
+                raise typer.BadParameter("expected numbers like 3,1", param_hint="--tensor-split") from None
+            if len(splits) != len(mem):
+                raise typer.BadParameter(f"{len(splits)} proportions for {len(mem)} GPUs", param_hint="--tensor-split")
+        described = load_model(model)
+        if params:
+            try:
+                described = dataclasses.replace(
+                    described,
+                    n_params=int(
+                        float(params.upper().removesuffix("B")) * (1e9 if params.upper().endswith("B") else 1)
+                    ),
+                )
+            except ValueError:
+                raise typer.BadParameter(f"{params!r} is not a parameter count", param_hint="--params") from None
+        w = solver.model_weights(described, weights, size(weight_bytes, "--weight-bytes"))
+        over = size(overhead, "--overhead")
+        over_basis = (
+            f"{format_size_iec(over)} (given)"
+            if over is not None
+            else (
+                "1.00 GiB estimate: CUDA context + llama.cpp compute buffer; measure with llama-fit-params "
+                "--fit-print on and pass --overhead"
+            )
+        )
+        over = solver.DEFAULT_OVERHEAD_BYTES if over is None else over
+        base = _settings(
+            n_ctx or described.n_ctx_train,
+            parallel or 1,
+            kv_unified,
+            batch,
+            ubatch,
+            cache_type_k,
+            cache_type_v,
+            flash_attn,
+            swa_full,
+            0,
+        )
+        base = dataclasses.replace(base, backend=backend)
+        if cache_types == "auto":
+            found = solver.cheapest_cache_types(described, base, w, mem, splits, over)
+            placement, mode = (found[1] if found else None), "cache-types"
+        elif cache_types is not None:
+            raise typer.BadParameter("the only value is auto", param_hint="--cache-types")
+        elif n_ctx is None:
+            placement, mode = (
+                solver.max_context(described, base, w, mem, splits, over, described.n_ctx_train),
+                "max-ctx",
+            )
+        elif parallel is None:
+            placement, mode = solver.max_parallel(described, base, w, mem, splits, over), "max-parallel"
+        else:
+            placement = solver.place(described, solver.per_sequence(base, parallel, n_ctx), w, mem, splits, over)
+            mode = "check"
+        if placement is None:
+            typer.echo(
+                f"does not fit: {described.name} on {label} (weights {format_size_iec(w.total_bytes)}, "
+                f"{w.basis}); try fewer layers on the GPUs, a smaller weight type or more memory"
+            )
+            raise typer.Exit(1)
+        report = fit_report(placement, label, mode, w.basis, over_basis, units.value)
+        _emit_report(report, output, units.value)
+        if not placement.fits:
+            raise typer.Exit(1)
+
+
+def format_size_iec(n: int) -> str:
+    from kvplan.report import format_size
+
+    return format_size(n, "iec")
+
+
+@app.command()
 def models(output: OutputFormat = FORMAT_OPT) -> None:
     """List the built-in catalog of model specs."""
     with handle_errors():

@@ -26,6 +26,7 @@ class CachePlan:
     bytes: int  # buffer bytes, each tensor padded to the backend alignment
     per_token_bytes: int  # bytes one more cell costs in every stream (0 when capped)
     why: str = ""  # how cells were decided, for the table
+    layer_bytes: tuple[int, ...] = ()  # buffer bytes of each layer in ``layers`` (device placement)
 
 
 @dataclass(frozen=True)

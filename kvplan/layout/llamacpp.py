@@ -21,6 +21,8 @@ from kvplan.plan import CachePlan, MemoryPlan, RuntimeSettings
 LLAMA_MAX_SEQ = 256
 KV_PAD_CELLS = 256
 CPU_ALIGNMENT = 32
+CUDA_ALIGNMENT = 128
+BACKENDS = ("cpu", "cuda")
 FLASH_ATTN_CHOICES = ("auto", "on", "off")
 F32 = GGML_TYPES_BY_NAME["f32"]
 #: hybrids whose MTP context is a plain cache of the nextn layers (create_memory's mtp_on_hybrid_*)
@@ -47,7 +49,7 @@ class LlamaCppSettings:
     swa_full: bool = False
     n_rs_seq: int = 0  # recurrent snapshots kept for speculative rollback
     mtp: bool = False  # size an MTP draft context (LLAMA_CONTEXT_TYPE_MTP) instead of the main one
-    alignment: int = CPU_ALIGNMENT
+    backend: str = "cpu"  # buffer rules: cpu (alignment 32, verified) or cuda (128 + quantized row padding)
 
 
 @dataclass(frozen=True)
@@ -69,11 +71,22 @@ class Context:
     type_v: GGMLType
     swa_full: bool
     mtp: bool
-    alignment: int
+    backend: str
 
     @property
     def v_trans(self) -> bool:
         return self.flash_attn == "off"
+
+    @property
+    def alignment(self) -> int:
+        return CUDA_ALIGNMENT if self.backend == "cuda" else CPU_ALIGNMENT
+
+    def alloc(self, t: GGMLType, ne0: int, nbytes: int) -> int:
+        """The buffer bytes one tensor takes: ggml_backend_buft_get_alloc_size, padded to the alignment.
+        CUDA adds one row of 512 - ne0 % 512 values to quantized tensors (ggml-cuda.cu, MATRIX_ROW_PADDING)."""
+        if self.backend == "cuda" and t.is_quantized and ne0 % 512 and nbytes:
+            nbytes += t.row_bytes(512 - ne0 % 512)
+        return pad(nbytes, self.alignment)
 
 
 def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
@@ -92,6 +105,8 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
         raise RefusedConfigError("context size, batch sizes, sequence and snapshot counts must not be negative")
     if s.n_ctx == 0 and model.n_ctx_train == 0:
         raise RefusedConfigError("llama.cpp refuses: n_ctx and the model's context_length cannot both be zero")
+    if s.backend not in BACKENDS:
+        raise RefusedConfigError(f"backend must be one of {', '.join(BACKENDS)}, not {s.backend!r}")
     if s.n_ctx > 0xFFFFFFFF - KV_PAD_CELLS:
         raise RefusedConfigError(f"context size {s.n_ctx} does not fit llama.cpp's 32-bit n_ctx")
 
@@ -162,7 +177,7 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
         n_ctx_asked=n_ctx_asked, n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_seq=n_seq,
         n_stream=1 if s.kv_unified else n_seq, n_batch=n_batch, n_ubatch=n_ubatch, n_rs_seq=n_rs_seq,
         kv_unified=s.kv_unified, flash_attn="off" if fa == "off" else "on", flash_attn_asked=s.flash_attn,
-        type_k=type_k, type_v=type_v, swa_full=s.swa_full, mtp=s.mtp, alignment=s.alignment,
+        type_k=type_k, type_v=type_v, swa_full=s.swa_full, mtp=s.mtp, backend=s.backend,
     )  # fmt: skip
 
 
@@ -194,23 +209,25 @@ def _kv_cache(
     tk = type_k or ctx.type_k
     tv = type_v or ctx.type_v
     has_v = any(r.v is not None for r in rows)
-    k_bytes = v_bytes = buffer = per_token = 0
+    k_bytes = v_bytes = per_token = 0
+    layer_bytes = []
     for r in rows:
         k_row = tk.row_bytes(r.k)
         k = k_row * cells * streams
         k_bytes += k
-        buffer += pad(k, ctx.alignment)
+        this = ctx.alloc(tk, r.k, k)
         per_token += k_row
         if r.v is not None:
             v_row = tv.row_bytes(r.v)
             v = v_row * cells * streams
             v_bytes += v
-            buffer += pad(v, ctx.alignment)
+            this += ctx.alloc(tv, r.v, v)
             per_token += v_row
+        layer_bytes.append(this)
     return CachePlan(
         name=name, kind=kind, layers=tuple(r.index for r in rows), cells=cells, streams=streams,
-        type_k=tk.name, type_v=tv.name if has_v else None, k_bytes=k_bytes, v_bytes=v_bytes, bytes=buffer,
-        per_token_bytes=per_token if grows else 0, why=why,
+        type_k=tk.name, type_v=tv.name if has_v else None, k_bytes=k_bytes, v_bytes=v_bytes,
+        bytes=sum(layer_bytes), per_token_bytes=per_token if grows else 0, why=why, layer_bytes=tuple(layer_bytes),
     )  # fmt: skip
 
 
@@ -289,18 +306,21 @@ def _recurrent(model: ModelDescription, ctx: Context, keep: Callable[[Layer], bo
     if not layers:
         return []
     rows = ctx.n_seq * (1 + ctx.n_rs_seq)
-    r_bytes = s_bytes = buffer = 0
+    r_bytes = s_bytes = 0
+    layer_bytes = []
     for layer in layers:
         widths = [model.n_embd_r, model.n_embd_s]
         if layer.ple and model.ple_conv_state:
             widths.append(model.ple_conv_state)
+        this = 0
         for i, w in enumerate(widths):
             b = 4 * w * rows
-            buffer += pad(b, ctx.alignment)
+            this += ctx.alloc(F32, w, b)
             if i == 1:
                 s_bytes += b
             else:
                 r_bytes += b
+        layer_bytes.append(this)
     snap = f" × (1 + {ctx.n_rs_seq} rollback snapshots)" if ctx.n_rs_seq else ""
     why = (
         f"{ctx.n_seq} sequence(s){snap} = {rows} row(s) of {model.n_embd_r} r + {model.n_embd_s} s "
@@ -308,8 +328,8 @@ def _recurrent(model: ModelDescription, ctx: Context, keep: Callable[[Layer], bo
     )
     return [CachePlan(
         name="recurrent state", kind="recurrent", layers=tuple(layer.index for layer in layers), cells=rows,
-        streams=1, type_k="f32", type_v="f32", k_bytes=r_bytes, v_bytes=s_bytes, bytes=buffer,
-        per_token_bytes=0, why=why,
+        streams=1, type_k="f32", type_v="f32", k_bytes=r_bytes, v_bytes=s_bytes, bytes=sum(layer_bytes),
+        per_token_bytes=0, why=why, layer_bytes=tuple(layer_bytes),
     )]  # fmt: skip
 
 
@@ -531,8 +551,8 @@ def _dsv4(model: ModelDescription, ctx: Context, notes: list[str]) -> list[Cache
         )
     planes = ctx.n_seq * (1 + ctx.n_rs_seq)
     head_k = model.layers[0].head_k if model.layers else 0
-    state_bytes = buffer = 0
-    state_layers = []
+    state_bytes = 0
+    state_layers, layer_bytes = [], []
     for layer in model.layers:
         if layer.index >= model.n_layer:
             continue
@@ -544,12 +564,13 @@ def _dsv4(model: ModelDescription, ctx: Context, notes: list[str]) -> list[Cache
             continue
         state_layers.append(layer.index)
         state_bytes += sum(sizes)
-        buffer += sum(pad(b, ctx.alignment) for b in sizes)
+        layer_bytes.append(sum(ctx.alloc(F32, 1, b) for b in sizes))
     if state_layers:
         caches.append(CachePlan(
             name="compressor state", kind="compressed", layers=tuple(state_layers), cells=planes, streams=1,
-            type_k="f32", type_v=None, k_bytes=state_bytes, v_bytes=0, bytes=buffer, per_token_bytes=0,
+            type_k="f32", type_v=None, k_bytes=state_bytes, v_bytes=0, bytes=sum(layer_bytes), per_token_bytes=0,
             why=f"kv + score f32 states per compressed layer, {planes} plane(s); independent of context",
+            layer_bytes=tuple(layer_bytes),
         ))  # fmt: skip
     # the growing parts: compressed caches grow 1/ratio per token (not counted in per_token_bytes)
     return caches
@@ -626,6 +647,7 @@ def plan(model: ModelDescription, settings: LlamaCppSettings) -> MemoryPlan:
         "type_k": ctx.type_k.name,
         "type_v": ctx.type_v.name,
         "alignment": ctx.alignment,
+        "backend": ctx.backend,
     })  # fmt: skip
     return MemoryPlan(model=model, runtime=runtime, caches=tuple(caches), notes=tuple(notes))
 

@@ -54,7 +54,7 @@ def load_gguf_model(path: str) -> ModelDescription:
     name = meta.kv.get("general.name")
     if not isinstance(name, str) or not name or name == "n/a":
         name = os.path.basename(path.split("?", 1)[0])
-    return describe(
+    model = describe(
         meta.kv,
         source=path,
         source_kind="gguf",
@@ -63,3 +63,26 @@ def load_gguf_model(path: str) -> ModelDescription:
         n_params=n_params,
         tensor_names=frozenset(t.name for t in tensors),
     )
+    if tensors:
+        model.extra["weight_blocks"] = weight_blocks(tensors)
+    return model
+
+
+def weight_blocks(tensors: list) -> dict[str, int]:
+    """Tensor bytes by llama.cpp's placement unit: ``input`` (token_embd), layer index, ``output`` (the rest).
+    Tied embeddings (no output.weight) are duplicated onto the output layer, as llama.cpp does."""
+    blocks: dict[str, int] = {}
+    for t in tensors:
+        parts = t.name.split(".")
+        if parts[0] == "blk" and len(parts) > 1 and parts[1].isdigit():
+            key = parts[1]
+        elif parts[0] == "token_embd":
+            key = "input"
+        else:
+            key = "output"
+        blocks[key] = blocks.get(key, 0) + t.n_bytes
+    names = {t.name for t in tensors}
+    if "output.weight" not in names and "token_embd.weight" in names:
+        embd = next(t for t in tensors if t.name == "token_embd.weight")
+        blocks["output"] = blocks.get("output", 0) + embd.n_bytes
+    return blocks

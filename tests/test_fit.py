@@ -1,0 +1,139 @@
+"""`kvplan fit` (llama.cpp): placement by llama.cpp's layer split, and solver answers checked at the boundary
+through the same layout code (the answer fits, one more step does not)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from conftest import ORACLE
+from typer.testing import CliRunner
+
+from kvplan import fit
+from kvplan.cli import app
+from kvplan.hardware import gpu_memory, parse_size
+from kvplan.layout.llamacpp import KV_PAD_CELLS, LlamaCppSettings, derive_context
+from kvplan.sources import load_model
+from kvplan.weights import bits_per_weight
+
+GIB = 1 << 30
+runner = CliRunner()
+
+
+def test_sizes_and_gpus() -> None:
+    assert parse_size("24GiB") == parse_size("24G") == 24 * GIB
+    assert parse_size("80GB") == 80 * 10**9 and parse_size("512MiB") == 512 << 20 and parse_size("1000") == 1000
+    assert gpu_memory("H100-80GBx4") == [80 * GIB] * 4 == gpu_memory("4xH100-80GB")
+    with pytest.raises(ValueError):
+        parse_size("lots")
+
+
+def test_layer_split_follows_llama_cpp() -> None:
+    # upper_bound(cumulative splits, il / (n_layer + 1)): 32 layers + output over [0.5, 1.0]
+    where = fit.layer_devices(32, [1, 1])
+    assert where[:17] == [0] * 17 and where[17:] == [1] * 16  # layer 16: 16/33 < 0.5 → GPU0; output → GPU1
+    assert fit.layer_devices(4, [3, 1]) == [0, 0, 0, 0, 1]  # 3/5 < 0.75, 4/5 ≥ 0.75
+
+
+def test_bits_per_weight() -> None:
+    assert bits_per_weight("q8_0") == 8.5 and bits_per_weight("bf16") == 16 and bits_per_weight("q4_0") == 4.5
+    assert bits_per_weight("q4_k_m") == pytest.approx(4.9, abs=0.01)  # 4.58 GiB for Llama-3-8B's 8.03 B
+
+
+def _setup(name: str = "llama-3.1-8b"):
+    m = load_model(name)
+    w = fit.estimated_for_tests = (
+        fit.model_weights(m, "q4_k_m", None) if m.n_params else fit.model_weights(m, None, 5 * GIB)
+    )
+    return m, w
+
+
+def test_max_context_boundary() -> None:
+    m, w = _setup()
+    s = LlamaCppSettings(n_seq=2, backend="cuda")
+    mem = [16 * GIB]
+    p = fit.max_context(m, s, w, mem, None, fit.DEFAULT_OVERHEAD_BYTES, m.n_ctx_train)
+    assert p is not None and p.fits
+    n = p.plan.runtime.values["n_ctx_asked"] // 2  # per sequence
+    assert n % KV_PAD_CELLS == 0 and n < m.n_ctx_train
+    bigger = fit.place(m, fit.per_sequence(s, 2, n + KV_PAD_CELLS), w, mem, None, fit.DEFAULT_OVERHEAD_BYTES)
+    assert not bigger.fits
+
+
+def test_max_parallel_and_cache_types_boundary() -> None:
+    m, w = _setup()
+    s = LlamaCppSettings(n_ctx=32768, backend="cuda", flash_attn="on")
+    mem = [24 * GIB]
+    p = fit.max_parallel(m, s, w, mem, None, fit.DEFAULT_OVERHEAD_BYTES)
+    assert p is not None and p.fits
+    n = p.plan.runtime.values["n_seq"]
+    assert p.plan.runtime.values["n_ctx_asked"] == n * 32768
+    assert not fit.place(m, fit.per_sequence(s, n + 1, 32768), w, mem, None, fit.DEFAULT_OVERHEAD_BYTES).fits
+    target = dataclasses.replace(s, n_ctx=131072, n_seq=1)
+    found = fit.cheapest_cache_types(m, target, w, [12 * GIB], None, fit.DEFAULT_OVERHEAD_BYTES)
+    assert found is not None
+    (tk, tv), placement = found
+    assert placement.fits
+    for pair in fit.CACHE_TYPE_LADDER[: fit.CACHE_TYPE_LADDER.index((tk, tv))]:
+        cheaper = fit.per_sequence(dataclasses.replace(target, type_k=pair[0], type_v=pair[1]), 1, 131072)
+        assert not fit.place(m, cheaper, w, [12 * GIB], None, fit.DEFAULT_OVERHEAD_BYTES).fits, pair
+
+
+def test_gguf_weights_are_the_tensor_sum_per_device(tmp_path) -> None:
+    from test_remote import _model
+
+    path = _model(tmp_path / "w.gguf", vocab=100, tensor_mib=4)
+    m = load_model(str(path))
+    w = fit.model_weights(m, None, None)
+    # only token_embd (4 MiB): the input layer on the host, duplicated onto the output GPU (tied embeddings)
+    assert w.exact and w.input_bytes == 4 << 20 and w.output_bytes == 4 << 20
+    p = fit.place(m, LlamaCppSettings(n_ctx=4096), w, [8 * GIB, 8 * GIB], None, 0)
+    assert p.host_weight_bytes == 4 << 20 and p.devices[1].weight_bytes == 4 << 20
+    assert sum(d.kv_bytes for d in p.devices) == p.plan.total_bytes
+
+
+def test_cuda_buffer_rules() -> None:
+    # MLA K of width 576 in q8_0: one extra row of 512 - 576 % 512 = 448 values (476 bytes), then 128-aligned
+    m = load_model("deepseek-v2-lite")
+    s = LlamaCppSettings(n_ctx=4096, type_k="q8_0", type_v="q8_0", backend="cuda")
+    ctx = derive_context(m, s)
+    raw = 612 * 4096
+    assert ctx.alloc(ctx.type_k, 576, raw) == (raw + 476 + 127) // 128 * 128
+    cpu = fit.plan(m, dataclasses.replace(s, backend="cpu")).total_bytes
+    cuda = fit.plan(m, s).total_bytes
+    assert cuda - cpu == 27 * ((raw + 476 + 127) // 128 * 128 - raw)
+
+
+def test_fit_cli() -> None:
+    r = runner.invoke(
+        app, ["fit", "llama-3.1-8b", "--gpu", "RTX-4090", "--params", "8.03B", "--weights", "q4_k_m", "-o", "json"]
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "fit" and doc["fits"] and doc["answer"].startswith("max context that fits:")
+    r = runner.invoke(
+        app,
+        [
+            "fit",
+            str(ORACLE / "real" / "qwen3-32b.gguf"),
+            "--memory",
+            "24GiB,24GiB",
+            "--tensor-split",
+            "1,1",
+            "--weight-bytes",
+            "19GiB",
+            "-c",
+            "32k",
+            "-o",
+            "json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    gpus = [row for row in doc["rows"] if row["device"].startswith("GPU")]
+    assert len(gpus) == 2 and all(g["free_bytes"] >= 0 for g in gpus)
+    r = runner.invoke(app, ["fit", "llama-3.1-70b", "--gpu", "T4", "--weights", "bf16", "--params", "70B"])
+    assert r.exit_code == 1 and "does not fit" in r.stdout
+    assert runner.invoke(app, ["fit", "llama-3.1-8b", "--gpu", "NOPE-GPU", "--params", "8B"]).exit_code == 3
+    assert runner.invoke(app, ["fit", "llama-3.1-8b"]).exit_code == 2
