@@ -132,6 +132,19 @@ def metadata_for(entry: dict) -> dict | None:
     return {k: val for k, val in md.items() if val is not None}
 
 
+def total_params(text: object) -> float | None:
+    """'8B', '32.8B', '3.8B (3,821,079,552)', '671B / 37B active', '~8B raw / 4B effective' → parameters."""
+    import re
+
+    if not isinstance(text, str):
+        return None
+    exact = re.search(r"\(([\d,]{9,})\)", text)
+    if exact:
+        return float(exact.group(1).replace(",", ""))
+    m = re.search(r"(\d+(?:\.\d+)?)\s*B", text)
+    return float(m.group(1)) * 1e9 if m else None
+
+
 def spec_for(entry: dict, sources: dict) -> dict | None:
     md = metadata_for(entry)
     if md is None:
@@ -156,6 +169,7 @@ def spec_for(entry: dict, sources: dict) -> dict | None:
         "hf_id": entry.get("hf_id"),
         "description": f"{entry['hf_id']} ({v.get('attention', '')})".strip(),
         "status": entry.get("status"),
+        "params": int(p) if (p := total_params(v.get("total_params"))) else None,
         "metadata": md,
         "sources": refs,
         "notes": notes,
