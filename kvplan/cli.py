@@ -275,6 +275,14 @@ def fit(
     overhead: str = typer.Option(None, "--overhead", help="Per-GPU overhead (CUDA context + compute buffer)."),
     cache_types: str = typer.Option(None, "--cache-types", help="auto: the least lossy K/V types that fit."),
     backend: str = typer.Option("cuda", "--backend", help="Buffer rules: cuda (default) or cpu."),
+    engine: str = typer.Option("llama.cpp", "--engine", help="llama.cpp, vllm, sglang or trtllm."),
+    tp: int = typer.Option(1, "--tp", min=1, help="Tensor parallel size (serving engines)."),
+    pp: int = typer.Option(1, "--pp", min=1, help="Pipeline parallel size (serving engines)."),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="Serving engines: auto, bf16, fp8."),
+    block_size: int = typer.Option(None, "--block-size", min=1, help="Serving engines' block / page size."),
+    gpu_util: float = typer.Option(0.92, "--gpu-memory-utilization", help="vLLM (0.92 since 0.20)."),
+    mem_fraction: float = typer.Option(None, "--mem-fraction-static", help="SGLang (default: its heuristic)."),
+    free_fraction: float = typer.Option(0.9, "--free-gpu-memory-fraction", help="TensorRT-LLM."),
     kv_unified: bool = KVU_OPT,
     batch: str = BATCH_OPT,
     ubatch: str = UBATCH_OPT,
@@ -319,6 +327,11 @@ def fit(
             if len(splits) != len(mem):
                 raise typer.BadParameter(f"{len(splits)} proportions for {len(mem)} GPUs", param_hint="--tensor-split")
         described = load_model(model)
+        if engine != "llama.cpp":
+            _fit_engine(described, engine, mem, label, n_ctx, parallel, params, weights, size(weight_bytes,
+                        "--weight-bytes"), size(overhead, "--overhead"), output, units.value, tp, pp,
+                        kv_cache_dtype, block_size, gpu_util, mem_fraction, free_fraction)  # fmt: skip
+            return
         if params:
             try:
                 described = dataclasses.replace(
@@ -378,6 +391,54 @@ def fit(
         _emit_report(report, output, units.value)
         if not placement.fits:
             raise typer.Exit(1)
+
+
+def _fit_engine(described: Any, engine: str, mem: list[int], label: str, n_ctx: int | None, parallel: int | None,
+                params: str | None, weights: str | None, weight_bytes: int | None, overhead: int | None,
+                output: OutputFormat, units: str, tp: int, pp: int, dtype: str, block_size: int | None,
+                gpu_util: float, mem_fraction: float | None, free_fraction: float) -> None:  # fmt: skip
+    import dataclasses
+
+    from kvplan.errors import BadInputError
+    from kvplan.layout.serving import EngineSettings, capacity
+    from kvplan.render.engine_report import engine_report
+    from kvplan.weights import bits_per_weight
+
+    if len(mem) != tp * pp:
+        raise BadInputError(f"{engine}: {len(mem)} GPU(s) given for --tp {tp} × --pp {pp} = {tp * pp}")
+    if len(set(mem)) != 1:
+        raise BadInputError(f"{engine}: every rank takes the smallest rank's capacity; give GPUs of one size")
+    if params:
+        n = float(params.upper().removesuffix("B")) * (1e9 if params.upper().endswith("B") else 1)
+        described = dataclasses.replace(described, n_params=int(n))
+    if weight_bytes is not None:
+        total, basis = weight_bytes, "given (--weight-bytes)"
+    elif described.n_params:
+        wtype = weights or "bf16"
+        total = int(described.n_params * bits_per_weight(wtype) / 8)
+        basis = f"estimate: {described.n_params / 1e9:.2f} B parameters × {bits_per_weight(wtype):.2f} bits ({wtype})"
+    else:
+        raise BadInputError(f"{described.source}: no parameter count; pass --params N or --weight-bytes SIZE")
+    per_rank = total // (tp * pp)
+    basis += f", split evenly over {tp * pp} GPU(s)" if tp * pp > 1 else ""
+    over = overhead if overhead is not None else 3 * (1 << 30)
+    over_basis = (
+        "given (--overhead)"
+        if overhead is not None
+        else (
+            "3.00 GiB estimate of profiled activations + CUDA graphs (the reference's worked example); "
+            "read the engine's startup log and pass --overhead"
+        )
+    )
+    s = EngineSettings(engine=engine, cache_dtype=dtype, tp=tp, pp=pp, block_size=block_size,
+                       gpu_memory_utilization=gpu_util, mem_fraction_static=mem_fraction,
+                       free_gpu_memory_fraction=free_fraction, max_model_len=n_ctx)  # fmt: skip
+    cap = capacity(described, s, mem[0], per_rank, over)
+    report, fits = engine_report(described, cap, len(mem), label, mem[0], per_rank, basis, over, over_basis,
+                                 n_ctx, parallel)  # fmt: skip
+    _emit_report(report, output, units)
+    if not fits:
+        raise typer.Exit(1)
 
 
 def format_size_iec(n: int) -> str:
