@@ -130,6 +130,8 @@ def estimate(
     cache_type_v_draft: str = typer.Option("f16", "-ctvd", "--cache-type-v-draft", help="MTP draft V type."),
     output: OutputFormat = FORMAT_OPT,
     units: Units = UNITS_OPT,
+    max_kv: str = typer.Option(None, "--max-kv", help="Budget: fail (exit 1) above this many KV / state bytes."),
+    max_total: str = typer.Option(None, "--max-total", help="Budget: KV + the GGUF's weights, in bytes."),
 ) -> None:
     """How many bytes llama.cpp allocates for the KV cache and state of MODEL, exactly, and why."""
     n_ctx = _count(ctx, "--ctx") or 0
@@ -144,6 +146,36 @@ def estimate(
         if mtp:
             plans.append(plan_mtp_draft(described, settings, cache_type_k_draft.lower(), cache_type_v_draft.lower()))
         _emit_plans(plans, output, units.value)
+        kv = sum(p.total_bytes for p in plans)
+        budgets = [("max_kv", _size_opt(max_kv, "--max-kv"), kv)]
+        if max_total is not None:
+            if described.weight_bytes is None:
+                raise typer.BadParameter("needs a GGUF with tensors (its exact weights)", param_hint="--max-total")
+            budgets.append(("max_total", _size_opt(max_total, "--max-total"), kv + described.weight_bytes))
+        _enforce(budgets)
+
+
+def _size_opt(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    from kvplan.hardware import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=name) from None
+
+
+def _enforce(budgets: list[tuple[str, int | None, int]], hint: str = "") -> None:
+    """Inline budgets: one line on stderr per violated budget, then exit 1."""
+    from kvplan.report import format_size
+
+    failed = [(name, limit, actual) for name, limit, actual in budgets if limit is not None and actual > limit]
+    for name, limit, actual in failed:
+        typer.echo(f"kvplan: budget failed: {name} {format_size(actual)} > {format_size(limit)} "
+                   f"(over by {format_size(actual - limit)}){hint}", err=True)  # fmt: skip
+    if failed:
+        raise typer.Exit(1)
 
 
 def _emit_plans(plans: list, output: OutputFormat, units: str) -> None:
@@ -283,6 +315,9 @@ def fit(
     gpu_util: float = typer.Option(0.92, "--gpu-memory-utilization", help="vLLM (0.92 since 0.20)."),
     mem_fraction: float = typer.Option(None, "--mem-fraction-static", help="SGLang (default: its heuristic)."),
     free_fraction: float = typer.Option(0.9, "--free-gpu-memory-fraction", help="TensorRT-LLM."),
+    max_kv: str = typer.Option(None, "--max-kv", help="Budget: KV / state bytes (all GPUs)."),
+    max_total: str = typer.Option(None, "--max-total", help="Budget: weights + KV + overhead bytes (all GPUs)."),
+    min_ctx: str = typer.Option(None, "--min-ctx", help="Budget: the context per sequence that must fit."),
     kv_unified: bool = KVU_OPT,
     batch: str = BATCH_OPT,
     ubatch: str = UBATCH_OPT,
@@ -391,6 +426,15 @@ def fit(
         _emit_report(report, output, units.value)
         if not placement.fits:
             raise typer.Exit(1)
+        values = placement.plan.runtime.values
+        per_seq = values["n_ctx_asked"] // values["n_seq"]
+        used = sum(d.used_bytes for d in placement.devices)
+        _enforce([("max_kv", size(max_kv, "--max-kv"), placement.plan.total_bytes),
+                  ("max_total", size(max_total, "--max-total"), used)])  # fmt: skip
+        need = _count(min_ctx, "--min-ctx")
+        if need is not None and per_seq < need:
+            typer.echo(f"kvplan: budget failed: min_ctx {need} tokens per sequence; {per_seq} fit", err=True)
+            raise typer.Exit(1)
 
 
 def _fit_engine(described: Any, engine: str, mem: list[int], label: str, n_ctx: int | None, parallel: int | None,
@@ -445,6 +489,47 @@ def format_size_iec(n: int) -> str:
     from kvplan.report import format_size
 
     return format_size(n, "iec")
+
+
+@app.command()
+def check(
+    file: str = typer.Argument("deployments.yaml", help="The deployments file (README: CI checks)."),
+    output: OutputFormat = FORMAT_OPT,
+    junit: str = typer.Option(None, "--junit", help="Also write a JUnit XML report to this file."),
+) -> None:
+    """Check every deployment of FILE against its budgets. Exit 0 all pass, 1 a budget fails, 3 bad input."""
+    with handle_errors():
+        from kvplan.check import evaluate, load_deployments, overall_exit
+        from kvplan.render import check_report
+
+        results = [evaluate(d) for d in load_deployments(file)]
+        code = overall_exit(results)
+        if junit:
+            try:
+                with open(junit, "w", encoding="utf-8") as fh:
+                    fh.write(check_report.render_junit(results))
+            except OSError as exc:
+                raise typer.BadParameter(f"cannot write {junit}: {exc.strerror}", param_hint="--junit") from None
+        if output == OutputFormat.json:
+            typer.echo(check_report.render_json(results, code), nl=False)
+        elif output == OutputFormat.markdown:
+            typer.echo(check_report.render_markdown(results), nl=False)
+        elif output == OutputFormat.csv:
+            import csv
+            import io
+
+            buf = io.StringIO()
+            writer = csv.DictWriter(buf, fieldnames=["deployment", "budget", "status", "actual", "limit", "detail"],
+                                    lineterminator="\n")  # fmt: skip
+            writer.writeheader()
+            writer.writerows(check_report.rows(results))
+            typer.echo(buf.getvalue(), nl=False)
+        else:
+            check_report.render_table(results)
+        for r in results:
+            if r.status == "error":
+                typer.echo(f"kvplan: error: deployment {r.name!r}: {r.error}", err=True)
+        raise typer.Exit(code)
 
 
 @app.command()
