@@ -132,6 +132,7 @@ def estimate(
     units: Units = UNITS_OPT,
     max_kv: str = typer.Option(None, "--max-kv", help="Budget: fail (exit 1) above this many KV / state bytes."),
     max_total: str = typer.Option(None, "--max-total", help="Budget: KV + the GGUF's weights, in bytes."),
+    min_ctx: str = typer.Option(None, "--min-ctx", help="Budget: each sequence gets at least this context."),
 ) -> None:
     """How many bytes llama.cpp allocates for the KV cache and state of MODEL, exactly, and why."""
     n_ctx = _count(ctx, "--ctx") or 0
@@ -153,6 +154,12 @@ def estimate(
                 raise typer.BadParameter("needs a GGUF with tensors (its exact weights)", param_hint="--max-total")
             budgets.append(("max_total", _size_opt(max_total, "--max-total"), kv + described.weight_bytes))
         _enforce(budgets)
+        need = _count(min_ctx, "--min-ctx")
+        per_seq = plans[0].runtime.values["n_ctx_seq"]
+        if need is not None and per_seq < need:
+            typer.echo(f"kvplan: budget failed: min_ctx {need} tokens per sequence; this configuration gives "
+                       f"{per_seq} (n_ctx_seq)", err=True)  # fmt: skip
+            raise typer.Exit(1)
 
 
 def _size_opt(value: str | None, name: str) -> int | None:

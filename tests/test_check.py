@@ -125,6 +125,8 @@ def test_inline_budgets() -> None:
     assert ok.exit_code == 0
     bad = runner.invoke(app, ["estimate", "llama-3.1-8b", "-c", "32k", "--max-kv", "3GiB", "-o", "json"])
     assert bad.exit_code == 1 and "max_kv 4.00 GiB > 3.00 GiB" in bad.stderr
+    r = runner.invoke(app, ["estimate", "llama-3.1-8b", "-c", "32k", "-np", "4", "--min-ctx", "16k", "-o", "csv"])
+    assert r.exit_code == 1 and "gives 8192" in r.stderr
     r = runner.invoke(app, ["fit", "llama-3.1-8b", "--gpu", "RTX-4090", "--params", "8B", "--min-ctx", "200k"])
     assert r.exit_code == 1 and "min_ctx" in r.stderr
     r = runner.invoke(app, ["fit", "llama-3.1-8b", "--gpu", "RTX-4090", "--params", "8B", "--max-total", "10GiB"])
