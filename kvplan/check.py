@@ -90,6 +90,50 @@ def _size(value: Any, path: str, line: int, key: str) -> int:
         raise SpecError(path, line, key, str(exc)) from None
 
 
+def _validate_settings(d: dict, values: dict[str, Any], path: str, where: str) -> None:
+    """Types of the remaining deployment keys, checked at load time so evaluation cannot trip on them."""
+
+    def fail(key: str, what: str) -> SpecError:
+        return SpecError(path, d[key].line, f"{where}.{key}", what)
+
+    if "rs_seq" in d:
+        v = d["rs_seq"].value
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise fail("rs_seq", "expected a non-negative integer")
+    if "params" in d:
+        try:
+            n = float(str(d["params"].value))
+        except ValueError:
+            n = -1.0
+        if isinstance(d["params"].value, bool) or n <= 0:
+            raise fail("params", "expected a parameter count such as 8.03e9")
+        values["params"] = n
+    if "flash_attn" in d:
+        v = d["flash_attn"].value
+        v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v  # YAML 1.1 reads on/off as booleans
+        if v not in ("on", "off", "auto"):
+            raise fail("flash_attn", "expected on, off or auto")
+        values["flash_attn"] = v
+    for key in ("kv_unified", "swa_full"):
+        if key in d and not isinstance(d[key].value, bool):
+            raise fail(key, "expected true or false")
+    for key in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
+        if key in d:
+            v = d[key].value
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise fail(key, "expected a fraction in (0, 1]")
+    for key in ("model", "cache_type_k", "cache_type_v", "kv_cache_dtype", "backend", "weights", "gpu", "name"):
+        if key in d and not isinstance(d[key].value, (str, int)):
+            raise fail(key, "expected text")
+    if "tensor_split" in d:
+        v = d["tensor_split"].value
+        items = [x.value for x in v] if isinstance(v, list) else str(v).split(",")
+        try:
+            values["tensor_split"] = ",".join(str(float(x)) for x in items)
+        except (TypeError, ValueError):
+            raise fail("tensor_split", "expected proportions such as 1,1") from None
+
+
 def load_deployments(path: str) -> list[Deployment]:
     from kvplan.sources.spec import _load_nodes, _Node, _plain
 
@@ -135,10 +179,10 @@ def load_deployments(path: str) -> list[Deployment]:
             raise SpecError(path, d["gpu"].line, f"{where}.gpu", "give gpu or memory, not both")
         values: dict[str, Any] = {k: _plain(v) for k, v in d.items() if k != "budgets"}
         values["engine"] = engine
-        for key in ("ctx", "parallel", "batch", "ubatch", "tp", "pp", "block_size", "rs_seq"):
+        for key in ("ctx", "parallel", "batch", "ubatch", "tp", "pp", "block_size"):
             if key in d:
-                values[key] = _count(d[key].value, path, d[key].line, f"{where}.{key}") if key != "rs_seq" else int(
-                    d[key].value)  # fmt: skip
+                values[key] = _count(d[key].value, path, d[key].line, f"{where}.{key}")
+        _validate_settings(d, values, path, where)
         for key in ("weight_bytes", "overhead"):
             if key in d:
                 values[key] = _size(d[key].value, path, d[key].line, f"{where}.{key}")
@@ -229,7 +273,7 @@ def _evaluate_llama(dep: Deployment, suggest: bool = True) -> Result:
     v, b = dep.values, dep.budgets
     model = load_model(_model_ref(dep))
     if "params" in v:
-        model = dataclasses.replace(model, n_params=int(float(v["params"])))
+        model = dataclasses.replace(model, n_params=int(v["params"]))
     ctx = v.get("ctx") or model.n_ctx_train
     parallel = v.get("parallel", 1)
     settings = _llama_settings(v, ctx, parallel)
@@ -327,7 +371,7 @@ def _evaluate_engine(dep: Deployment) -> Result:
     v, b = dep.values, dep.budgets
     model = load_model(_model_ref(dep))
     if "params" in v:
-        model = dataclasses.replace(model, n_params=int(float(v["params"])))
+        model = dataclasses.replace(model, n_params=int(v["params"]))
     hw = _hardware(v)
     if hw is None:
         raise SpecError(dep.base_dir, dep.line, f"{dep.name}.gpu", f"{v['engine']} deployments need gpu or memory")

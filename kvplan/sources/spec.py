@@ -68,7 +68,15 @@ def _load_nodes(text: str, path: str) -> Any:
             return _Node([convert(v) for v in node.value], line)
         return _Node(constructor.construct_object(node), line)
 
-    return convert(root)
+    try:
+        return convert(root)
+    except yaml.YAMLError as exc:  # e.g. an unknown tag such as !!python/object
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(path, line, None, f"invalid YAML: {problem}") from None
+    except RecursionError:
+        raise SpecError(path, None, None, "invalid YAML: nested too deeply") from None
 
 
 def _plain(node: _Node) -> Any:
