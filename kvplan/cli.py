@@ -22,6 +22,8 @@ app = typer.Typer(
 )
 
 EXIT_INTERNAL = 70
+#: Click's own error base (usage errors keep Click's exit code 2); typer may vendor click
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 class OutputFormat(str, Enum):
@@ -72,7 +74,7 @@ def handle_errors() -> Iterator[None]:
     except KvplanError as exc:
         typer.echo(f"kvplan: error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+    except (typer.Exit, typer.Abort, _CLICK_ERROR, KeyboardInterrupt):
         raise
     except Exception as exc:  # a bug in kvplan: one line, a code, and how to see more
         if os.environ.get("KVPLAN_DEBUG"):

@@ -137,3 +137,8 @@ def test_fit_cli() -> None:
     assert r.exit_code == 1 and "does not fit" in r.stdout
     assert runner.invoke(app, ["fit", "llama-3.1-8b", "--gpu", "NOPE-GPU", "--params", "8B"]).exit_code == 3
     assert runner.invoke(app, ["fit", "llama-3.1-8b"]).exit_code == 2
+
+
+def test_usage_errors_inside_commands_keep_exit_2() -> None:
+    r = runner.invoke(app, ["fit", "llama-3.1-8b", "--memory", "24GiB", "--tensor-split", "1,1", "--params", "8B"])
+    assert r.exit_code == 2 and "internal error" not in r.output
