@@ -289,8 +289,9 @@ def _evaluate_llama(dep: Deployment, suggest: bool = True) -> Result:
         mem, label = hw
         weights = solver.model_weights(model, v.get("weights"), v.get("weight_bytes"))
         overhead = v.get("overhead", solver.DEFAULT_OVERHEAD_BYTES)
-        splits = [float(x) for x in str(v["tensor_split"]).split(",")] if "tensor_split" in v else None
-        placement = solver.place(model, settings, weights, mem, splits, overhead)
+        splits = tuple(float(x) for x in str(v["tensor_split"]).split(",")) if "tensor_split" in v else None
+        target = solver.Target(model, weights, tuple(mem), splits, overhead)
+        placement = target.place(settings)
         used = sum(d.used_bytes for d in placement.devices)
         result.summary.update({"used_bytes": used, "gpus": label})
         worst = min(placement.devices, key=lambda d: d.free_bytes)
@@ -306,13 +307,12 @@ def _evaluate_llama(dep: Deployment, suggest: bool = True) -> Result:
             findings.append(Finding("headroom", ok, f"{least:.1%} free", f"{b['headroom']:.0%}",
                                     "" if ok else f"GPU needs {b['headroom']:.0%} free, has {least:.1%}"))  # fmt: skip
         if "min_ctx" in b:
-            best = solver.max_context(model, settings, weights, mem, splits, overhead, max(b["min_ctx"], ctx))
+            best = target.max_context(settings, max(b["min_ctx"], ctx))
             got = best.plan.runtime.values["n_ctx_asked"] // parallel if best else 0
             findings.append(Finding("min_ctx", got >= b["min_ctx"], f"{got} tokens fit", str(b["min_ctx"]),
                                     "" if got >= b["min_ctx"] else f"max ctx that fits: {got}"))  # fmt: skip
         if "min_parallel" in b:
-            best = solver.max_parallel(model, dataclasses.replace(settings, n_ctx=ctx), weights, mem, splits,
-                                       overhead)  # fmt: skip
+            best = target.max_parallel(dataclasses.replace(settings, n_ctx=ctx))
             got = best.plan.runtime.values["n_seq"] if best else 0
             findings.append(Finding("min_parallel", got >= b["min_parallel"], f"{got} sequences fit",
                                     str(b["min_parallel"]), "" if got >= b["min_parallel"] else

@@ -410,21 +410,18 @@ def fit(
             0,
         )
         base = dataclasses.replace(base, backend=backend)
+        target = solver.Target(described, w, tuple(mem), tuple(splits) if splits else None, over)
         if cache_types == "auto":
-            found = solver.cheapest_cache_types(described, base, w, mem, splits, over)
+            found = target.cheapest_cache_types(base)
             placement, mode = (found[1] if found else None), "cache-types"
         elif cache_types is not None:
             raise typer.BadParameter("the only value is auto", param_hint="--cache-types")
         elif n_ctx is None:
-            placement, mode = (
-                solver.max_context(described, base, w, mem, splits, over, described.n_ctx_train),
-                "max-ctx",
-            )
+            placement, mode = target.max_context(base, described.n_ctx_train), "max-ctx"
         elif parallel is None:
-            placement, mode = solver.max_parallel(described, base, w, mem, splits, over), "max-parallel"
+            placement, mode = target.max_parallel(base), "max-parallel"
         else:
-            placement = solver.place(described, solver.per_sequence(base, parallel, n_ctx), w, mem, splits, over)
-            mode = "check"
+            placement, mode = target.place(solver.per_sequence(base, parallel, n_ctx)), "check"
         if placement is None:
             typer.echo(
                 f"does not fit: {described.name} on {label} (weights {format_size_iec(w.total_bytes)}, "

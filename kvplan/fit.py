@@ -87,106 +87,86 @@ def layer_devices(n_layer_all: int, splits: Sequence[float]) -> list[int]:
     return [min(bisect.bisect_right(cumulative, il / n), len(splits) - 1) for il in range(n)]
 
 
-def place(
-    model: ModelDescription,
-    settings: LlamaCppSettings,
-    weights: Weights,
-    memory: Sequence[int],
-    splits: Sequence[float] | None = None,
-    overhead: int = DEFAULT_OVERHEAD_BYTES,
-) -> Placement:
-    """Weights, KV / state and overhead of every GPU for one configuration (raises if llama.cpp refuses it)."""
-    p = plan(model, settings)
-    where = layer_devices(model.n_layer_all, splits or [float(m) for m in memory])
-    w = [0] * len(memory)
-    kv = [0] * len(memory)
-    for il, b in weights.layer_bytes.items():
-        w[where[il]] += b
-    w[where[-1]] += weights.output_bytes
-    for cache in p.caches:
-        for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
-            kv[where[min(il, len(where) - 1)]] += b
-    devices = tuple(
-        Device(i, memory[i], tuple(il for il in range(model.n_layer_all) if where[il] == i), w[i], kv[i], overhead)
-        for i in range(len(memory))
-    )
-    return Placement(p, devices, weights.input_bytes)
+@dataclass(frozen=True)
+class Target:
+    """A model with its weights on some GPUs: what every placement and solver works on."""
 
+    model: ModelDescription
+    weights: Weights
+    memory: tuple[int, ...]
+    splits: tuple[float, ...] | None = None  # --tensor-split proportions (default: by memory)
+    overhead: int = DEFAULT_OVERHEAD_BYTES  # per GPU
 
-def _fits(model, settings, weights, memory, splits, overhead) -> Placement | None:
-    try:
-        placement = place(model, settings, weights, memory, splits, overhead)
-    except KvplanError:
+    def place(self, settings: LlamaCppSettings) -> Placement:
+        """Weights, KV / state and overhead of every GPU for one configuration (raises if llama.cpp refuses)."""
+        model, weights, memory = self.model, self.weights, self.memory
+        p = plan(model, settings)
+        where = layer_devices(model.n_layer_all, self.splits or [float(m) for m in memory])
+        w = [0] * len(memory)
+        kv = [0] * len(memory)
+        for il, b in weights.layer_bytes.items():
+            w[where[il]] += b
+        w[where[-1]] += weights.output_bytes
+        for cache in p.caches:
+            for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
+                kv[where[min(il, len(where) - 1)]] += b
+        devices = tuple(
+            Device(
+                i, memory[i], tuple(il for il in range(model.n_layer_all) if where[il] == i), w[i], kv[i], self.overhead
+            )
+            for i in range(len(memory))
+        )
+        return Placement(p, devices, weights.input_bytes)
+
+    def fitting(self, settings: LlamaCppSettings) -> Placement | None:
+        """The placement if llama.cpp accepts the settings and every GPU has room, else None."""
+        try:
+            placement = self.place(settings)
+        except KvplanError:
+            return None
+        return placement if placement.fits else None
+
+    def max_context(self, settings: LlamaCppSettings, limit: int) -> Placement | None:
+        """The largest context per sequence (a multiple of 256 tokens, at most ``limit``) that fits for
+        settings.n_seq sequences; None if 256 does not."""
+        hi = max(1, limit // KV_PAD_CELLS)
+
+        def at(k: int) -> Placement | None:
+            return self.fitting(per_sequence(settings, settings.n_seq, k * KV_PAD_CELLS))
+
+        if at(1) is None:
+            return None
+        if at(hi) is not None:
+            return at(hi)
+        lo = 1  # fits; hi does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if at(mid) is not None:
+                lo = mid
+            else:
+                hi = mid
+        return at(lo)
+
+    def max_parallel(self, settings: LlamaCppSettings) -> Placement | None:
+        """The most parallel sequences (1..256) of settings.n_ctx tokens each that fit (each count is checked:
+        padding makes the total not strictly monotone)."""
+        best = None
+        for n in range(1, 257):
+            p = self.fitting(per_sequence(settings, n, settings.n_ctx))
+            if p is not None:
+                best = p
+        return best
+
+    def cheapest_cache_types(self, settings: LlamaCppSettings) -> tuple[tuple[str, str], Placement] | None:
+        """The first (least lossy) K/V type pair with which settings.n_seq sequences of settings.n_ctx fit."""
+        for tk, tv in CACHE_TYPE_LADDER:
+            s = per_sequence(dataclasses.replace(settings, type_k=tk, type_v=tv), settings.n_seq, settings.n_ctx)
+            p = self.fitting(s)
+            if p is not None:
+                return (tk, tv), p
         return None
-    return placement if placement.fits else None
 
 
 def per_sequence(settings: LlamaCppSettings, n_seq: int, ctx_per_seq: int) -> LlamaCppSettings:
     """llama.cpp settings for ``n_seq`` sequences of ``ctx_per_seq`` tokens each (-c N×C -np N)."""
     return dataclasses.replace(settings, n_seq=n_seq, n_ctx=n_seq * ctx_per_seq)
-
-
-def max_context(
-    model: ModelDescription,
-    settings: LlamaCppSettings,
-    weights: Weights,
-    memory: Sequence[int],
-    splits: Sequence[float] | None,
-    overhead: int,
-    limit: int,
-) -> Placement | None:
-    """The largest context per sequence (a multiple of 256 tokens, at most ``limit``) that fits for
-    settings.n_seq sequences; None if 256 does not."""
-    hi = max(1, limit // KV_PAD_CELLS)
-
-    def at(k: int) -> Placement | None:
-        s = per_sequence(settings, settings.n_seq, k * KV_PAD_CELLS)
-        return _fits(model, s, weights, memory, splits, overhead)
-
-    if at(1) is None:
-        return None
-    if at(hi) is not None:
-        return at(hi)
-    lo = 1  # fits; hi does not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if at(mid) is not None:
-            lo = mid
-        else:
-            hi = mid
-    return at(lo)
-
-
-def max_parallel(
-    model: ModelDescription,
-    settings: LlamaCppSettings,
-    weights: Weights,
-    memory: Sequence[int],
-    splits: Sequence[float] | None,
-    overhead: int,
-) -> Placement | None:
-    """The most parallel sequences (1..256) of settings.n_ctx tokens each that fit (each count is checked:
-    padding makes the total not strictly monotone)."""
-    best = None
-    for n in range(1, 257):
-        p = _fits(model, per_sequence(settings, n, settings.n_ctx), weights, memory, splits, overhead)
-        if p is not None:
-            best = p
-    return best
-
-
-def cheapest_cache_types(
-    model: ModelDescription,
-    settings: LlamaCppSettings,
-    weights: Weights,
-    memory: Sequence[int],
-    splits: Sequence[float] | None,
-    overhead: int,
-) -> tuple[tuple[str, str], Placement] | None:
-    """The first (least lossy) K/V type pair with which settings.n_seq sequences of settings.n_ctx fit."""
-    for tk, tv in CACHE_TYPE_LADDER:
-        s = per_sequence(dataclasses.replace(settings, type_k=tk, type_v=tv), settings.n_seq, settings.n_ctx)
-        p = _fits(model, s, weights, memory, splits, overhead)
-        if p is not None:
-            return (tk, tv), p
-    return None

@@ -53,11 +53,12 @@ def test_max_context_boundary() -> None:
     m, w = _setup()
     s = LlamaCppSettings(n_seq=2, backend="cuda")
     mem = [16 * GIB]
-    p = fit.max_context(m, s, w, mem, None, fit.DEFAULT_OVERHEAD_BYTES, m.n_ctx_train)
+    target = fit.Target(m, w, tuple(mem))
+    p = target.max_context(s, m.n_ctx_train)
     assert p is not None and p.fits
     n = p.plan.runtime.values["n_ctx_asked"] // 2  # per sequence
     assert n % KV_PAD_CELLS == 0 and n < m.n_ctx_train
-    bigger = fit.place(m, fit.per_sequence(s, 2, n + KV_PAD_CELLS), w, mem, None, fit.DEFAULT_OVERHEAD_BYTES)
+    bigger = target.place(fit.per_sequence(s, 2, n + KV_PAD_CELLS))
     assert not bigger.fits
 
 
@@ -65,19 +66,20 @@ def test_max_parallel_and_cache_types_boundary() -> None:
     m, w = _setup()
     s = LlamaCppSettings(n_ctx=32768, backend="cuda", flash_attn="on")
     mem = [24 * GIB]
-    p = fit.max_parallel(m, s, w, mem, None, fit.DEFAULT_OVERHEAD_BYTES)
+    p = fit.Target(m, w, tuple(mem)).max_parallel(s)
     assert p is not None and p.fits
     n = p.plan.runtime.values["n_seq"]
     assert p.plan.runtime.values["n_ctx_asked"] == n * 32768
-    assert not fit.place(m, fit.per_sequence(s, n + 1, 32768), w, mem, None, fit.DEFAULT_OVERHEAD_BYTES).fits
+    assert not fit.Target(m, w, tuple(mem)).place(fit.per_sequence(s, n + 1, 32768)).fits
     target = dataclasses.replace(s, n_ctx=131072, n_seq=1)
-    found = fit.cheapest_cache_types(m, target, w, [12 * GIB], None, fit.DEFAULT_OVERHEAD_BYTES)
+    small = fit.Target(m, w, (12 * GIB,))
+    found = small.cheapest_cache_types(target)
     assert found is not None
     (tk, tv), placement = found
     assert placement.fits
     for pair in fit.CACHE_TYPE_LADDER[: fit.CACHE_TYPE_LADDER.index((tk, tv))]:
         cheaper = fit.per_sequence(dataclasses.replace(target, type_k=pair[0], type_v=pair[1]), 1, 131072)
-        assert not fit.place(m, cheaper, w, [12 * GIB], None, fit.DEFAULT_OVERHEAD_BYTES).fits, pair
+        assert not small.place(cheaper).fits, pair
 
 
 def test_gguf_weights_are_the_tensor_sum_per_device(tmp_path) -> None:
@@ -88,7 +90,7 @@ def test_gguf_weights_are_the_tensor_sum_per_device(tmp_path) -> None:
     w = fit.model_weights(m, None, None)
     # only token_embd (4 MiB): the input layer on the host, duplicated onto the output GPU (tied embeddings)
     assert w.exact and w.input_bytes == 4 << 20 and w.output_bytes == 4 << 20
-    p = fit.place(m, LlamaCppSettings(n_ctx=4096), w, [8 * GIB, 8 * GIB], None, 0)
+    p = fit.Target(m, w, (8 * GIB, 8 * GIB), overhead=0).place(LlamaCppSettings(n_ctx=4096))
     assert p.host_weight_bytes == 4 << 20 and p.devices[1].weight_bytes == 4 << 20
     assert sum(d.kv_bytes for d in p.devices) == p.plan.total_bytes
 
