@@ -101,13 +101,14 @@ def _validate_settings(d: dict, values: dict[str, Any], path: str, where: str) -
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise fail("rs_seq", "expected a non-negative integer")
     if "params" in d:
+        from kvplan.weights import parse_params
+
         try:
-            n = float(str(d["params"].value))
+            if isinstance(d["params"].value, bool):
+                raise ValueError
+            values["params"] = parse_params(d["params"].value)
         except ValueError:
-            n = -1.0
-        if isinstance(d["params"].value, bool) or n <= 0:
-            raise fail("params", "expected a parameter count such as 8.03e9")
-        values["params"] = n
+            raise fail("params", "expected a parameter count such as 8.03e9") from None
     if "flash_attn" in d:
         v = d["flash_attn"].value
         v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v  # YAML 1.1 reads on/off as booleans
@@ -135,7 +136,7 @@ def _validate_settings(d: dict, values: dict[str, Any], path: str, where: str) -
 
 
 def load_deployments(path: str) -> list[Deployment]:
-    from kvplan.sources.spec import _load_nodes, _Node, _plain
+    from kvplan.sources.spec import _load_nodes, _Node, _plain, did_you_mean
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -161,11 +162,7 @@ def load_deployments(path: str) -> list[Deployment]:
         d: dict[str, _Node] = node.value
         for key, child in d.items():
             if key not in DEPLOYMENT_KEYS:
-                import difflib
-
-                close = difflib.get_close_matches(key, DEPLOYMENT_KEYS, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise SpecError(path, child.line, f"{where}.{key}", f"unknown key{hint}")
+                raise SpecError(path, child.line, f"{where}.{key}", f"unknown key{did_you_mean(key, DEPLOYMENT_KEYS)}")
         if "model" not in d:
             raise SpecError(path, node.line, f"{where}.model", "missing (a catalog name, .gguf, .yaml or config.json)")
         name = str(d["name"].value) if "name" in d else f"deployment-{i + 1}"
@@ -366,7 +363,7 @@ def _suggest(settings, dep: Deployment) -> str:
 def _evaluate_engine(dep: Deployment) -> Result:
     from kvplan.layout.serving import EngineSettings, capacity
     from kvplan.sources import load_model
-    from kvplan.weights import bits_per_weight
+    from kvplan.weights import estimate_bytes
 
     v, b = dep.values, dep.budgets
     model = load_model(_model_ref(dep))
@@ -382,7 +379,7 @@ def _evaluate_engine(dep: Deployment) -> Result:
     if "weight_bytes" in v:
         weights = v["weight_bytes"]
     elif model.n_params:
-        weights = int(model.n_params * bits_per_weight(str(v.get("weights", "bf16"))) / 8)
+        weights = estimate_bytes(model.n_params, str(v.get("weights", "bf16")))[0]
     else:
         raise SpecError(dep.base_dir, dep.line, f"{dep.name}.params", "no parameter count: give params or weight_bytes")
     ctx = v.get("ctx") or model.n_ctx_train

@@ -371,21 +371,18 @@ def fit(
             if len(splits) != len(mem):
                 raise typer.BadParameter(f"{len(splits)} proportions for {len(mem)} GPUs", param_hint="--tensor-split")
         described = load_model(model)
+        if params:
+            from kvplan.weights import parse_params
+
+            try:
+                described = dataclasses.replace(described, n_params=parse_params(params))
+            except ValueError:
+                raise typer.BadParameter(f"{params!r} is not a parameter count", param_hint="--params") from None
         if engine != "llama.cpp":
-            _fit_engine(described, engine, mem, label, n_ctx, parallel, params, weights, size(weight_bytes,
+            _fit_engine(described, engine, mem, label, n_ctx, parallel, weights, size(weight_bytes,
                         "--weight-bytes"), size(overhead, "--overhead"), output, units.value, tp, pp,
                         kv_cache_dtype, block_size, gpu_util, mem_fraction, free_fraction)  # fmt: skip
             return
-        if params:
-            try:
-                described = dataclasses.replace(
-                    described,
-                    n_params=int(
-                        float(params.upper().removesuffix("B")) * (1e9 if params.upper().endswith("B") else 1)
-                    ),
-                )
-            except ValueError:
-                raise typer.BadParameter(f"{params!r} is not a parameter count", param_hint="--params") from None
         w = solver.model_weights(described, weights, size(weight_bytes, "--weight-bytes"))
         over = size(overhead, "--overhead")
         over_basis = (
@@ -444,29 +441,22 @@ def fit(
 
 
 def _fit_engine(described: Any, engine: str, mem: list[int], label: str, n_ctx: int | None, parallel: int | None,
-                params: str | None, weights: str | None, weight_bytes: int | None, overhead: int | None,
+                weights: str | None, weight_bytes: int | None, overhead: int | None,
                 output: OutputFormat, units: str, tp: int, pp: int, dtype: str, block_size: int | None,
                 gpu_util: float, mem_fraction: float | None, free_fraction: float) -> None:  # fmt: skip
-    import dataclasses
-
     from kvplan.errors import BadInputError
     from kvplan.layout.serving import EngineSettings, capacity
     from kvplan.render.engine_report import engine_report
-    from kvplan.weights import bits_per_weight
+    from kvplan.weights import estimate_bytes
 
     if len(mem) != tp * pp:
         raise BadInputError(f"{engine}: {len(mem)} GPU(s) given for --tp {tp} × --pp {pp} = {tp * pp}")
     if len(set(mem)) != 1:
         raise BadInputError(f"{engine}: every rank takes the smallest rank's capacity; give GPUs of one size")
-    if params:
-        n = float(params.upper().removesuffix("B")) * (1e9 if params.upper().endswith("B") else 1)
-        described = dataclasses.replace(described, n_params=int(n))
     if weight_bytes is not None:
         total, basis = weight_bytes, "given (--weight-bytes)"
     elif described.n_params:
-        wtype = weights or "bf16"
-        total = int(described.n_params * bits_per_weight(wtype) / 8)
-        basis = f"estimate: {described.n_params / 1e9:.2f} B parameters × {bits_per_weight(wtype):.2f} bits ({wtype})"
+        total, basis = estimate_bytes(described.n_params, weights or "bf16")
     else:
         raise BadInputError(f"{described.source}: no parameter count; pass --params N or --weight-bytes SIZE")
     per_rank = total // (tp * pp)

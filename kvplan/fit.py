@@ -20,7 +20,7 @@ from kvplan.errors import BadInputError, KvplanError
 from kvplan.layout.llamacpp import KV_PAD_CELLS, LlamaCppSettings, plan
 from kvplan.model import ModelDescription
 from kvplan.plan import MemoryPlan
-from kvplan.weights import Weights, estimated, from_blocks
+from kvplan.weights import Weights, estimated, from_blocks, spread
 
 GIB = 1 << 30
 #: per-GPU overhead when not given: CUDA context and llama.cpp's compute buffer (an estimate; llama.cpp's own
@@ -63,9 +63,7 @@ class Placement:
 def model_weights(model: ModelDescription, weight_type: str | None, weight_bytes: int | None) -> Weights:
     blocks = model.extra.get("weight_blocks")
     if weight_bytes is not None:
-        share = weight_bytes // (model.n_layer_all + 1)
-        return Weights(0, dict.fromkeys(range(model.n_layer_all), share), weight_bytes - share * model.n_layer_all,
-                       exact=False, basis="given (--weight-bytes)")  # fmt: skip
+        return spread(weight_bytes, model.n_layer_all, "given (--weight-bytes)")
     if isinstance(blocks, dict) and weight_type is None:
         return from_blocks(blocks, model.n_layer_all)
     if model.n_params is None:

@@ -57,11 +57,30 @@ def from_blocks(blocks: dict[str, int], n_layer_all: int) -> Weights:
                    basis="exact: the GGUF's tensor sizes")  # fmt: skip
 
 
-def estimated(n_params: int, weight_type: str, n_layer_all: int) -> Weights:
-    """Parameters × bits per weight, spread evenly over the layers (the output layer gets a layer's share)."""
+def parse_params(text: str) -> int:
+    """A parameter count: ``32e9``, ``8030261248`` or ``7.6B``."""
+    t = str(text).strip().upper()
+    n = float(t.removesuffix("B")) * (1e9 if t.endswith("B") else 1)
+    if not n > 0:
+        raise ValueError(f"{text!r} is not a positive parameter count")
+    return int(n)
+
+
+def estimate_bytes(n_params: int, weight_type: str) -> tuple[int, str]:
+    """(total weight bytes, basis) for ``n_params`` parameters of ``weight_type``."""
     bpw = bits_per_weight(weight_type)
-    total = int(n_params * bpw / 8)
+    return int(n_params * bpw / 8), f"estimate: {n_params / 1e9:.2f} B parameters × {bpw:.2f} bits ({weight_type})"
+
+
+def spread(total: int, n_layer_all: int, basis: str) -> Weights:
+    """``total`` bytes spread evenly over the layers (the output layer gets a layer's share)."""
     share = total // (n_layer_all + 1)
     layers = dict.fromkeys(range(n_layer_all), share)
     return Weights(input_bytes=0, layer_bytes=layers, output_bytes=total - share * n_layer_all, exact=False,
-                   basis=f"estimate: {n_params / 1e9:.2f} B parameters × {bpw:.2f} bits ({weight_type})")  # fmt: skip
+                   basis=basis)  # fmt: skip
+
+
+def estimated(n_params: int, weight_type: str, n_layer_all: int) -> Weights:
+    """Parameters × bits per weight, spread evenly over the layers."""
+    total, basis = estimate_bytes(n_params, weight_type)
+    return spread(total, n_layer_all, basis)

@@ -262,8 +262,6 @@ def describe(
         # every layer, nextn included, is SWA (src/models/deepseek4.cpp)
         swa_type, n_swa = SwaType.STANDARD, keys.uint("attention.sliding_window", required=True)
         is_swa = [True] * n_layer_all
-        head_k_swa = keys.uint("attention.key_length_swa", head_k_full)
-        head_v_swa = keys.uint("attention.value_length_swa", head_v_full)
 
     layers = []
     for il in range(n_layer_all):

@@ -32,6 +32,12 @@ TOP_LEVEL_KEYS = {
 _ABSOLUTE_PREFIXES = ("general.", "tokenizer.", "split.")
 
 
+def did_you_mean(key: str, choices: object) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(key, choices, n=1)  # type: ignore[arg-type]
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 @dataclass
 class _Node:
     value: Any
@@ -139,8 +145,7 @@ def load_spec_text(
     top: dict[str, _Node] = root.value
     for key, node in top.items():
         if key not in TOP_LEVEL_KEYS:
-            close = difflib.get_close_matches(key, TOP_LEVEL_KEYS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f"; allowed: {', '.join(TOP_LEVEL_KEYS)}"
+            hint = did_you_mean(key, TOP_LEVEL_KEYS) or f"; allowed: {', '.join(TOP_LEVEL_KEYS)}"
             raise SpecError(path, node.line, key, f"unknown top-level key{hint}")
     if "arch" not in top:
         raise SpecError(path, root.line, "arch", "missing (the GGUF architecture, e.g. llama, qwen3, gemma3)")
@@ -163,8 +168,7 @@ def load_spec_text(
         else:
             rel = key[len(arch) + 1 :] if key.startswith(arch + ".") else key
             if rel not in ARCH_KEYS:
-                close = difflib.get_close_matches(rel, ARCH_KEYS, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(rel, ARCH_KEYS)
                 raise SpecError(path, node.line, f"metadata.{key}", f"not a GGUF key llama.cpp reads{hint}")
             full = f"{arch}.{rel}"
         kv[full] = _to_gguf_value(path, f"metadata.{key}", node)
