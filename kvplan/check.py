@@ -243,13 +243,12 @@ def _llama_settings(v: dict[str, Any], ctx: int, parallel: int):
 
 
 def _hardware(v: dict[str, Any]) -> tuple[list[int], str] | None:
-    from kvplan.hardware import gpu_memory
+    from kvplan.hardware import memory_label, parse_gpus
 
     if "gpu" in v:
-        mem = gpu_memory(str(v["gpu"]))
-        return mem, str(v["gpu"])
+        return parse_gpus(str(v["gpu"]))
     if "memory" in v:
-        return list(v["memory"]), " + ".join(format_size(m) for m in v["memory"])
+        return list(v["memory"]), memory_label(list(v["memory"]))
     return None
 
 

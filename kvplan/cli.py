@@ -338,7 +338,7 @@ def fit(
     units: Units = UNITS_OPT,
 ) -> None:
     """What fits on the GPUs with llama.cpp: the largest context, the most sequences or the cheapest cache type."""
-    from kvplan.hardware import gpu_memory, load_gpu_file, parse_size
+    from kvplan.hardware import load_gpu_file, memory_label, parse_gpus, parse_size
 
     def size(value: str | None, name: str) -> int | None:
         try:
@@ -357,11 +357,10 @@ def fit(
         from kvplan.sources import load_model
 
         if gpu is not None:
-            mem = gpu_memory(gpu, load_gpu_file(gpus_file) if gpus_file else None)
-            label = f"{len(mem)} × {gpu.split('x')[0].split('X')[0]}" if len(mem) > 1 else gpu
+            mem, label = parse_gpus(gpu, load_gpu_file(gpus_file) if gpus_file else None)
         else:
             mem = [size(m, "--memory") for m in memory.split(",")]  # type: ignore[misc]
-            label = " + ".join(memory.split(","))
+            label = memory_label(mem)
         splits = None
         if tensor_split:
             try:

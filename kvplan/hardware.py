@@ -40,6 +40,18 @@ def parse_size(text: str) -> int:
 
 def gpu_memory(spec: str, extra: dict[str, float] | None = None) -> list[int]:
     """``H100-80GB``, ``H100-80GBx4`` or ``2xRTX-4090`` → one byte count per GPU."""
+    return parse_gpus(spec, extra)[0]
+
+
+def memory_label(memory: list[int]) -> str:
+    """``24.00 GiB + 24.00 GiB`` for GPUs given by size."""
+    from kvplan.report import format_size
+
+    return " + ".join(format_size(m) for m in memory)
+
+
+def parse_gpus(spec: str, extra: dict[str, float] | None = None) -> tuple[list[int], str]:
+    """One byte count per GPU, and a label such as ``4 × H100-80GB``."""
     table = {k.upper(): v for k, v in {**GPUS, **(extra or {})}.items()}
     m = re.fullmatch(r"\s*(?:(\d+)\s*[xX×]\s*)?(.+?)(?:\s*[xX×]\s*(\d+))?\s*", spec)
     assert m is not None
@@ -51,7 +63,8 @@ def gpu_memory(spec: str, extra: dict[str, float] | None = None) -> list[int]:
         raise BadInputError(f"unknown GPU {m.group(2)!r}{hint}; or give --memory 24GiB[,24GiB]")
     if not 1 <= count <= 64:
         raise BadInputError(f"GPU count {count} is outside 1..64")
-    return [int(table[name] * GIB)] * count
+    label = f"{count} × {m.group(2).strip()}" if count > 1 else m.group(2).strip()
+    return [int(table[name] * GIB)] * count, label
 
 
 def load_gpu_file(path: str) -> dict[str, float]:

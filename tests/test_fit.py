@@ -144,3 +144,10 @@ def test_fit_cli() -> None:
 def test_usage_errors_inside_commands_keep_exit_2() -> None:
     r = runner.invoke(app, ["fit", "llama-3.1-8b", "--memory", "24GiB", "--tensor-split", "1,1", "--params", "8B"])
     assert r.exit_code == 2 and "internal error" not in r.output
+
+
+def test_gpu_labels() -> None:
+    from kvplan.hardware import parse_gpus
+
+    assert parse_gpus("2xRTX-4090")[1] == parse_gpus("RTX-4090x2")[1] == "2 × RTX-4090"
+    assert parse_gpus("H200")[1] == "H200"
