@@ -132,18 +132,21 @@ class Target:
         def at(k: int) -> Placement | None:
             return self.fitting(per_sequence(settings, settings.n_seq, k * KV_PAD_CELLS))
 
-        if at(1) is None:
+        best = at(1)
+        if best is None:
             return None
-        if at(hi) is not None:
-            return at(hi)
-        lo = 1  # fits; hi does not
+        top = at(hi)
+        if top is not None:
+            return top
+        lo = 1  # fits (best); hi does not
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if at(mid) is not None:
-                lo = mid
+            found = at(mid)
+            if found is not None:
+                lo, best = mid, found
             else:
                 hi = mid
-        return at(lo)
+        return best
 
     def max_parallel(self, settings: LlamaCppSettings) -> Placement | None:
         """The most parallel sequences (1..256) of settings.n_ctx tokens each that fit (each count is checked:
