@@ -28,7 +28,7 @@ from kvplan.report import format_size
 SETTING_KEYS = {
     "ctx", "parallel", "cache_type_k", "cache_type_v", "flash_attn", "kv_unified", "swa_full", "batch", "ubatch",
     "rs_seq", "tp", "pp", "kv_cache_dtype", "block_size", "gpu_memory_utilization", "mem_fraction_static",
-    "free_gpu_memory_fraction", "backend",
+    "free_gpu_memory_fraction", "backend", "max_num_batched_tokens", "disable_hybrid_kv_cache_manager",
 }  # fmt: skip
 DEPLOYMENT_KEYS = {"name", "model", "engine", "gpu", "memory", "tensor_split", "weights", "weight_bytes", "params",
                    "overhead", "budgets", *SETTING_KEYS}  # fmt: skip
@@ -115,7 +115,7 @@ def _validate_settings(d: dict, values: dict[str, Any], path: str, where: str) -
         if v not in ("on", "off", "auto"):
             raise fail("flash_attn", "expected on, off or auto")
         values["flash_attn"] = v
-    for key in ("kv_unified", "swa_full"):
+    for key in ("kv_unified", "swa_full", "disable_hybrid_kv_cache_manager"):
         if key in d and not isinstance(d[key].value, bool):
             raise fail(key, "expected true or false")
     for key in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
@@ -176,7 +176,7 @@ def load_deployments(path: str) -> list[Deployment]:
             raise SpecError(path, d["gpu"].line, f"{where}.gpu", "give gpu or memory, not both")
         values: dict[str, Any] = {k: _plain(v) for k, v in d.items() if k != "budgets"}
         values["engine"] = engine
-        for key in ("ctx", "parallel", "batch", "ubatch", "tp", "pp", "block_size"):
+        for key in ("ctx", "parallel", "batch", "ubatch", "tp", "pp", "block_size", "max_num_batched_tokens"):
             if key in d:
                 values[key] = _count(d[key].value, path, d[key].line, f"{where}.{key}")
         _validate_settings(d, values, path, where)
@@ -360,9 +360,9 @@ def _suggest(settings, dep: Deployment) -> str:
 
 
 def _evaluate_engine(dep: Deployment) -> Result:
-    from kvplan.layout.serving import EngineSettings, capacity
+    from kvplan.engine_fit import make_target, solve
+    from kvplan.layout.serving import EngineSettings
     from kvplan.sources import load_model
-    from kvplan.weights import estimate_bytes
 
     v, b = dep.values, dep.budgets
     model = load_model(_model_ref(dep))
@@ -375,51 +375,53 @@ def _evaluate_engine(dep: Deployment) -> Result:
     tp, pp = v.get("tp", 1), v.get("pp", 1)
     if len(mem) != tp * pp:
         raise SpecError(dep.base_dir, dep.line, f"{dep.name}.tp", f"{len(mem)} GPU(s) for tp {tp} × pp {pp}")
-    if "weight_bytes" in v:
-        weights = v["weight_bytes"]
-    elif model.n_params:
-        weights = estimate_bytes(model.n_params, str(v.get("weights", "bf16")))[0]
-    else:
+    if "weight_bytes" not in v and not model.n_params:
         raise SpecError(dep.base_dir, dep.line, f"{dep.name}.params", "no parameter count: give params or weight_bytes")
     ctx = v.get("ctx") or model.n_ctx_train
     parallel = v.get("parallel", 1)
     s = EngineSettings(engine=v["engine"], cache_dtype=str(v.get("kv_cache_dtype", "auto")), tp=tp, pp=pp,
-                       block_size=v.get("block_size"), max_model_len=ctx,
+                       block_size=v.get("block_size"), max_num_batched_tokens=v.get("max_num_batched_tokens"),
+                       hybrid_kv_cache=not v.get("disable_hybrid_kv_cache_manager", False),
                        gpu_memory_utilization=float(v.get("gpu_memory_utilization", 0.92)),
                        mem_fraction_static=v.get("mem_fraction_static"),
                        free_gpu_memory_fraction=float(v.get("free_gpu_memory_fraction", 0.9)))  # fmt: skip
-    overhead = v.get("overhead", 3 << 30)
-    cap = capacity(model, s, mem[0], weights // (tp * pp), overhead)
-    blocks_per_req = -(-ctx // cap.layout.block_tokens)
-    kv_needed = parallel * blocks_per_req * cap.layout.block_bytes
-    fits_requests = cap.tokens // (blocks_per_req * cap.layout.block_tokens)
-    result = Result(dep.name, "pass", summary={"kv_bytes": kv_needed, "ctx": ctx, "parallel": parallel,
+    target = make_target(model, s, mem, label, v.get("weights"), v.get("weight_bytes"), v.get("overhead"))
+    found = solve(target, ctx, parallel)
+    cap = found.capacity
+    kv_bytes = parallel * cap.request_bytes(ctx)  # what the deployment's sequences reserve, per GPU
+    fits_requests = found.requests
+    result = Result(dep.name, "pass", summary={"kv_bytes": kv_bytes, "ctx": ctx, "parallel": parallel,
                                                "kv_tokens_per_gpu": cap.tokens, "gpus": label})  # fmt: skip
     f = result.findings
-    f.append(Finding("fits", fits_requests >= parallel, f"{fits_requests} × {ctx}-token sequences",
-                     f"{parallel} sequences", "" if fits_requests >= parallel else
-                     f"KV for {fits_requests} sequences of {ctx} tokens per replica"))  # fmt: skip
+    f.append(Finding("fits", found.fits, f"{fits_requests} × {ctx}-token sequences", f"{parallel} sequences",
+                     "" if found.fits else f"KV for {fits_requests} sequences of {ctx} tokens"))  # fmt: skip
     if "max_kv" in b:
-        f.append(Finding("max_kv", kv_needed <= b["max_kv"], format_size(kv_needed), format_size(b["max_kv"]),
-                         _over(kv_needed, b["max_kv"])))  # fmt: skip
+        f.append(Finding("max_kv", kv_bytes <= b["max_kv"], format_size(kv_bytes), format_size(b["max_kv"]),
+                         _over(kv_bytes, b["max_kv"])))  # fmt: skip
     if "max_total" in b:
-        used = weights // (tp * pp) + overhead + kv_needed
+        used = target.weight_bytes_per_rank + target.overhead_bytes + kv_bytes
         f.append(Finding("max_total", used <= b["max_total"], format_size(used), format_size(b["max_total"]),
                          _over(used, b["max_total"])))  # fmt: skip
     if "min_parallel" in b:
         f.append(Finding("min_parallel", fits_requests >= b["min_parallel"], f"{fits_requests} sequences fit",
                          str(b["min_parallel"])))  # fmt: skip
     if "min_ctx" in b:
-        one = cap.tokens // cap.layout.block_tokens * cap.layout.block_tokens
-        f.append(Finding("min_ctx", one >= b["min_ctx"], f"{one} tokens fit", str(b["min_ctx"])))
+        one = cap.max_context(parallel, max(b["min_ctx"], model.n_ctx_train))
+        f.append(Finding("min_ctx", one >= b["min_ctx"], f"{one} tokens fit for {parallel} sequence(s)",
+                         str(b["min_ctx"])))  # fmt: skip
     if "headroom" in b:
-        free = cap.kv_budget_bytes - kv_needed
-        ok = free >= b["headroom"] * mem[0]
-        f.append(Finding("headroom", ok, f"{free / mem[0]:.1%} of the KV budget free", f"{b['headroom']:.0%}"))
+        needed = parallel * cap.layout.request_blocks(ctx) if s.engine == "vllm" else 0
+        free = cap.blocks - needed if s.engine == "vllm" else cap.requests_that_fit(ctx) - parallel
+        share = free / cap.blocks if s.engine == "vllm" and cap.blocks else (
+            free / max(1, cap.requests_that_fit(ctx)))  # fmt: skip
+        f.append(Finding("headroom", share >= b["headroom"], f"{share:.1%} of the KV pool free",
+                         f"{b['headroom']:.0%}"))  # fmt: skip
     if not all(x.passed for x in f):
         result.status, result.exit_code = "fail", EXIT_CHECK_FAILED
-        if fits_requests >= 1 and fits_requests < parallel:
+        if 1 <= fits_requests < parallel:
             result.suggestion = f"max parallel that fits at ctx {ctx}: {fits_requests}"
+        elif fits_requests == 0 and (best := cap.max_context(parallel, ctx)):
+            result.suggestion = f"max ctx that fits for {parallel} sequence(s): {best} tokens"
     return result
 
 

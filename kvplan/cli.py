@@ -324,6 +324,12 @@ def fit(
     gpu_util: float = typer.Option(0.92, "--gpu-memory-utilization", help="vLLM (0.92 since 0.20)."),
     mem_fraction: float = typer.Option(None, "--mem-fraction-static", help="SGLang (default: its heuristic)."),
     free_fraction: float = typer.Option(0.9, "--free-gpu-memory-fraction", help="TensorRT-LLM."),
+    batched_tokens: int = typer.Option(
+        None, "--max-num-batched-tokens", min=1, help="vLLM (default: 8192 on ≥70 GiB GPUs but A100, else 2048)."
+    ),
+    no_hybrid: bool = typer.Option(
+        False, "--disable-hybrid-kv-cache-manager", help="vLLM: full-length KV for sliding-window layers too."
+    ),
     max_kv: str = typer.Option(None, "--max-kv", help="Budget: KV / state bytes (all GPUs)."),
     max_total: str = typer.Option(None, "--max-total", help="Budget: weights + KV + overhead bytes (all GPUs)."),
     min_ctx: str = typer.Option(None, "--min-ctx", help="Budget: the context per sequence that must fit."),
@@ -378,9 +384,31 @@ def fit(
             except ValueError:
                 raise typer.BadParameter(f"{params!r} is not a parameter count", param_hint="--params") from None
         if engine != "llama.cpp":
-            _fit_engine(described, engine, mem, label, n_ctx, parallel, weights, size(weight_bytes,
-                        "--weight-bytes"), size(overhead, "--overhead"), output, units.value, tp, pp,
-                        kv_cache_dtype, block_size, gpu_util, mem_fraction, free_fraction)  # fmt: skip
+            from kvplan.engine_fit import make_target, solve
+            from kvplan.layout.serving import EngineSettings
+            from kvplan.render.engine_report import engine_report
+
+            if cache_types not in (None, "auto"):
+                raise typer.BadParameter("the only value is auto", param_hint="--cache-types")
+            s = EngineSettings(engine=engine, cache_dtype=kv_cache_dtype, tp=tp, pp=pp, block_size=block_size,
+                               gpu_memory_utilization=gpu_util, mem_fraction_static=mem_fraction,
+                               free_gpu_memory_fraction=free_fraction, max_num_batched_tokens=batched_tokens,
+                               hybrid_kv_cache=not no_hybrid)  # fmt: skip
+            target = make_target(described, s, mem, label, weights, size(weight_bytes, "--weight-bytes"),
+                                 size(overhead, "--overhead"))  # fmt: skip
+            found = solve(target, n_ctx, parallel, cache_types == "auto")
+            _emit_report(engine_report(found, units.value), output, units.value)
+            if not found.fits:
+                raise typer.Exit(1)
+            # engines: what the sequences reserve per GPU (the pool itself fills whatever memory is left)
+            held = max(1, found.parallel) * found.capacity.request_bytes(found.ctx)
+            _enforce([("max_kv", size(max_kv, "--max-kv"), held),
+                      ("max_total", size(max_total, "--max-total"),
+                       held + target.weight_bytes_per_rank + target.overhead_bytes)])  # fmt: skip
+            need = _count(min_ctx, "--min-ctx")
+            if need is not None and found.ctx < need:
+                typer.echo(f"kvplan: budget failed: min_ctx {need} tokens per sequence; {found.ctx} fit", err=True)
+                raise typer.Exit(1)
             return
         w = solver.model_weights(described, weights, size(weight_bytes, "--weight-bytes"))
         over = size(overhead, "--overhead")
@@ -437,47 +465,6 @@ def fit(
         if need is not None and per_seq < need:
             typer.echo(f"kvplan: budget failed: min_ctx {need} tokens per sequence; {per_seq} fit", err=True)
             raise typer.Exit(1)
-
-
-def _fit_engine(described: Any, engine: str, mem: list[int], label: str, n_ctx: int | None, parallel: int | None,
-                weights: str | None, weight_bytes: int | None, overhead: int | None,
-                output: OutputFormat, units: str, tp: int, pp: int, dtype: str, block_size: int | None,
-                gpu_util: float, mem_fraction: float | None, free_fraction: float) -> None:  # fmt: skip
-    from kvplan.errors import BadInputError
-    from kvplan.layout.serving import EngineSettings, capacity
-    from kvplan.render.engine_report import engine_report
-    from kvplan.weights import estimate_bytes
-
-    if len(mem) != tp * pp:
-        raise BadInputError(f"{engine}: {len(mem)} GPU(s) given for --tp {tp} × --pp {pp} = {tp * pp}")
-    if len(set(mem)) != 1:
-        raise BadInputError(f"{engine}: every rank takes the smallest rank's capacity; give GPUs of one size")
-    if weight_bytes is not None:
-        total, basis = weight_bytes, "given (--weight-bytes)"
-    elif described.n_params:
-        total, basis = estimate_bytes(described.n_params, weights or "bf16")
-    else:
-        raise BadInputError(f"{described.source}: no parameter count; pass --params N or --weight-bytes SIZE")
-    per_rank = total // (tp * pp)
-    basis += f", split evenly over {tp * pp} GPU(s)" if tp * pp > 1 else ""
-    over = overhead if overhead is not None else 3 * (1 << 30)
-    over_basis = (
-        "given (--overhead)"
-        if overhead is not None
-        else (
-            "3.00 GiB estimate of profiled activations + CUDA graphs (the reference's worked example); "
-            "read the engine's startup log and pass --overhead"
-        )
-    )
-    s = EngineSettings(engine=engine, cache_dtype=dtype, tp=tp, pp=pp, block_size=block_size,
-                       gpu_memory_utilization=gpu_util, mem_fraction_static=mem_fraction,
-                       free_gpu_memory_fraction=free_fraction, max_model_len=n_ctx)  # fmt: skip
-    cap = capacity(described, s, mem[0], per_rank, over)
-    report, fits = engine_report(described, cap, len(mem), label, mem[0], per_rank, basis, over, over_basis,
-                                 n_ctx, parallel)  # fmt: skip
-    _emit_report(report, output, units)
-    if not fits:
-        raise typer.Exit(1)
 
 
 def format_size_iec(n: int) -> str:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 
+from kvplan.engine_fit import make_target, solve
 from kvplan.errors import RefusedConfigError
-from kvplan.layout.serving import EngineSettings, capacity, layout, sglang_mem_fraction
+from kvplan.layout.serving import (
+    EngineSettings,
+    capacity,
+    gpu_family,
+    layout,
+    sglang_mem_fraction,
+    vllm_batched_tokens,
+    vllm_stages,
+)
 from kvplan.sources import load_model
 
 GIB = 1 << 30
@@ -64,9 +76,146 @@ def test_deepseek_mla_in_a_40gib_budget(
 
 
 def test_unsupported_layouts_are_refused() -> None:
-    for name in ("gemma-3-27b", "qwen3-next-80b-a3b"):
-        with pytest.raises(RefusedConfigError, match="full-attention models"):
-            layout(load_model(name), EngineSettings())
+    for engine in ("vllm", "sglang", "trtllm"):
+        with pytest.raises(RefusedConfigError, match="state pages"):
+            layout(load_model("qwen3-next-80b-a3b"), EngineSettings(engine=engine))
+    with pytest.raises(RefusedConfigError, match="VSWA"):
+        layout(load_model("gemma-3-27b"), EngineSettings(engine="trtllm"))
+
+
+def test_vllm_pipeline_stages_follow_get_pp_indices() -> None:
+    assert vllm_stages(32, 4) == [8, 8, 8, 8]
+    assert vllm_stages(22, 4) == [5, 6, 6, 5]
+    assert vllm_stages(5, 3) == [2, 2, 1]
+    assert vllm_stages(61, 4) == [15, 15, 16, 15]
+    lay = layout(load_model("deepseek-v3"), EngineSettings(pp=4))
+    assert [len(st) for st in lay.stages] == [15, 15, 16, 15] and lay.layers_per_rank == 16
+    # V3.2: each MLA layer brings its indexer 'layer' onto the same stage
+    lay = layout(load_model("deepseek-v3.2-exp"), EngineSettings(pp=2))
+    assert [len(st) for st in lay.stages] == [62, 60]
+    assert lay.block_bytes == 64 * (576 * 2 + 132) * 31
+
+
+def _swa_model(n_full: int, n_swa: int, swa_head: int = 64, full_head: int = 64, window: int = 128):
+    """gpt-oss-like layers: the first n_swa sliding, then n_full full (8 KV heads)."""
+    m = load_model("gpt-oss-20b")
+    base = m.layers[0]
+    layers = tuple(
+        dataclasses.replace(base, index=i, swa=i < n_swa, head_k=swa_head if i < n_swa else full_head,
+                            head_v=swa_head if i < n_swa else full_head)
+        for i in range(n_full + n_swa)
+    )  # fmt: skip
+    return dataclasses.replace(m, layers=layers, n_layer_all=len(layers), n_swa=window)
+
+
+def test_vllm_hybrid_groups_gpt_oss_by_hand() -> None:
+    m = load_model("gpt-oss-20b")  # 12 sliding (W 128) + 12 full, 8 KV heads × 64, bf16
+    s = EngineSettings(max_num_batched_tokens=8192)
+    lay = layout(m, s)
+    page = 16 * 8 * (64 + 64) * 2  # 32,768 B per layer per block of 16
+    assert [(g.spec.kind, len(g.layers)) for g in lay.groups] == [("sliding_window", 12), ("full", 12)]
+    assert lay.block_bytes == 12 * page
+    assert lay.in_flight_tokens == 2 * 8192  # async scheduling keeps two batches in flight
+    # full: cdiv(131072, 16) = 8192; window: cdiv(min(127 + 16384, 131072), 16) + 1 = 1033
+    assert lay.request_blocks(131072) == 8192 + 1033
+    cap = capacity(m, dataclasses.replace(s, max_model_len=131072), T, 13 * GIB, X)
+    budget = math.ceil(T * 0.92) - 13 * GIB - X
+    assert cap.blocks == budget // (12 * page)
+    assert cap.concurrency == cap.blocks / 9225 and cap.tokens == int(cap.blocks / 9225 * 131072)
+    # short requests: the window never holds more than the request
+    assert lay.request_blocks(1000) == 63 + 64
+    off = layout(m, dataclasses.replace(s, hybrid_kv_cache=False))
+    assert len(off.groups) == 1 and off.block_bytes == 24 * page and off.request_blocks(131072) == 8192
+
+
+def test_vllm_grouping_rules() -> None:
+    # Gemma-3-27B: 52 sliding + 10 full -> group size 10: 6 sliding groups (9,9,9,9,8,8) + 1 full, 8 padding
+    lay = layout(load_model("gemma-3-27b"), EngineSettings(max_num_batched_tokens=2048))
+    assert sorted(len(g.layers) for g in lay.groups) == [8, 8, 9, 9, 9, 9, 10]
+    assert lay.block_bytes == 10 * 16 * 16 * 256 * 2
+    assert any("8 padding layer" in n for n in lay.notes)
+    # strided assignment: layers[k::6], so each group spans the whole depth (PP stages stay balanced)
+    swa_groups = [g for g in lay.groups if g.spec.kind == "sliding_window"]
+    assert swa_groups[0].layers[:2] == (0, 7)
+    # 12 sliding + 13 full: max < 1.5 × min, so the group size is 13 (one padding layer), not 12
+    lay = layout(_swa_model(13, 12), EngineSettings())
+    assert [len(g.layers) for g in lay.groups] == [12, 13] and lay.block_bytes == 13 * 16 * 8 * 128 * 2
+    # 8 sliding + 24 full: group size 8, three full groups
+    lay = layout(_swa_model(24, 8), EngineSettings())
+    assert [len(g.layers) for g in lay.groups] == [8, 8, 8, 8]
+
+
+def test_vllm_page_unification() -> None:
+    # full layers of head 128, sliding of head 64: the sliding pages are half, so their blocks hold 32 tokens
+    lay = layout(_swa_model(4, 4, swa_head=64, full_head=128), EngineSettings())
+    blocks = {g.spec.kind: g.spec.block_tokens for g in lay.groups}
+    assert blocks == {"sliding_window": 32, "full": 16}
+    assert {g.spec.page_bytes for g in lay.groups} == {16 * 8 * 256 * 2}
+    assert lay.block_tokens == 16 and any("page unification" in n for n in lay.notes)
+    with pytest.raises(RefusedConfigError, match="cannot be unified"):
+        layout(_swa_model(4, 4, swa_head=64, full_head=96), EngineSettings())
+
+
+def test_vllm_mla_block_size_by_gpu() -> None:
+    m = load_model("deepseek-v3")
+    assert [layout(m, EngineSettings(gpu_family=f)).block_tokens for f in ("hopper", "blackwell", "other")] == [
+        64, 128, 16]  # fmt: skip
+    assert layout(m, EngineSettings(gpu_family="blackwell", block_size=32)).block_tokens == 32
+    assert gpu_family("H100-80GBx8") == "hopper" and gpu_family("B200") == "blackwell" and gpu_family("L40S") == "other"
+    assert vllm_batched_tokens(80 * GIB, "H100-80GB") == 8192
+    assert vllm_batched_tokens(80 * GIB, "A100-80GB") == 2048 and vllm_batched_tokens(24 * GIB, "L4") == 2048
+
+
+def test_sglang_hybrid_swa_pools_by_hand() -> None:
+    m = load_model("gpt-oss-120b")  # 18 sliding + 18 full, 8 × (64 + 64) × 2 B = 2,048 B per layer
+    s = EngineSettings(engine="sglang", mem_fraction_static=0.85)
+    cap = capacity(m, s, T, 30 * GIB, 0)
+    pre = T - GIB // 2
+    budget = int((pre - 30 * GIB) - pre * (1 - 0.85))
+    cell = 18 * 2048 + 0.8 * 18 * 2048
+    assert cap.kv_budget_bytes == budget and cap.tokens == int(budget // cell)
+    assert cap.swa_tokens == int(cap.tokens * 0.8)
+    # a 100k request holds 100k full tokens but only its 128-token window in the SWA pool
+    assert cap.requests_that_fit(100_000) == cap.tokens // 100_000
+    # Gemma 3 is not a hybrid-SWA model in SGLang: every layer gets a full-length pool
+    g = layout(load_model("gemma-3-27b"), EngineSettings(engine="sglang"))
+    assert not g.swa_pool and all(sp.kind == "full" for sp in g.specs.values())
+    assert any("without hybrid SWA pools" in n for n in g.notes)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-32b", "deepseek-v3", "gpt-oss-20b", "gemma-3-12b"])
+def test_solver_answers_hold_at_the_boundary(engine: str, name: str) -> None:
+    model = load_model(name)
+    if engine == "trtllm" and name.startswith(("gpt-oss", "gemma")):
+        pytest.skip("TensorRT-LLM VSWA is refused")
+    mem = [80 * GIB] * 2
+    t = make_target(model, EngineSettings(engine=engine, tp=2), mem, "H100-80GBx2", None, 40 * GIB, None)
+    # max parallel at 32k: n fit, n + 1 do not
+    found = solve(t, 32768, None)
+    n = found.requests
+    assert n >= 1 and found.fits
+    cap = found.capacity
+    if engine == "vllm":
+        assert n * cap.layout.request_blocks(32768) <= cap.blocks - 1 < (n + 1) * cap.layout.request_blocks(32768)
+    else:
+        assert cap.requests_that_fit(32768) == n
+    # max context for 4 sequences: it fits, one more token does not (or it is the model's own limit)
+    found = solve(t, None, 4)
+    c = found.ctx
+    assert found.fits and found.capacity.requests_that_fit(c) >= 4
+    assert c == model.n_ctx_train or found.capacity.requests_that_fit(c + 1) < 4
+    # a check of the answer agrees
+    assert solve(t, c, 4).fits and (c == model.n_ctx_train or not solve(t, c + 1, 4).fits)
+
+
+def test_cache_types_auto_takes_the_least_lossy_dtype_that_fits() -> None:
+    m = load_model("llama-3.1-70b")
+    t = make_target(m, EngineSettings(tp=4), [80 * GIB] * 4, "H100-80GBx4", "bf16", None, None)
+    assert solve(t, 32768, 8, cache_types_auto=True).settings.cache_dtype == "auto"
+    need_fp8 = solve(t, 131072, 6, cache_types_auto=True)
+    assert not solve(t, 131072, 6).fits and need_fp8.fits and need_fp8.settings.cache_dtype == "fp8"
+    assert not solve(t, 131072, 64, cache_types_auto=True).fits
 
 
 def test_fit_with_an_engine_through_the_cli() -> None:
@@ -81,12 +230,21 @@ def test_fit_with_an_engine_through_the_cli() -> None:
                             "--ctx", "32k", "-o", "json"])  # fmt: skip
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
+    meta = doc
     # 8 KV heads / tp 4 = 2 per rank: 2 × 256 × 2 B × 80 layers
-    assert doc["bytes_per_token"] == 81920 and doc["fits"] and len(doc["rows"]) == 4
-    # the boundary: the reported concurrency is exactly blocks ÷ blocks per request
-    blocks = doc["rows"][0]["blocks"]
-    assert doc["answer"].startswith(f"vllm fits: {blocks // 2048} × 32,768-token")
+    assert meta["bytes_per_token"] == 81920 and meta["fits"] and len(doc["rows"]) == 4
+    # the boundary: the answer is exactly (blocks − null block) ÷ blocks per request
+    assert meta["sequences_that_fit"] == (meta["blocks"] - 1) // 2048 and meta["mode"] == "max-parallel"
+    assert doc["answer"].startswith(f"vllm max parallel that fits: {meta['sequences_that_fit']} × 32k sequences")
     r = runner.invoke(app, ["fit", "llama-3.1-70b", "--engine", "vllm", "--gpu", "H100-80GBx2", "--tp", "4"])
     assert r.exit_code == 3 and "2 GPU(s) given for --tp 4" in r.stderr
     r = runner.invoke(app, ["fit", "llama-3.1-70b", "--engine", "sglang", "--gpu", "L4", "--params", "70B"])
-    assert r.exit_code == 1 and "does NOT fit" in r.stdout
+    assert r.exit_code == 1 and "does NOT fit: not one token" in r.stdout and "no KV" in r.stdout
+    r = runner.invoke(app, ["fit", "gpt-oss-120b", "--engine", "vllm", "--gpu", "H100-80GB", "--weights", "mxfp4",
+                            "-np", "4", "--cache-types", "auto", "-o", "json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["mode"] == "cache-types" and doc["cache_dtype"] == "fp8" and doc["n_seq"] == 4
+    assert [g["kind"] for g in doc["groups"]] == ["sliding_window", "full"]
+    r = runner.invoke(app, ["fit", "qwen3-next-80b-a3b", "--engine", "vllm", "--gpu", "H100-80GB"])
+    assert r.exit_code == 4 and "state pages" in r.stderr
