@@ -343,7 +343,8 @@ def fit(
     output: OutputFormat = FORMAT_OPT,
     units: Units = UNITS_OPT,
 ) -> None:
-    """What fits on the GPUs with llama.cpp: the largest context, the most sequences or the cheapest cache type."""
+    """What fits on the GPUs (llama.cpp, or --engine vllm|sglang|trtllm): the largest context, the most sequences
+    or the cheapest cache type."""
     from kvplan.hardware import load_gpu_file, memory_label, parse_gpus, parse_size
 
     def size(value: str | None, name: str) -> int | None:

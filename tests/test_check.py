@@ -143,3 +143,39 @@ def test_unsupported_model_exits_4(tmp_path: Path) -> None:
     f.write_text("deployments:\n  - name: x\n    model: m.yaml\n")
     r = runner.invoke(app, ["check", str(f), "-o", "json"])
     assert r.exit_code == 4 and json.loads(r.stdout)["deployments"][0]["status"] == "error"
+
+
+def test_engine_deployments_use_the_engine_solver(tmp_path: Path) -> None:
+    """Engine budgets go through the same layout and solver as `fit --engine`, hybrids included."""
+    from kvplan.engine_fit import make_target, solve
+    from kvplan.layout.serving import EngineSettings
+    from kvplan.sources import load_model
+
+    f = tmp_path / "d.yaml"
+    f.write_text(
+        "deployments:\n"
+        "  - name: gemma\n    model: gemma-3-27b\n    engine: vllm\n    gpu: H100-80GB\n    ctx: 32k\n"
+        "    parallel: 2\n    max_num_batched_tokens: 4096\n"
+        "    budgets: {min_parallel: 2, min_ctx: 32k, headroom: 5%}\n"
+        "  - name: gemma-too-many\n    model: gemma-3-27b\n    engine: vllm\n    gpu: H100-80GB\n    ctx: 16k\n"
+        "    parallel: 64\n    disable_hybrid_kv_cache_manager: true\n"
+        "  - name: gemma-too-long\n    model: gemma-3-27b\n    engine: vllm\n    gpu: H100-80GB\n    ctx: 128k\n"
+        "    parallel: 64\n    disable_hybrid_kv_cache_manager: true\n"
+    )
+    deps = load_deployments(str(f))
+    ok, bad = evaluate(deps[0]), evaluate(deps[1])
+    assert ok.status == "pass", ok.findings
+    t = make_target(load_model("gemma-3-27b"), EngineSettings(max_num_batched_tokens=4096), [80 << 30], "H100-80GB",
+                    None, None, None)  # fmt: skip
+    found = solve(t, 32768, 2)
+    assert found.requests == 3 and ok.findings[0].actual == "3 × 32768-token sequences"
+    assert ok.summary["kv_bytes"] == 2 * found.capacity.request_bytes(32768)
+    assert bad.status == "fail" and bad.suggestion and bad.suggestion.startswith("max parallel that fits at ctx 16384")
+    n = int(bad.suggestion.rsplit(" ", 1)[1])
+    t_off = make_target(load_model("gemma-3-27b"), EngineSettings(hybrid_kv_cache=False), [80 << 30], "H100-80GB",
+                        None, None, None)  # fmt: skip
+    assert solve(t_off, 16384, n).fits and not solve(t_off, 16384, n + 1).fits
+    long = evaluate(deps[2])
+    assert long.suggestion and long.suggestion.startswith("max ctx that fits for 64 sequence(s):")
+    c = int(long.suggestion.split(": ")[1].split()[0])
+    assert solve(t_off, c, 64).fits and not solve(t_off, c + 1, 64).fits
