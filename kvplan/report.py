@@ -61,7 +61,8 @@ class Report:
 
 
 def render_markdown(report: Report, units: str = "iec") -> str:
-    lines = [f"**{report.caption}**", "", "| " + " | ".join(c.header for c in report.columns) + " |"]
+    head = [f"**{report.title}**", "", report.caption] if report.kind == "fit" else [f"**{report.caption}**"]
+    lines = [*head, "", "| " + " | ".join(c.header for c in report.columns) + " |"]
     lines.append("|" + "|".join("---:" if c.kind != "text" else "---" for c in report.columns) + "|")
     for row in report.rows:
         lines.append("| " + " | ".join(report.cell(row, c, units) for c in report.columns) + " |")

@@ -21,14 +21,22 @@ _PURE = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
          "q2_0")  # fmt: skip
 
 
+#: serving-engine checkpoint formats (quantized linear weights): fp8 / int8 with per-tensor or per-channel scales;
+#: NVFP4 = e2m1 + one fp8 scale per 16 values; AWQ / GPTQ int4 = 4 bits + an fp16 scale and a 4-bit zero per
+#: group of 128. Embeddings, norms and often the output head stay bf16, which the estimate leaves out.
+_ENGINE_FORMATS = {"fp8": 8.0, "int8": 8.0, "nvfp4": 4.5, "awq": 4 + 20 / 128, "gptq": 4 + 20 / 128}
+
+
 def bits_per_weight(name: str) -> float:
     key = name.strip().lower()
+    if key in _ENGINE_FORMATS:
+        return _ENGINE_FORMATS[key]
     if key in _MIX_GIB:
         return _MIX_GIB[key] * (1 << 30) * 8 / _LLAMA3_8B_PARAMS
     if key in _PURE:
         t = GGML_TYPES_BY_NAME[key]
         return t.block_bytes * 8 / t.block_elements
-    known = ", ".join(sorted([*_PURE, *_MIX_GIB]))
+    known = ", ".join(sorted([*_PURE, *_MIX_GIB, *_ENGINE_FORMATS]))
     raise BadInputError(f"unknown weight type {name!r}; known: {known}")
 
 

@@ -39,6 +39,9 @@ def test_layer_split_follows_llama_cpp() -> None:
 def test_bits_per_weight() -> None:
     assert bits_per_weight("q8_0") == 8.5 and bits_per_weight("bf16") == 16 and bits_per_weight("q4_0") == 4.5
     assert bits_per_weight("q4_k_m") == pytest.approx(4.9, abs=0.01)  # 4.58 GiB for Llama-3-8B's 8.03 B
+    # serving-engine checkpoints: NVFP4 e2m1 + fp8 scale / 16; AWQ int4 + fp16 scale + 4-bit zero / 128; MXFP4
+    assert bits_per_weight("nvfp4") == 4.5 and bits_per_weight("AWQ") == 4.15625 and bits_per_weight("fp8") == 8
+    assert bits_per_weight("mxfp4") == 4.25
 
 
 def _setup(name: str = "llama-3.1-8b"):
