@@ -83,6 +83,17 @@ def test_unsupported_layouts_are_refused() -> None:
         layout(load_model("gemma-3-27b"), EngineSettings(engine="trtllm"))
 
 
+def test_impossible_parallel_layouts_are_refused() -> None:
+    m = load_model("llama-3.1-8b")  # 32 heads, 8 KV heads, 32 layers
+    with pytest.raises(RefusedConfigError, match=r"heads \(32\) must be divisible by tensor parallel size \(3\)"):
+        layout(m, EngineSettings(tp=3))
+    with pytest.raises(RefusedConfigError, match="exceeds the 32 attention layers"):
+        layout(m, EngineSettings(pp=33))
+    layout(m, EngineSettings(tp=32))  # 8 KV heads replicated 4 times: allowed
+    q = load_model("qwen3-32b")  # 64 heads, 8 KV heads: tp 16 replicates each KV head twice
+    assert layout(q, EngineSettings(tp=16)).kv_heads_per_rank == 1
+
+
 def test_vllm_pipeline_stages_follow_get_pp_indices() -> None:
     assert vllm_stages(32, 4) == [8, 8, 8, 8]
     assert vllm_stages(22, 4) == [5, 6, 6, 5]

@@ -303,6 +303,15 @@ def layout(model: ModelDescription, s: EngineSettings) -> EngineLayout:
     trunk = _attention_layers(model, s.engine)
     if not trunk:
         raise RefusedConfigError(f"{s.engine}: {model.arch} has no attention layers with a KV cache")
+    if s.pp > len(trunk):
+        raise RefusedConfigError(f"{s.engine}: --pp {s.pp} exceeds the {len(trunk)} attention layers")
+    n_head, n_kv = trunk[0].n_head, trunk[0].n_head_kv
+    if n_head % s.tp:
+        raise RefusedConfigError(f"{s.engine}: total number of attention heads ({n_head}) must be divisible by "
+                                 f"tensor parallel size ({s.tp})")  # fmt: skip
+    if not model.mla and s.engine != "trtllm" and (n_kv % s.tp if n_kv >= s.tp else s.tp % n_kv):
+        raise RefusedConfigError(f"{s.engine}: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} "
+                                 "(one must divide the other)")  # fmt: skip
     block = _default_block(model, s)
     specs: dict[int, CacheSpec] = {}
     notes: list[str] = []
