@@ -284,7 +284,7 @@ def _evaluate_llama(dep: Deployment, suggest: bool = True) -> Result:
     if hw is not None:
         mem, label = hw
         weights = solver.model_weights(model, v.get("weights"), v.get("weight_bytes"))
-        overhead = v.get("overhead", solver.DEFAULT_OVERHEAD_BYTES)
+        overhead = v.get("overhead")
         splits = tuple(float(x) for x in str(v["tensor_split"]).split(",")) if "tensor_split" in v else None
         target = solver.Target(model, weights, tuple(mem), splits, overhead)
         placement = target.place(settings)

@@ -413,15 +413,6 @@ def fit(
             return
         w = solver.model_weights(described, weights, size(weight_bytes, "--weight-bytes"))
         over = size(overhead, "--overhead")
-        over_basis = (
-            f"{format_size_iec(over)} (given)"
-            if over is not None
-            else (
-                "1.00 GiB estimate: CUDA context + llama.cpp compute buffer; measure with llama-fit-params "
-                "--fit-print on and pass --overhead"
-            )
-        )
-        over = solver.DEFAULT_OVERHEAD_BYTES if over is None else over
         base = _settings(
             n_ctx or described.n_ctx_train,
             parallel or 1,
@@ -453,7 +444,7 @@ def fit(
                 f"{w.basis}); try fewer layers on the GPUs, a smaller weight type or more memory"
             )
             raise typer.Exit(1)
-        report = fit_report(placement, label, mode, w.basis, over_basis, units.value)
+        report = fit_report(placement, label, mode, w.basis, placement.overhead_basis, units.value)
         _emit_report(report, output, units.value)
         if not placement.fits:
             raise typer.Exit(1)

@@ -23,8 +23,10 @@ from kvplan.plan import MemoryPlan
 from kvplan.weights import Weights, estimated, from_blocks, spread
 
 GIB = 1 << 30
-#: per-GPU overhead when not given: CUDA context and llama.cpp's compute buffer (an estimate; llama.cpp's own
-#: `llama-fit-params --fit-print on` reports the compute buffer, e.g. 266 MiB for an 8B model at ubatch 512)
+MIB = 1 << 20
+#: per-GPU overhead when not given: CUDA context and the context-independent part of llama.cpp's compute buffer
+#: (an estimate; `llama-fit-params --fit-print on` reports the compute buffer, e.g. 266 MiB for an 8B model at
+#: ubatch 512), plus attention_scratch() below, which grows with the context
 DEFAULT_OVERHEAD_BYTES = 1 * GIB
 #: cache type pairs from least to most loss, for --cache-types auto
 CACHE_TYPE_LADDER = (("f16", "f16"), ("q8_0", "q8_0"), ("q8_0", "q5_1"), ("q8_0", "q4_0"), ("q5_1", "q5_1"),
@@ -54,6 +56,7 @@ class Placement:
     plan: MemoryPlan
     devices: tuple[Device, ...]
     host_weight_bytes: int  # the input layer, kept in host memory
+    overhead_basis: str = ""
 
     @property
     def fits(self) -> bool:
@@ -85,6 +88,36 @@ def layer_devices(n_layer_all: int, splits: Sequence[float]) -> list[int]:
     return [min(bisect.bisect_right(cumulative, il / n), len(splits) - 1) for il in range(n)]
 
 
+def attention_scratch(p: MemoryPlan) -> tuple[int, str]:
+    """The compute-buffer terms that grow with the context, per GPU: the KQ mask of one ubatch (f16 with flash
+    attention, f32 without) and, with flash attention off, the f32 KQ scores n_head × cells × n_ubatch × 4 B.
+    Checked against llama.cpp's own compute buffer (tests/fixtures/oracle/compute.json, CPU backend)."""
+    r = p.runtime.values
+    caches = [c.cells for c in p.caches if c.kind == "attention"]
+    if not caches:
+        return 0, ""
+    cells, mask_cells = max(caches), sum(caches)  # one mask per cache (full, SWA) lives through the graph
+    ubatch = int(r["n_ubatch"])
+    if r["flash_attn_effective"] == "on":
+        return mask_cells * ubatch * 2, f"KQ mask {mask_cells} cells × ubatch {ubatch} × 2 B"
+    heads = max((la.n_head for la in p.model.layers if not la.recurrent), default=0)
+    scores = (heads * cells + mask_cells) * ubatch * 4
+    return scores, (f"flash attention off: KQ scores n_head {heads} × {cells} cells + mask {mask_cells} cells, "
+                    f"× ubatch {ubatch} × 4 B")  # fmt: skip
+
+
+def default_overhead(p: MemoryPlan) -> tuple[int, str]:
+    """The per-GPU overhead estimate when none is given: 1 GiB base + the context-dependent attention scratch."""
+    scratch, why = attention_scratch(p)
+    basis = "1.00 GiB estimate (CUDA context + llama.cpp compute buffer)"
+    if scratch:
+        basis += f" + {scratch / MIB:,.0f} MiB {why}"
+    return (
+        DEFAULT_OVERHEAD_BYTES + scratch,
+        basis + "; measure with llama-fit-params --fit-print on and pass --overhead",
+    )
+
+
 @dataclass(frozen=True)
 class Target:
     """A model with its weights on some GPUs: what every placement and solver works on."""
@@ -93,7 +126,7 @@ class Target:
     weights: Weights
     memory: tuple[int, ...]
     splits: tuple[float, ...] | None = None  # --tensor-split proportions (default: by memory)
-    overhead: int = DEFAULT_OVERHEAD_BYTES  # per GPU
+    overhead: int | None = None  # per GPU; None: default_overhead() of each configuration
 
     def place(self, settings: LlamaCppSettings) -> Placement:
         """Weights, KV / state and overhead of every GPU for one configuration (raises if llama.cpp refuses)."""
@@ -108,13 +141,15 @@ class Target:
         for cache in p.caches:
             for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
                 kv[where[min(il, len(where) - 1)]] += b
+        if self.overhead is None:
+            overhead, basis = default_overhead(p)
+        else:
+            overhead, basis = self.overhead, f"{self.overhead / GIB:.2f} GiB (given)"
         devices = tuple(
-            Device(
-                i, memory[i], tuple(il for il in range(model.n_layer_all) if where[il] == i), w[i], kv[i], self.overhead
-            )
+            Device(i, memory[i], tuple(il for il in range(model.n_layer_all) if where[il] == i), w[i], kv[i], overhead)
             for i in range(len(memory))
         )
-        return Placement(p, devices, weights.input_bytes)
+        return Placement(p, devices, weights.input_bytes, basis)
 
     def fitting(self, settings: LlamaCppSettings) -> Placement | None:
         """The placement if llama.cpp accepts the settings and every GPU has room, else None."""

@@ -18,6 +18,7 @@ from kvplan.sources import load_model
 from kvplan.weights import bits_per_weight
 
 GIB = 1 << 30
+MIB = 1 << 20
 runner = CliRunner()
 
 
@@ -154,3 +155,47 @@ def test_gpu_labels() -> None:
 
     assert parse_gpus("2xRTX-4090")[1] == parse_gpus("RTX-4090x2")[1] == "2 × RTX-4090"
     assert parse_gpus("H200")[1] == "H200"
+
+
+def test_attention_scratch_tracks_llamacpps_compute_buffer() -> None:
+    """The context-dependent part of the overhead estimate against llama.cpp's own compute buffer (CPU backend,
+    recorded by scripts/record_compute.py): its growth from 4k to 32k cells, and the cost of flash attention
+    off. The estimate never falls short by more than 3 % + 8 MiB, and exceeds the measurement by at most 50 %
+    wherever the scores dominate (≥ 512 MiB; below that llama.cpp reuses other intermediates' memory and the
+    estimate stays on the safe side)."""
+    from pathlib import Path
+
+    root = Path(__file__).parent / "fixtures" / "oracle"
+    doc = json.loads((root / "compute.json").read_text())
+    measured = {(c["gguf"], *(c["params"][k] for k in ("n_ctx", "n_ubatch", "fa", "n_seq_max"))): c["compute_bytes"]
+                for c in doc["cases"]}  # fmt: skip
+    models: dict[str, object] = {}
+
+    def predicted(g: str, ctx: int, ub: int, fa: int, seqs: int) -> int:
+        m = models.setdefault(g, load_model(str(root / g)))
+        s = LlamaCppSettings(n_ctx=ctx, n_ubatch=ub, flash_attn="on" if fa else "off", n_seq=seqs)
+        return fit.attention_scratch(fit.plan(m, s))[0]  # type: ignore[arg-type]
+
+    checked = 0
+    for (g, ctx, ub, fa, seqs), value in measured.items():
+        pairs = []
+        if ctx == 32768:
+            pairs.append((value - measured[(g, 4096, ub, fa, seqs)],
+                          predicted(g, ctx, ub, fa, seqs) - predicted(g, 4096, ub, fa, seqs)))  # fmt: skip
+        if fa == 0:
+            pairs.append((value - measured[(g, ctx, ub, 1, seqs)],
+                          predicted(g, ctx, ub, 0, seqs) - predicted(g, ctx, ub, 1, seqs)))  # fmt: skip
+        for real, estimate in pairs:
+            assert estimate >= real * 0.97 - 8 * MIB, (g, ctx, ub, fa, seqs, real, estimate)
+            if real >= 512 * MIB:
+                assert estimate <= real * 1.5, (g, ctx, ub, fa, seqs, real, estimate)
+            checked += 1
+    assert checked == 144  # 72 growth pairs (the 32k cases) + 72 flash-attention-off pairs
+
+
+def test_default_overhead_grows_with_flash_attention_off() -> None:
+    m = load_model("llama-3.1-8b")
+    on = fit.default_overhead(fit.plan(m, LlamaCppSettings(n_ctx=32768, flash_attn="on")))
+    off = fit.default_overhead(fit.plan(m, LlamaCppSettings(n_ctx=32768, flash_attn="off")))
+    assert on[0] == GIB + 32768 * 512 * 2
+    assert off[0] == GIB + 33 * 32768 * 512 * 4 and "flash attention off" in off[1]
