@@ -297,3 +297,31 @@ def test_random_key_values_round_trip(tmp_path_factory, entries) -> None:
     for key, value in expected.items():
         got = kv[key]
         assert (list(got.values) if isinstance(value, list) else got) == value
+
+
+def test_hparams_keys_are_type_strict_like_llamacpp(tmp_path: Path) -> None:
+    """llama.cpp's get_key checks the stored type: 'key llama.block_count has wrong type i32 but expected type
+    u32' (checked with the oracle's harness); a YAML spec of the same number has no GGUF type and is fine."""
+    from typer.testing import CliRunner
+
+    from kvplan.cli import app
+
+    def write(path: Path, add) -> Path:
+        w = gguf.GGUFWriter(str(path), "llama")
+        add(w, "llama.block_count", 2)
+        w.add_context_length(4096)
+        w.add_embedding_length(64)
+        w.add_head_count(4)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        return path
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["estimate", str(write(tmp_path / "u32.gguf", gguf.GGUFWriter.add_uint32)), "-c", "512"])
+    assert ok.exit_code == 0, ok.output
+    bad = runner.invoke(app, ["estimate", str(write(tmp_path / "i32.gguf", gguf.GGUFWriter.add_int32)), "-c", "512"])
+    assert bad.exit_code == 3
+    assert "key llama.block_count has wrong type i32 but expected type u32" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

@@ -62,6 +62,7 @@ def load_gguf_model(path: str) -> ModelDescription:
         weight_bytes=weight_bytes,
         n_params=n_params,
         tensor_names=frozenset(t.name for t in tensors),
+        kv_types=meta.kv_types,
     )
     if tensors:
         model.extra["weight_blocks"] = weight_blocks(tensors)

@@ -13,7 +13,7 @@ from typing import Any
 from kvplan import archs
 from kvplan.errors import HParamsError, UnknownArchitectureError
 from kvplan.model import Layer, ModelDescription, SwaType
-from kvplan.sources.gguf_reader import ArrayValue
+from kvplan.sources.gguf_reader import T_U32, VALUE_TYPE_NAMES, ArrayValue
 from kvplan.sources.state_hparams import load_state_hparams
 
 LLAMA_MAX_LAYERS = 512
@@ -22,10 +22,13 @@ LLAMA_MAX_LAYERS = 512
 class _Keys:
     """Typed access to ``{arch}.*`` keys with llama.cpp's get_key / get_key_or_arr semantics."""
 
-    def __init__(self, kv: Mapping[str, Any], arch: str, source: str) -> None:
+    def __init__(
+        self, kv: Mapping[str, Any], arch: str, source: str, kv_types: Mapping[str, int] | None = None
+    ) -> None:
         self.kv = kv
         self.arch = arch
         self.source = source
+        self.kv_types = kv_types or {}  # GGUF value types (GGUF files only; specs and config.json have none)
 
     def full(self, key: str) -> str:
         return key.replace("{arch}", self.arch) if "{arch}" in key else f"{self.arch}.{key}"
@@ -51,6 +54,10 @@ class _Keys:
         value = self.scalar(key, None, required)
         if value is None:
             return default  # type: ignore[return-value]
+        gguf_type = self.kv_types.get(self.full(key), T_U32)
+        if gguf_type != T_U32:  # llama.cpp's get_key reads these into uint32_t and checks the stored type
+            raise HParamsError(f"{self.source}: key {self.full(key)} has wrong type {VALUE_TYPE_NAMES[gguf_type]} "
+                               "but expected type u32 (llama.cpp refuses to load it)")  # fmt: skip
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._fail(key, f"expected an unsigned integer, found {value!r}")
         if value < 0 or value > 0xFFFFFFFF:
@@ -157,6 +164,7 @@ def describe(
     weight_bytes: int | None = None,
     n_params: int | None = None,
     tensor_names: frozenset[str] | None = None,
+    kv_types: Mapping[str, int] | None = None,
 ) -> ModelDescription:
     """Build the normalised model description from GGUF-style metadata."""
     arch = kv.get("general.architecture")
@@ -167,7 +175,7 @@ def describe(
             f"{source}: architecture {arch!r} is not one llama.cpp knows; describe it with a YAML spec "
             "using a known architecture (see `kvplan models` and the README)"
         )
-    keys = _Keys(kv, arch, source)
+    keys = _Keys(kv, arch, source, kv_types)
     memory = archs.memory_kind(arch, dict(kv))
     model_name = name or kv.get("general.name") or arch
     if not isinstance(model_name, str):
