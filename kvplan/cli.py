@@ -386,11 +386,21 @@ def fit(
                 raise typer.BadParameter(f"{params!r} is not a parameter count", param_hint="--params") from None
         if engine != "llama.cpp":
             from kvplan.engine_fit import make_target, solve
-            from kvplan.layout.serving import EngineSettings
+            from kvplan.layout.serving import CACHE_DTYPE_BYTES, ENGINES, EngineSettings
             from kvplan.render.engine_report import engine_report
 
+            if engine not in ENGINES:
+                raise typer.BadParameter(f"expected llama.cpp, {', '.join(ENGINES)}", param_hint="--engine")
             if cache_types not in (None, "auto"):
                 raise typer.BadParameter("the only value is auto", param_hint="--cache-types")
+            if kv_cache_dtype.lower() not in CACHE_DTYPE_BYTES:
+                raise typer.BadParameter(
+                    f"expected one of {', '.join(CACHE_DTYPE_BYTES)}", param_hint="--kv-cache-dtype"
+                )
+            for value, name in ((gpu_util, "--gpu-memory-utilization"), (mem_fraction, "--mem-fraction-static"),
+                                (free_fraction, "--free-gpu-memory-fraction")):  # fmt: skip
+                if value is not None and not 0 < value <= 1:
+                    raise typer.BadParameter(f"expected a fraction in (0, 1], not {value}", param_hint=name)
             s = EngineSettings(engine=engine, cache_dtype=kv_cache_dtype, tp=tp, pp=pp, block_size=block_size,
                                gpu_memory_utilization=gpu_util, mem_fraction_static=mem_fraction,
                                free_gpu_memory_fraction=free_fraction, max_num_batched_tokens=batched_tokens,
@@ -516,12 +526,27 @@ def models(output: OutputFormat = FORMAT_OPT) -> None:
 
 
 def main() -> None:
-    """Console-script entry point: Click's usage errors keep exit code 2; ours map in handle_errors."""
+    """Console-script entry point. Our errors map in handle_errors; Click's usage errors (Click is vendored by
+    newer Typer, a dependency of older ones, so they are recognised by shape) become one line
+    ``kvplan: usage error: ...`` with exit code 2."""
     try:
-        app(standalone_mode=True)
+        code = app(standalone_mode=False)
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
-        sys.exit(code)
+        sys.exit(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE))
+    except Exception as exc:
+        if type(exc).__name__ == "Abort":
+            typer.echo("kvplan: aborted", err=True)
+            sys.exit(130)
+        if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
+            raise
+        message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+        if message:  # empty: no arguments at all, and the help has been printed
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            label = "usage error" if exc.exit_code == EXIT_USAGE else "error"  # type: ignore[attr-defined]
+            typer.echo(f"kvplan: {label}: {message}{where}", err=True)
+        sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

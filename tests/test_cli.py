@@ -142,6 +142,18 @@ def test_python_dash_m_runs_the_cli() -> None:
     assert json.loads(out.stdout)["memory"]["total_bytes"] == 536870912
     bad = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "nope"], capture_output=True, text=True)
     assert bad.returncode == 3 and bad.stderr.startswith("kvplan: error: nope:") and "Traceback" not in bad.stderr
+    # usage errors from the console entry point: one line, exit 2, naming the option
+    for argv, expect in (
+        (["estimate", "llama-3.1-8b", "-c", "lots"], "kvplan: usage error: Invalid value for --ctx: 'lots'"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "--bogus"], "kvplan: usage error: No such option: --bogus"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "--engine", "vllm", "--gpu-memory-utilization", "2"],
+         "kvplan: usage error: Invalid value for --gpu-memory-utilization"),
+        (["nosuchcmd"], "kvplan: usage error: No such command 'nosuchcmd'"),
+    ):  # fmt: skip
+        r = subprocess.run([sys.executable, "-m", "kvplan", *argv], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.startswith(expect) and len(r.stderr.splitlines()) == 1, r.stderr
+    r = subprocess.run([sys.executable, "-m", "kvplan"], capture_output=True, text=True)
+    assert "Usage" in r.stdout and r.stderr == ""
 
 
 def test_mtp_draft_and_rollback_snapshots_in_json() -> None:
