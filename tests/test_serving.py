@@ -87,7 +87,7 @@ def test_impossible_parallel_layouts_are_refused() -> None:
     m = load_model("llama-3.1-8b")  # 32 heads, 8 KV heads, 32 layers
     with pytest.raises(RefusedConfigError, match=r"heads \(32\) must be divisible by tensor parallel size \(3\)"):
         layout(m, EngineSettings(tp=3))
-    with pytest.raises(RefusedConfigError, match="exceeds the 32 attention layers"):
+    with pytest.raises(RefusedConfigError, match="exceeds the 32 layers"):
         layout(m, EngineSettings(pp=33))
     layout(m, EngineSettings(tp=32))  # 8 KV heads replicated 4 times: allowed
     q = load_model("qwen3-32b")  # 64 heads, 8 KV heads: tp 16 replicates each KV head twice
@@ -105,6 +105,12 @@ def test_vllm_pipeline_stages_follow_get_pp_indices() -> None:
     lay = layout(load_model("deepseek-v3.2-exp"), EngineSettings(pp=2))
     assert [len(st) for st in lay.stages] == [62, 60]
     assert lay.block_bytes == 64 * (576 * 2 + 132) * 31
+    # Gemma 3n: 35 layers split 9/9/9/8; the last stage's layers all reuse earlier KV and hold no blocks
+    m = load_model("gemma-3n-e4b")
+    lay = layout(m, EngineSettings(pp=4))
+    assert lay.stage_ranges == ((0, 8), (9, 17), (18, 26), (27, 34)) and lay.stages[3] == ()
+    cap = capacity(m, EngineSettings(pp=4, max_model_len=32768), 24 * GIB, 4 * GIB, X)
+    assert cap.kv_bytes(3) == 0 and cap.blocks == min(cap.stage_blocks) and len(cap.stage_blocks) == 3
 
 
 def _swa_model(n_full: int, n_swa: int, swa_head: int = 64, full_head: int = 64, window: int = 128):

@@ -109,6 +109,7 @@ class EngineLayout:
     in_flight_tokens: int = 0  # vLLM: tokens one request may have scheduled beyond its window
     swa_pool: bool = False  # SGLang: separate full and SWA token pools
     notes: tuple[str, ...] = field(default=())
+    stage_ranges: tuple[tuple[int, int], ...] = ()  # first and last layer of each stage, caches or not
 
     @property
     def block_tokens(self) -> int:
@@ -303,8 +304,9 @@ def layout(model: ModelDescription, s: EngineSettings) -> EngineLayout:
     trunk = _attention_layers(model, s.engine)
     if not trunk:
         raise RefusedConfigError(f"{s.engine}: {model.arch} has no attention layers with a KV cache")
-    if s.pp > len(trunk):
-        raise RefusedConfigError(f"{s.engine}: --pp {s.pp} exceeds the {len(trunk)} attention layers")
+    n_hidden = model.n_layer  # vLLM splits num_hidden_layers over the stages, layers with no cache included
+    if s.pp > n_hidden:
+        raise RefusedConfigError(f"{s.engine}: --pp {s.pp} exceeds the {n_hidden} layers")
     n_head, n_kv = trunk[0].n_head, trunk[0].n_head_kv
     if n_head % s.tp:
         raise RefusedConfigError(f"{s.engine}: total number of attention heads ({n_head}) must be divisible by "
@@ -337,12 +339,12 @@ def layout(model: ModelDescription, s: EngineSettings) -> EngineLayout:
         h = trunk[0].n_head_kv
         heads = cdiv(h, s.tp) if s.engine == "trtllm" else max(1, h // s.tp)
         replicated = s.tp > h
-        swa_pool = s.engine == "sglang" and model.arch in SGLANG_HYBRID_SWA_ARCHS
+        sglang_swa = s.engine == "sglang" and model.arch in SGLANG_HYBRID_SWA_ARCHS
         for la in trunk:
             per_rank = cdiv(la.n_head_kv, s.tp) if s.engine == "trtllm" else max(1, la.n_head_kv // s.tp)
             token_bytes = per_rank * (la.head_k + la.head_v) * elem
             kind, window = "full", 0
-            if la.swa and ((s.engine == "vllm" and s.hybrid_kv_cache) or swa_pool):
+            if la.swa and ((s.engine == "vllm" and s.hybrid_kv_cache) or sglang_swa):
                 kind = "chunked_local" if model.swa_type == SwaType.CHUNKED else "sliding_window"
                 window = model.n_swa
             specs[la.index] = CacheSpec(kind, token_bytes, block, window)
@@ -358,12 +360,12 @@ def layout(model: ModelDescription, s: EngineSettings) -> EngineLayout:
     indexer_specs = {}
     if dsa and s.engine == "vllm":  # its own 'attention layer' per MLA layer, same full-attention group
         indexer_specs = {-1 - la.index: CacheSpec("indexer", DSA_INDEXER_BYTES, block) for la in trunk}
-    order = [la.index for la in trunk]
-    parts = vllm_stages(len(order), s.pp)
-    stages, start = [], 0
+    parts = vllm_stages(n_hidden, s.pp)
+    stages, ranges, start = [], [], 0
     for n in parts:
-        own = order[start : start + n]
+        own = [i for i in range(start, start + n) if i in specs]
         stages.append(tuple(own + [-1 - i for i in own if indexer_specs]))
+        ranges.append((start, start + n - 1))
         start += n
     specs = {**specs, **indexer_specs}
     if s.engine == "vllm":
@@ -376,7 +378,8 @@ def layout(model: ModelDescription, s: EngineSettings) -> EngineLayout:
         in_flight = max(2, s.pp) * (s.max_num_batched_tokens or 2048)
     swa_pool = any(not v.full_type for v in specs.values()) and s.engine == "sglang"
     return EngineLayout(s.engine, specs, groups, uniform, tuple(stages), heads, replicated,
-                        f"{basis} per layer × {max(parts)} layers", in_flight, swa_pool, tuple(notes))  # fmt: skip
+                        f"{basis} per layer × {max(parts)} layers", in_flight, swa_pool, tuple(notes),
+                        tuple(ranges))  # fmt: skip
 
 
 def sglang_mem_fraction(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = False) -> float:
@@ -429,7 +432,9 @@ def capacity(
     M = s.max_model_len or model.n_ctx_train
     if s.engine == "vllm":
         budget = math.ceil(gpu_bytes * s.gpu_memory_utilization) - weight_bytes_per_rank - overhead_bytes
-        stage_blocks = tuple(max(0, budget) // lay.stage_block_bytes(i) for i in range(len(lay.stages)))
+        # a stage whose layers all reuse another layer's KV (Gemma 3n's last layers) holds no blocks
+        stage_blocks = tuple(max(0, budget) // lay.stage_block_bytes(i) for i in range(len(lay.stages))
+                             if lay.stage_block_bytes(i))  # fmt: skip
         blocks = min(stage_blocks)
         conc = blocks / lay.request_blocks(M)
         tokens = int(conc * M)

@@ -40,13 +40,13 @@ def engine_report(f: EngineFit, units: str) -> Report:
     overhead = t.overhead_bytes if s.engine != "sglang" else None
     for rank in range(t.n_gpus):
         stage = rank // s.tp
-        own = [i for i in lay.stages[stage] if i >= 0]
+        first, last = lay.stage_ranges[stage]
         kv = cap.kv_bytes(stage)
         rows.append(
             {
                 "device": f"GPU{rank}",
                 "memory_bytes": t.gpu_bytes,
-                "layers": f"{own[0]}–{own[-1]}" if own else "-",
+                "layers": f"{first}–{last}",
                 "weight_bytes": t.weight_bytes_per_rank,
                 "overhead_bytes": overhead,
                 "kv_bytes": kv,
