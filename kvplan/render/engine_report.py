@@ -95,8 +95,10 @@ def engine_report(f: EngineFit, units: str) -> Report:
                         " × concurrent batches) + 1 block" if lay.in_flight_tokens else ""))  # fmt: skip
     notes += list(lay.notes)
     waste = lay.block_tokens - 1
+    waste_bytes = waste * lay.bytes_per_token
     notes.append(
-        f"paging: up to {waste} tokens per sequence lost in the last partially filled {unit}"
+        f"paging: up to {waste} tokens ({format_size(waste_bytes, units)}) per sequence lost in the last partially "
+        f"filled {unit}"
         + (f" (about {lay.block_tokens // 2} on average)" if waste else "")
         + ("; one null block is reserved" if s.engine == "vllm" else "")
     )
