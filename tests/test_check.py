@@ -62,7 +62,7 @@ def test_reports_are_deterministic_and_well_formed(tmp_path: Path) -> None:
     b = runner.invoke(app, ["check", str(f), "-o", "json"])
     assert a.stdout == b.stdout
     doc = json.loads(a.stdout)
-    assert doc["schema_version"] == 1 and doc["exit_code"] == 0 and len(doc["deployments"]) == 4
+    assert doc["schema_version"] == 1 and doc["exit_code"] == 0 and len(doc["deployments"]) == 5
     root = ET.parse(junit).getroot()
     suite = root.find("testsuite")
     assert root.tag == "testsuites" and suite is not None
@@ -95,7 +95,7 @@ def test_unreadable_model_fails_only_its_deployment(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     status = {d["name"]: d["status"] for d in doc["deployments"]}
     assert status == {"chat-8b-llamacpp": "pass", "gemma-27b-two-gpus": "pass", "custom-spec": "error",
-                      "llama-70b-vllm-tp4": "pass"}  # fmt: skip
+                      "llama-70b-vllm-tp4": "pass", "gpt-oss-120b-vllm": "pass"}  # fmt: skip
     assert "custom-spec" in r.stderr and "missing.gguf" in r.stderr
 
 
