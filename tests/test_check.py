@@ -67,7 +67,7 @@ def test_reports_are_deterministic_and_well_formed(tmp_path: Path) -> None:
     suite = root.find("testsuite")
     assert root.tag == "testsuites" and suite is not None
     cases = suite.findall("testcase")
-    assert int(suite.get("tests")) == len(cases) == 11 and suite.get("failures") == "0"
+    assert int(suite.get("tests")) == len(cases) == 13 and suite.get("failures") == "0"
     assert all(c.get("classname") and c.get("name") for c in cases)
     md = runner.invoke(app, ["check", str(EXAMPLES / "deployments.yaml"), "-o", "markdown"]).stdout
     golden = GOLDEN / "check-deployments.md"
