@@ -1,7 +1,9 @@
 """GPUs and sizes: the built-in GPU table (extensible by YAML) and parsing of ``24GiB`` / ``H100-80GBx4``.
 
-Memory sizes are the vendors' nominal capacities in GiB (an "80GB" H100 has 80 GiB of HBM); the memory a
-process can use is a little less (the CUDA context, the driver). Pass ``--memory`` for measured figures.
+Where a source gives it, a preset is the total memory the driver reports (NVML / nvidia-smi, in MiB): an "80GB"
+H100 shows 81,559 MiB (79.65 GiB). The others are the vendors' nominal capacities. CUDA itself reports a little
+less again (vLLM logs ``total_gpu_memory (79.11–79.33GiB)`` on 80 GB parts, depending on the driver); pass
+``--memory`` with your own figure for exact budgets.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from kvplan.errors import BadInputError
 
 GIB = 1 << 30
 
-#: name → nominal memory in GiB
+#: name → memory in GiB: the reported total where sourced (REPORTED_MIB), else the nominal size
 GPUS: dict[str, float] = {
     "T4": 16, "V100-16GB": 16, "V100-32GB": 32, "A10": 24, "A10G": 24, "L4": 24, "L40": 48, "L40S": 48,
     "A40": 48, "RTX-3090": 24, "RTX-4090": 24, "RTX-5090": 32, "RTX-A6000": 48, "RTX-6000-ADA": 48,
@@ -20,6 +22,14 @@ GPUS: dict[str, float] = {
     "GH200": 96, "B200": 180, "B300": 288, "MI210": 64, "MI250X": 128, "MI300X": 192, "MI325X": 256,
     "MI355X": 288,
 }  # fmt: skip
+#: totals as NVML / nvidia-smi report them, MiB. Sources: Modal, "Why does an NVIDIA H100 80GB card offer
+#: 85.52 GB?" (thundergolfer.com/blog/nvidia-gpu-memory-capacity) for H200 … T4; vLLM issues #7553 / #7768
+#: (nvidia-smi "24564MiB") for the RTX 4090.
+REPORTED_MIB: dict[str, int] = {
+    "H200": 143771, "H100-80GB": 81559, "A100-80GB": 81920, "A100-40GB": 40960, "A10": 23028, "L40S": 46068,
+    "L4": 23034, "T4": 15360, "RTX-4090": 24564,
+}  # fmt: skip
+GPUS.update({name: mib / 1024 for name, mib in REPORTED_MIB.items()})
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
 

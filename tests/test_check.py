@@ -148,6 +148,7 @@ def test_unsupported_model_exits_4(tmp_path: Path) -> None:
 def test_engine_deployments_use_the_engine_solver(tmp_path: Path) -> None:
     """Engine budgets go through the same layout and solver as `fit --engine`, hybrids included."""
     from kvplan.engine_fit import make_target, solve
+    from kvplan.hardware import gpu_memory
     from kvplan.layout.serving import EngineSettings
     from kvplan.sources import load_model
 
@@ -165,14 +166,15 @@ def test_engine_deployments_use_the_engine_solver(tmp_path: Path) -> None:
     deps = load_deployments(str(f))
     ok, bad = evaluate(deps[0]), evaluate(deps[1])
     assert ok.status == "pass", ok.findings
-    t = make_target(load_model("gemma-3-27b"), EngineSettings(max_num_batched_tokens=4096), [80 << 30], "H100-80GB",
+    h100 = gpu_memory("H100-80GB")
+    t = make_target(load_model("gemma-3-27b"), EngineSettings(max_num_batched_tokens=4096), h100, "H100-80GB",
                     None, None, None)  # fmt: skip
     found = solve(t, 32768, 2)
-    assert found.requests == 3 and ok.findings[0].actual == "3 × 32768-token sequences"
+    assert found.requests == 2 and ok.findings[0].actual == "2 × 32768-token sequences"
     assert ok.summary["kv_bytes"] == 2 * found.capacity.request_bytes(32768)
     assert bad.status == "fail" and bad.suggestion and bad.suggestion.startswith("max parallel that fits at ctx 16384")
     n = int(bad.suggestion.rsplit(" ", 1)[1])
-    t_off = make_target(load_model("gemma-3-27b"), EngineSettings(hybrid_kv_cache=False), [80 << 30], "H100-80GB",
+    t_off = make_target(load_model("gemma-3-27b"), EngineSettings(hybrid_kv_cache=False), h100, "H100-80GB",
                         None, None, None)  # fmt: skip
     assert solve(t_off, 16384, n).fits and not solve(t_off, 16384, n + 1).fits
     long = evaluate(deps[2])

@@ -25,7 +25,10 @@ runner = CliRunner()
 def test_sizes_and_gpus() -> None:
     assert parse_size("24GiB") == parse_size("24G") == 24 * GIB
     assert parse_size("80GB") == 80 * 10**9 and parse_size("512MiB") == 512 << 20 and parse_size("1000") == 1000
-    assert gpu_memory("H100-80GBx4") == [80 * GIB] * 4 == gpu_memory("4xH100-80GB")
+    # presets are the totals nvidia-smi reports where sourced (81,559 MiB for an "80GB" H100), else nominal
+    assert gpu_memory("H100-80GBx4") == [81559 << 20] * 4 == gpu_memory("4xH100-80GB")
+    assert gpu_memory("A100-80GB") == [80 * GIB] and gpu_memory("L4") == [23034 << 20]
+    assert gpu_memory("B200") == [180 * GIB]  # nominal: no sourced reported total
     with pytest.raises(ValueError):
         parse_size("lots")
 
