@@ -185,3 +185,8 @@ def pipeline_stages(n_layers: int, pp: int) -> list[int]:
 def uniform_groups(specs: dict[int, CacheSpec]) -> tuple[tuple[KVGroup, ...], bool, list[str]]:
     """One pool for every layer (SGLang, TensorRT-LLM): pages add up per token."""
     return (KVGroup(next(iter(specs.values())), tuple(specs)),), True, []
+
+
+def no_in_flight(s: EngineSettings, groups: tuple[KVGroup, ...]) -> int:
+    """Engines whose pools do not reserve scheduled-but-unsettled tokens per request."""
+    return 0

@@ -11,12 +11,11 @@ from kvplan.layout.paged import (
     FP8_DS_MLA_BYTES,
     GIB,
     MIB,
-    CacheSpec,
     Capacity,
     EngineLayout,
     EngineSettings,
-    KVGroup,
     cdiv,
+    no_in_flight,
     uniform_groups,
 )
 from kvplan.model import MemoryKind, ModelDescription
@@ -78,12 +77,8 @@ def windowed(model: ModelDescription, s: EngineSettings) -> bool:
     return model.arch in HYBRID_SWA_ARCHS
 
 
-def group(specs: dict[int, CacheSpec]) -> tuple[tuple[KVGroup, ...], bool, list[str]]:
-    return uniform_groups(specs)
-
-
-def in_flight_tokens(s: EngineSettings, groups: tuple[KVGroup, ...]) -> int:
-    return 0
+group = uniform_groups  # one pool: every layer's pages add up per token
+in_flight_tokens = no_in_flight
 
 
 def capacity(model: ModelDescription, s: EngineSettings, lay: EngineLayout, gpu_bytes: int, weight_bytes: int,

@@ -9,12 +9,11 @@ from __future__ import annotations
 from kvplan.errors import RefusedConfigError
 from kvplan.layout.paged import (
     DSA_INDEXER_BYTES,
-    CacheSpec,
     Capacity,
     EngineLayout,
     EngineSettings,
-    KVGroup,
     cdiv,
+    no_in_flight,
     uniform_groups,
 )
 from kvplan.model import ModelDescription, SwaType
@@ -49,12 +48,8 @@ def windowed(model: ModelDescription, s: EngineSettings) -> bool:
     return False
 
 
-def group(specs: dict[int, CacheSpec]) -> tuple[tuple[KVGroup, ...], bool, list[str]]:
-    return uniform_groups(specs)
-
-
-def in_flight_tokens(s: EngineSettings, groups: tuple[KVGroup, ...]) -> int:
-    return 0
+group = uniform_groups  # one pool: every layer's pages add up per token
+in_flight_tokens = no_in_flight
 
 
 def capacity(model: ModelDescription, s: EngineSettings, lay: EngineLayout, gpu_bytes: int, weight_bytes: int,
