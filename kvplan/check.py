@@ -388,7 +388,7 @@ def _evaluate_engine(dep: Deployment) -> Result:
     target = make_target(model, s, mem, label, v.get("weights"), v.get("weight_bytes"), v.get("overhead"))
     found = solve(target, ctx, parallel)
     cap = found.capacity
-    kv_bytes = parallel * cap.request_bytes(ctx)  # what the deployment's sequences reserve, per GPU
+    kv_bytes = found.reserved_bytes  # what the deployment's sequences reserve, per GPU
     fits_requests = found.requests
     result = Result(dep.name, "pass", summary={"kv_bytes": kv_bytes, "ctx": ctx, "parallel": parallel,
                                                "kv_tokens_per_gpu": cap.tokens, "gpus": label})  # fmt: skip

@@ -411,8 +411,7 @@ def fit(
             _emit_report(engine_report(found, units.value), output, units.value)
             if not found.fits:
                 raise typer.Exit(1)
-            # engines: what the sequences reserve per GPU (the pool itself fills whatever memory is left)
-            held = max(1, found.parallel) * found.capacity.request_bytes(found.ctx)
+            held = found.reserved_bytes
             _enforce([("max_kv", size(max_kv, "--max-kv"), held),
                       ("max_total", size(max_total, "--max-total"),
                        held + target.weight_bytes_per_rank + target.overhead_bytes)])  # fmt: skip

@@ -62,6 +62,11 @@ class EngineFit:
     def fits(self) -> bool:
         return self.ctx > 0 and self.requests >= max(1, self.parallel)
 
+    @property
+    def reserved_bytes(self) -> int:
+        """KV the sequences reserve on the busiest GPU (the pool itself fills whatever memory is left)."""
+        return max(1, self.parallel) * self.capacity.request_bytes(self.ctx)
+
 
 def make_target(model: ModelDescription, settings: EngineSettings, memory: list[int], gpu_label: str,
                 weight_type: str | None, weight_bytes: int | None, overhead: int | None) -> EngineTarget:  # fmt: skip
@@ -81,8 +86,8 @@ def make_target(model: ModelDescription, settings: EngineSettings, memory: list[
         basis += f", split evenly over {s.tp * s.pp} GPUs"
     if overhead is None:
         over, over_basis = DEFAULT_ENGINE_OVERHEAD_BYTES, (
-            "3.00 GiB estimate of profiled activations + CUDA graphs (the reference's worked example); read the "
-            "engine's startup log and pass --overhead")  # fmt: skip
+            f"{DEFAULT_ENGINE_OVERHEAD_BYTES / GIB:.2f} GiB estimate of profiled activations + CUDA graphs (the "
+            "reference's worked example); read the engine's startup log and pass --overhead")  # fmt: skip
     else:
         over, over_basis = overhead, "given (--overhead)"
     if s.engine == "vllm" and s.max_num_batched_tokens is None:

@@ -109,7 +109,7 @@ def attention_scratch(p: MemoryPlan) -> tuple[int, str]:
 def default_overhead(p: MemoryPlan) -> tuple[int, str]:
     """The per-GPU overhead estimate when none is given: 1 GiB base + the context-dependent attention scratch."""
     scratch, why = attention_scratch(p)
-    basis = "1.00 GiB estimate (CUDA context + llama.cpp compute buffer)"
+    basis = f"{DEFAULT_OVERHEAD_BYTES / GIB:.2f} GiB estimate (CUDA context + llama.cpp compute buffer)"
     if scratch:
         basis += f" + {scratch / MIB:,.0f} MiB {why}"
     return (

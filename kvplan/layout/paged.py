@@ -94,9 +94,18 @@ class EngineLayout:
     replicated: bool  # the KV heads (or the MLA latent) are copied on every TP rank
     basis: str
     in_flight_tokens: int = 0  # vLLM: tokens one request may have scheduled beyond its window
-    swa_pool: bool = False  # SGLang: separate full and SWA token pools
     notes: tuple[str, ...] = field(default=())
     stage_ranges: tuple[tuple[int, int], ...] = ()  # first and last layer of each stage, caches or not
+
+    @property
+    def swa_pool(self) -> bool:
+        """SGLang: window layers live in a separate SWA token pool."""
+        return self.engine == "sglang" and any(not sp.full_type for sp in self.specs.values())
+
+    @property
+    def busiest_stage(self) -> int:
+        """The pipeline stage whose ranks store the most bytes per token."""
+        return max(range(len(self.stages)), key=self.stage_bytes_per_token)
 
     @property
     def block_tokens(self) -> int:

@@ -145,9 +145,8 @@ def layout(model: ModelDescription, s: EngineSettings) -> EngineLayout:
         start += n
     groups, uniform, group_notes = eng.group(specs)
     notes += group_notes
-    swa_pool = s.engine == "sglang" and any(not v.full_type for v in specs.values())
     return EngineLayout(s.engine, specs, groups, uniform, tuple(stages), heads, replicated,
-                        f"{basis} per layer × {max(parts)} layers", eng.in_flight_tokens(s, groups), swa_pool,
+                        f"{basis} per layer × {max(parts)} layers", eng.in_flight_tokens(s, groups),
                         tuple(notes), tuple(ranges))  # fmt: skip
 
 

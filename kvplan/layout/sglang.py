@@ -89,8 +89,7 @@ def capacity(model: ModelDescription, s: EngineSettings, lay: EngineLayout, gpu_
     pre = gpu_bytes - cuda_context_bytes
     budget = int((pre - weight_bytes) - pre * (1 - mfs))
     page = lay.block_tokens
-    worst = max(range(len(lay.stages)), key=lay.stage_bytes_per_token)
-    full, swa = lay.token_bytes_split(worst)
+    full, swa = lay.token_bytes_split(lay.busiest_stage)
     ratio = s.swa_full_tokens_ratio if swa else 0.0
     cell = full + ratio * swa
     tokens = int(max(0, budget) // cell) // page * page
@@ -117,7 +116,7 @@ def requests_that_fit(cap: Capacity, ctx: int) -> int:
 def request_bytes(cap: Capacity, ctx: int) -> int:
     lay = cap.layout
     page = lay.block_tokens
-    full, swa = lay.token_bytes_split(max(range(len(lay.stages)), key=lay.stage_bytes_per_token))
+    full, swa = lay.token_bytes_split(lay.busiest_stage)
     return cdiv(ctx, page) * page * full + cdiv(min(ctx, _window(lay, ctx)), page) * page * swa
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kvplan.engine_fit import EngineFit
-from kvplan.render.fit_report import _PREFIX, _ctx
+from kvplan.layout.paged import CacheSpec
+from kvplan.render.fit_report import MODE_PREFIX, ctx_label
 from kvplan.report import Column, Report, format_size
 
 _FLAGS = {
@@ -24,12 +25,12 @@ def headline(f: EngineFit) -> str:
     where = f"on {t.gpu_label}{par} with {_dtype(f)} KV"
     if f.fits:
         room = f" (KV for {f.requests})" if f.mode == "check" and f.requests > f.parallel else ""
-        return f"{s.engine} {_PREFIX[f.mode]}: {f.parallel} × {_ctx(f.ctx)} sequences{room} {where}"
+        return f"{s.engine} {MODE_PREFIX[f.mode]}: {f.parallel} × {ctx_label(f.ctx)} sequences{room} {where}"
     why = "no KV budget left after weights and overhead" if f.capacity.kv_budget_bytes <= 0 else ""
     if f.ctx == 0:
         return f"{s.engine} does NOT fit: not one token of KV {where}" + (f" ({why})" if why else "")
     want = max(1, f.parallel)
-    return (f"{s.engine} does NOT fit: {want} × {_ctx(f.ctx)} sequence{'s' if want > 1 else ''} {where} "
+    return (f"{s.engine} does NOT fit: {want} × {ctx_label(f.ctx)} sequence{'s' if want > 1 else ''} {where} "
             f"({why or f'KV for {f.requests}'})")  # fmt: skip
 
 
@@ -63,7 +64,8 @@ def engine_report(f: EngineFit, units: str) -> Report:
         Column("free_bytes", "Free", "bytes"),
     ]
     answer = headline(f)
-    flags = _FLAGS[s.engine].format(tp=s.tp, pp=s.pp, ctx=f.ctx or cap.max_model_len, dtype=s.cache_dtype)
+    ctx = f.ctx or cap.max_model_len
+    flags = _FLAGS[s.engine].format(tp=s.tp, pp=s.pp, ctx=ctx, dtype=s.cache_dtype)
     unit = {"vllm": "block", "sglang": "page", "trtllm": "block"}[s.engine]
     pool = (f"KV pool per GPU: {cap.tokens:,} tokens" + (f" + {cap.swa_tokens:,} SWA tokens" if cap.swa_tokens else "")
             + f", {cap.blocks:,} {unit}s of {lay.block_tokens}; the engine logs {cap.concurrency:.2f}× concurrency "
@@ -78,18 +80,16 @@ def engine_report(f: EngineFit, units: str) -> Report:
         f"overhead: {t.overhead_basis}" if s.engine != "sglang" else
         "overhead: SGLang measures nothing; activations and graphs must fit in the (1 − mem_fraction_static) slack",
     ]  # fmt: skip
-    ctx = f.ctx or cap.max_model_len
     if len(lay.groups) > 1 or lay.in_flight_tokens:
-        kinds: dict[tuple[str, int, int], list[int]] = {}
+        by_spec: dict[CacheSpec, list[int]] = {}
         for g in lay.groups:
-            kinds.setdefault((g.spec.kind, g.spec.window, g.spec.block_tokens), []).append(len(g.layers))
+            by_spec.setdefault(g.spec, []).append(len(g.layers))
         parts = []
-        for (kind, window, block), sizes in kinds.items():
-            spec = next(g.spec for g in lay.groups if (g.spec.kind, g.spec.window) == (kind, window))
+        for spec, sizes in by_spec.items():
             need = spec.request_blocks(ctx, lay.in_flight_tokens)
-            what = kind.replace("_", " ") + (f" {window}" if window else "")
-            parts.append(f"{what}: {len(sizes)} group(s), {sum(sizes)} layers, {need:,} blocks of {block} per request"
-                         + (" each" if len(sizes) > 1 else ""))  # fmt: skip
+            what = spec.kind.replace("_", " ") + (f" {spec.window}" if spec.window else "")
+            parts.append(f"{what}: {len(sizes)} group(s), {sum(sizes)} layers, {need:,} blocks of "
+                         f"{spec.block_tokens} per request" + (" each" if len(sizes) > 1 else ""))  # fmt: skip
         notes.append(f"vLLM hybrid KV groups of {max(len(g.layers) for g in lay.groups)} layers — {'; '.join(parts)}"
                      + (f"; a window keeps W − 1 + {lay.in_flight_tokens:,} in-flight tokens (max_num_batched_tokens"
                         " × concurrent batches) + 1 block" if lay.in_flight_tokens else ""))  # fmt: skip

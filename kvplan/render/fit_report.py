@@ -5,7 +5,7 @@ from __future__ import annotations
 from kvplan.fit import Placement
 from kvplan.report import Column, Report, format_size
 
-_PREFIX = {
+MODE_PREFIX = {
     "max-ctx": "max context that fits",
     "max-parallel": "max parallel that fits",
     "cache-types": "cheapest cache type that fits",
@@ -13,15 +13,15 @@ _PREFIX = {
 }
 
 
-def _ctx(n: int) -> str:
+def ctx_label(n: int) -> str:
     return f"{n // 1024}k" if n % 1024 == 0 else str(n)
 
 
 def headline(p: Placement, gpus: str, mode: str) -> str:
     r = p.plan.runtime.values
     kv = f"{r['type_k']} KV" if r["type_k"] == r["type_v"] else f"K {r['type_k']} / V {r['type_v']} KV"
-    prefix = _PREFIX[mode] if p.fits else "does NOT fit"
-    return f"{prefix}: {r['n_seq']} × {_ctx(r['n_ctx_asked'] // r['n_seq'])} sequences on {gpus} with {kv}"
+    prefix = MODE_PREFIX[mode] if p.fits else "does NOT fit"
+    return f"{prefix}: {r['n_seq']} × {ctx_label(r['n_ctx_asked'] // r['n_seq'])} sequences on {gpus} with {kv}"
 
 
 def fit_report(p: Placement, gpus: str, mode: str, weights_basis: str, overhead_basis: str, units: str) -> Report:
