@@ -14,8 +14,8 @@ from kvplan.errors import BadInputError
 
 GIB = 1 << 30
 
-#: name → memory in GiB: the reported total where sourced (REPORTED_MIB), else the nominal size
-GPUS: dict[str, float] = {
+#: name → the vendor's nominal memory in GiB
+NOMINAL_GIB: dict[str, float] = {
     "T4": 16, "V100-16GB": 16, "V100-32GB": 32, "A10": 24, "A10G": 24, "L4": 24, "L40": 48, "L40S": 48,
     "A40": 48, "RTX-3090": 24, "RTX-4090": 24, "RTX-5090": 32, "RTX-A6000": 48, "RTX-6000-ADA": 48,
     "RTX-PRO-6000": 96, "A100-40GB": 40, "A100-80GB": 80, "H100-80GB": 80, "H100-NVL": 94, "H200": 141,
@@ -29,7 +29,9 @@ REPORTED_MIB: dict[str, int] = {
     "H200": 143771, "H100-80GB": 81559, "A100-80GB": 81920, "A100-40GB": 40960, "A10": 23028, "L40S": 46068,
     "L4": 23034, "T4": 15360, "RTX-4090": 24564,
 }  # fmt: skip
-GPUS.update({name: mib / 1024 for name, mib in REPORTED_MIB.items()})
+#: name → memory in GiB as kvplan uses it: the reported total where sourced, else the nominal size
+GPUS: dict[str, float] = {name: REPORTED_MIB[name] / 1024 if name in REPORTED_MIB else gib
+                          for name, gib in NOMINAL_GIB.items()}  # fmt: skip
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
 
