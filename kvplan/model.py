@@ -7,7 +7,7 @@ it owns KV tensors or reuses another layer's. Byte arithmetic belongs to the run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -63,11 +63,35 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class TensorWeights:
+    """A GGUF's tensor bytes by llama.cpp's placement unit (load_tensors): the input layer (token embeddings,
+    kept in host memory), each repeating layer, and the output layer (with tied embeddings: a copy of them)."""
+
+    input_bytes: int
+    layer_bytes: tuple[int, ...]  # index = layer (n_layer_all entries)
+    output_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.input_bytes + sum(self.layer_bytes) + self.output_bytes
+
+
+@dataclass(frozen=True)
+class SpecInfo:
+    """What a YAML spec (and so a catalog entry) says about itself besides the metadata."""
+
+    hf_id: str | None = None
+    description: str | None = None
+    sources: tuple[str, ...] = ()
+    status: str | None = None
+
+
+@dataclass(frozen=True)
 class ModelDescription:
     name: str
     arch: str
     source: str  # path, or "catalog:NAME"
-    source_kind: str  # "gguf" | "yaml" | "catalog"
+    source_kind: str  # "gguf" | "yaml" | "catalog" | "hf-config"
     n_layer_all: int
     n_layer_nextn: int
     n_embd: int
@@ -88,7 +112,8 @@ class ModelDescription:
     indexer_head_size: int = 0
     indexer_kpool: int = 0
     n_layer_dense_lead: int = 0
-    extra: dict[str, object] = field(default_factory=dict, compare=False)
+    tensor_weights: TensorWeights | None = None  # exact, from a GGUF's tensor infos
+    spec: SpecInfo | None = None  # YAML specs and the catalog
 
     @property
     def n_layer(self) -> int:

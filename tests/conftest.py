@@ -1,13 +1,20 @@
+"""Test isolation: no colour, a fixed width, no proxy or token from the environment, and the helpers on the path."""
+
 from __future__ import annotations
 
-import json
-from functools import cache
+import sys
 from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "fixtures"
-ORACLE = FIXTURES / "oracle"
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 
-@cache
-def oracle_cases() -> dict:
-    return json.loads((ORACLE / "cases.json").read_text())
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    for name in ("HF_TOKEN", "HF_ENDPOINT", "HF_HUB_OFFLINE", "KVPLAN_DEBUG", "http_proxy", "https_proxy",
+                 "HTTP_PROXY", "HTTPS_PROXY"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

@@ -10,12 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from dataclasses import dataclass
+
 from kvplan.errors import RefusedConfigError
-from kvplan.ggml_types import LLAMA_CPP_CACHE_TYPES
-from kvplan.layout.llamacpp import LlamaCppSettings, plan
-from kvplan.model import Layer, ModelDescription
-from kvplan.plan import MemoryPlan
-from kvplan.report import Column, Report
+from kvplan.facts.ggml_types import LLAMA_CPP_CACHE_TYPES
+from kvplan.model import Layer, MemoryKind, ModelDescription
+from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings, MemoryPlan, plan
 
 #: 1-byte float KV of the serving engines (vLLM / SGLang / TensorRT-LLM); not a llama.cpp cache type
 FP8_TYPES = ("fp8_e4m3", "fp8_e5m2")
@@ -61,45 +61,57 @@ def with_kv_heads(model: ModelDescription, kv_heads: int) -> ModelDescription:
 
 def _fp8_bytes(p: MemoryPlan) -> tuple[int, int]:
     """(total, per-token) of an f16 plan with every f16 cache at 1 byte per value; f32 states unchanged."""
-    total = sum(c.bytes // 2 if c.type_k == "f16" else c.bytes for c in p.caches)
+    total = sum(c.buffer_bytes // 2 if c.type_k == "f16" else c.buffer_bytes for c in p.caches)
     per_token = sum(c.per_token_bytes // 2 if c.type_k == "f16" else c.per_token_bytes for c in p.caches)
     return total, per_token
 
 
-def _row(
-    label: str,
-    section: str,
-    model: ModelDescription,
-    settings: LlamaCppSettings,
-    contexts: Sequence[int],
-    baseline: int | None,
-    fp8: bool = False,
-) -> dict:
-    row: dict = {"section": section, "variant": label, "type_k": settings.type_k, "type_v": settings.type_v}
+@dataclass(frozen=True)
+class CompareRow:
+    section: str  # attention, cache type, serving engines
+    variant: str
+    type_k: str
+    type_v: str
+    refused: str | None = None  # llama.cpp's reason, when it refuses the combination
+    per_token_bytes: int | None = None
+    totals: tuple[int, ...] = ()  # bytes at each context
+    ratio: float | None = None  # total at the first context against the model's f16 total
+
+
+@dataclass(frozen=True)
+class Comparison:
+    model: ModelDescription
+    n_seq: int
+    kv_unified: bool
+    flash_attn: FlashAttn
+    contexts: tuple[int, ...]
+    rows: tuple[CompareRow, ...]
+    notes: tuple[str, ...]
+
+
+def _row(label: str, section: str, model: ModelDescription, settings: LlamaCppSettings, contexts: Sequence[int],
+         baseline: int | None, fp8: bool = False) -> CompareRow:  # fmt: skip
     try:
         plans = [plan(model, dataclasses.replace(settings, n_ctx=c)) for c in contexts]
     except RefusedConfigError as exc:
-        row.update({"status": "refused", "reason": str(exc).removeprefix("llama.cpp refuses: ")})
-        return row
+        return CompareRow(section, label, settings.type_k, settings.type_v,
+                          refused=str(exc).removeprefix("llama.cpp refuses: "))  # fmt: skip
     totals = [p.total_bytes for p in plans]
     per_token = plans[0].per_token_bytes
     if fp8:  # the f16 layout at 1 byte per K/V value
         totals = [_fp8_bytes(p)[0] for p in plans]
         per_token = _fp8_bytes(plans[0])[1]
-    row.update({"status": "ok", "per_token_bytes": per_token})
-    for c, t in zip(contexts, totals, strict=True):
-        row[f"bytes_at_{c}"] = t
-    row["ratio"] = (totals[0] / baseline) if baseline else None
-    return row
+    ratio = (totals[0] / baseline) if baseline else None
+    return CompareRow(section, label, settings.type_k, settings.type_v, None, per_token, tuple(totals), ratio)
 
 
-def compare(model: ModelDescription, settings: LlamaCppSettings, contexts: Sequence[int]) -> Report:
-    """The comparison report for ``model`` at each context in ``contexts``."""
+def compare(model: ModelDescription, settings: LlamaCppSettings, contexts: Sequence[int]) -> Comparison:
+    """The model's attention layout next to MHA / GQA / MQA what-ifs and every cache type, at each context."""
     contexts = list(contexts) or [settings.n_ctx or model.n_ctx_train]
     f16 = dataclasses.replace(settings, type_k="f16", type_v="f16")
     base_plan = plan(model, dataclasses.replace(f16, n_ctx=contexts[0]))
     baseline = base_plan.total_bytes or None
-    rows: list[dict] = []
+    rows: list[CompareRow] = []
     notes: list[str] = []
 
     for label, kv in head_variants(model):
@@ -109,7 +121,7 @@ def compare(model: ModelDescription, settings: LlamaCppSettings, contexts: Seque
         why = "MLA (a single latent K)" if model.mla else "no ordinary attention layers"
         notes.append(f"no MHA/GQA/MQA what-ifs: {model.name} has {why}")
     skipped = [la.index for la in model.layers if la.n_head_kv == 0 or la.recurrent]
-    if rows and (skipped or model.memory.value not in ("kv", "none")):
+    if rows and (skipped or model.memory not in (MemoryKind.KV, MemoryKind.NONE)):
         notes.append(
             "what-ifs change only ordinary attention layers; recurrent state, MLA, indexer and "
             "compressed caches are kept as the model has them"
@@ -125,35 +137,15 @@ def compare(model: ModelDescription, settings: LlamaCppSettings, contexts: Seque
         "fp8 (e4m3/e5m2) rows: serving-engine KV (vLLM / SGLang / TensorRT-LLM) at 1 byte per value, "
         "laid out as llama.cpp would; llama.cpp itself has no fp8 cache type"
     )
-    if settings.flash_attn == "off":
+    if settings.flash_attn is FlashAttn.OFF:
         notes.append("flash attention off: llama.cpp refuses every quantized V cache")
-    notes.append(f"ratio: total at {contexts[0]} tokens against the model's f16 K / f16 V total")
-
-    columns = [
-        Column("section", "Section"),
-        Column("variant", "Variant"),
-        Column("status", "Status"),
-        Column("per_token_bytes", "Per token", "bytes"),
-    ]
-    columns += [Column(f"bytes_at_{c}", f"@ {c:,}", "bytes") for c in contexts]
-    columns += [Column("ratio", "vs f16", "ratio"), Column("reason", "Refused because", terminal=False)]
+    notes.append(f"ratio: total at {contexts[0]:,} tokens against the model's f16 K / f16 V total")
     reasons: dict[str, list[str]] = {}
     for row in rows:
-        if row["status"] == "refused":
-            reasons.setdefault(row["reason"], []).append(row["variant"])
+        if row.refused is not None:
+            reasons.setdefault(row.refused, []).append(row.variant)
     for reason, variants in reasons.items():
         notes.append(f"refused ({', '.join(variants)}): {reason}")
-    r = base_plan.runtime.values
-    caption = (
-        f"{model.name} ({model.arch}) · llama.cpp · {r['n_seq']} seq · FA {settings.flash_attn}"
-        f"{' · kv-unified' if settings.kv_unified else ''} · contexts {', '.join(map(str, contexts))}"
-    )
-    return Report(
-        title=f"kvplan compare: {model.name}",
-        caption=caption,
-        columns=columns,
-        rows=rows,
-        notes=notes,
-        kind="compare",
-        meta={"model": model.name, "contexts": contexts},
-    )
+    ctx = base_plan.context
+    return Comparison(model, ctx.n_seq, ctx.kv_unified, settings.flash_attn, tuple(contexts), tuple(rows),
+                      tuple(notes))  # fmt: skip

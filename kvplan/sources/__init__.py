@@ -1,5 +1,5 @@
-"""Model sources: a GGUF file (local or remote), a YAML spec, a Hugging Face config.json or model folder,
-or a catalog name → one ModelDescription."""
+"""Model sources: a GGUF file (local or remote), a YAML spec, a Hugging Face config.json or model folder, or a
+catalog name or Hugging Face id → one ModelDescription."""
 
 from __future__ import annotations
 
@@ -11,11 +11,20 @@ from kvplan.model import ModelDescription
 
 
 def load_model(ref: str) -> ModelDescription:
-    """Resolve MODEL as the CLI does: an existing .gguf / .yaml / .yml path, else a catalog name."""
+    """Resolve MODEL: a .gguf path or URL, a .yaml/.yml spec, a config.json or model folder, a catalog name, or
+    the Hugging Face id of a catalog entry."""
+    if not ref.strip():
+        raise ModelNotFoundError("the model name is empty; give a .gguf, .yaml, config.json or catalog name")
     lower = ref.lower()
-    if lower.startswith(("http://", "https://", "hf://")) or lower.endswith(".gguf"):
+    if lower.startswith(("http://", "https://", "hf://")):
         from kvplan.sources.gguf_source import load_gguf_model
 
+        return load_gguf_model(ref)
+    if lower.endswith(".gguf"):
+        from kvplan.sources.gguf_source import load_gguf_model
+
+        if not os.path.exists(ref):
+            raise ModelNotFoundError(f"{ref}: no such file")
         return load_gguf_model(ref)
     if lower.endswith((".yaml", ".yml")):
         from kvplan.sources.spec import load_spec
@@ -29,12 +38,14 @@ def load_model(ref: str) -> ModelDescription:
         if not os.path.exists(ref):
             raise ModelNotFoundError(f"{ref}: no such file")
         return load_hf_config(ref)
-    from kvplan.sources.catalog import catalog_names, catalog_path, load_catalog_model
+    from kvplan.sources.catalog import catalog_name, catalog_names, hf_ids, load_catalog_model
 
-    if catalog_path(ref) is not None:
+    if catalog_name(ref) is not None:
         return load_catalog_model(ref)
+    if os.path.isdir(ref):
+        raise ModelNotFoundError(f"{ref}: a folder without config.json (give the .gguf or config.json inside it)")
     if os.path.exists(ref):
-        raise ModelNotFoundError(f"{ref}: not a .gguf file or a .yaml/.yml spec")
-    close = difflib.get_close_matches(lower, catalog_names(), n=3, cutoff=0.5)
+        raise ModelNotFoundError(f"{ref}: not a .gguf file, a .yaml/.yml spec or a config.json")
+    close = difflib.get_close_matches(lower, [*catalog_names(), *hf_ids()], n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; `kvplan models` lists the catalog"
     raise ModelNotFoundError(f"{ref}: no such file and not a catalog model{hint}")

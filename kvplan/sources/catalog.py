@@ -1,39 +1,48 @@
-"""The built-in catalog: the YAML specs in ``model_specs/`` (installed as ``kvplan/model_specs``)."""
+"""The built-in catalog: the YAML specs in ``kvplan/model_specs/``, by name or by Hugging Face repository id."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
+from functools import cache
 from pathlib import Path
 
+from kvplan.errors import ModelNotFoundError
 from kvplan.model import ModelDescription
 from kvplan.sources.spec import load_spec
 
-
-def catalog_dir() -> Path:
-    """Where the catalog lives: inside the installed package, else the source checkout."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here / "model_specs", here.parent / "model_specs"):
-        if candidate.is_dir():
-            return candidate
-    return here / "model_specs"
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "model_specs"
+_HF_ID_RE = re.compile(r"^hf_id:\s*(\S+)\s*$", re.MULTILINE)
 
 
 def catalog_names() -> list[str]:
-    d = catalog_dir()
-    if not d.is_dir():
-        return []
-    return sorted(p.stem for p in d.glob("*.yaml"))
+    return sorted(p.stem for p in CATALOG_DIR.glob("*.yaml"))
 
 
-def catalog_path(name: str) -> Path | None:
-    p = catalog_dir() / f"{name.lower()}.yaml"
-    return p if p.is_file() else None
+@cache
+def hf_ids() -> dict[str, str]:
+    """Hugging Face repository id (lower case) → catalog name, read from each spec's ``hf_id:`` line."""
+    out = {}
+    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+        m = _HF_ID_RE.search(path.read_text(encoding="utf-8"))
+        if m:
+            out[m.group(1).strip("'\"").lower()] = path.stem
+    return out
+
+
+def catalog_name(ref: str) -> str | None:
+    """The catalog name ``ref`` refers to: a catalog name, or the Hugging Face id a catalog entry carries."""
+    lower = ref.strip().lower()
+    if (CATALOG_DIR / f"{lower}.yaml").is_file():
+        return lower
+    return hf_ids().get(lower)
 
 
 def load_catalog_model(name: str) -> ModelDescription:
-    path = catalog_path(name)
-    assert path is not None
-    model = load_spec(os.fspath(path), source_kind="catalog", default_name=name.lower())
+    found = catalog_name(name)
+    if found is None:
+        raise ModelNotFoundError(f"{name}: not a catalog model (`kvplan models` lists them)")
+    model = load_spec(os.fspath(CATALOG_DIR / f"{found}.yaml"), source_kind="catalog", default_name=found)
     # a stable source (not this machine's install path), so output can be diffed across machines
-    return dataclasses.replace(model, source=f"catalog:{name.lower()}")
+    return dataclasses.replace(model, source=f"catalog:{found}")

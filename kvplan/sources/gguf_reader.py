@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.errors import GGUFError
-from kvplan.ggml_types import GGML_TYPES_BY_ID
+from kvplan.facts.ggml_types import GGML_TYPES_BY_ID
 
 GGUF_MAGIC = b"GGUF"
 MAX_STRING_BYTES = 1 << 30  # GGUF_MAX_STRING_LENGTH

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
 from kvplan.errors import GGUFError
-from kvplan.model import ModelDescription
-from kvplan.sources.gguf_reader import GGUFFile, read_gguf
+from kvplan.model import ModelDescription, TensorWeights
+from kvplan.sources.gguf_reader import GGUFFile, TensorInfo, read_gguf
 from kvplan.sources.metadata import describe
 
 _SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
@@ -65,25 +66,25 @@ def load_gguf_model(path: str) -> ModelDescription:
         kv_types=meta.kv_types,
     )
     if tensors:
-        model.extra["weight_blocks"] = weight_blocks(tensors)
+        model = dataclasses.replace(model, tensor_weights=tensor_weights(tensors, model.n_layer_all))
     return model
 
 
-def weight_blocks(tensors: list) -> dict[str, int]:
-    """Tensor bytes by llama.cpp's placement unit: ``input`` (token_embd), layer index, ``output`` (the rest).
-    Tied embeddings (no output.weight) are duplicated onto the output layer, as llama.cpp does."""
-    blocks: dict[str, int] = {}
+def tensor_weights(tensors: list[TensorInfo], n_layer_all: int) -> TensorWeights:
+    """Tensor bytes by llama.cpp's placement unit: the input layer (token_embd), each layer (``blk.N.*``), the
+    output layer (the rest). Tied embeddings (no output.weight) are duplicated onto the output layer, as
+    llama.cpp does."""
+    input_bytes = output_bytes = 0
+    layers = [0] * n_layer_all
     for t in tensors:
         parts = t.name.split(".")
-        if parts[0] == "blk" and len(parts) > 1 and parts[1].isdigit():
-            key = parts[1]
+        if parts[0] == "blk" and len(parts) > 1 and parts[1].isdigit() and int(parts[1]) < n_layer_all:
+            layers[int(parts[1])] += t.n_bytes
         elif parts[0] == "token_embd":
-            key = "input"
+            input_bytes += t.n_bytes
         else:
-            key = "output"
-        blocks[key] = blocks.get(key, 0) + t.n_bytes
+            output_bytes += t.n_bytes
     names = {t.name for t in tensors}
     if "output.weight" not in names and "token_embd.weight" in names:
-        embd = next(t for t in tensors if t.name == "token_embd.weight")
-        blocks["output"] = blocks.get("output", 0) + embd.n_bytes
-    return blocks
+        output_bytes += next(t.n_bytes for t in tensors if t.name == "token_embd.weight")
+    return TensorWeights(input_bytes, tuple(layers), output_bytes)

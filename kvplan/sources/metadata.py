@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan import archs
+from kvplan.facts import archs
 from kvplan.errors import HParamsError, UnknownArchitectureError
 from kvplan.model import Layer, ModelDescription, SwaType
 from kvplan.sources.gguf_reader import T_U32, VALUE_TYPE_NAMES, ArrayValue

@@ -8,15 +8,15 @@ file goes through (kvplan.sources.metadata). Format reference: README, "YAML mod
 from __future__ import annotations
 
 import contextlib
-import difflib
-from dataclasses import dataclass
+import dataclasses
 from typing import Any
 
 from kvplan.errors import HParamsError, SpecError
-from kvplan.gguf_keys import ARCH_KEYS
-from kvplan.model import ModelDescription
+from kvplan.facts.gguf_keys import ARCH_KEYS
+from kvplan.model import ModelDescription, SpecInfo
 from kvplan.sources.gguf_reader import T_BOOL, T_F32, T_I32, T_STRING, ArrayValue
 from kvplan.sources.metadata import describe
+from kvplan.sources.yamlfile import Node, did_you_mean, load_nodes, plain, read_text
 
 TOP_LEVEL_KEYS = {
     "name": "the catalog / display name",
@@ -32,68 +32,7 @@ TOP_LEVEL_KEYS = {
 _ABSOLUTE_PREFIXES = ("general.", "tokenizer.", "split.")
 
 
-def did_you_mean(key: str, choices: object) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices``, or ``""``."""
-    close = difflib.get_close_matches(key, choices, n=1)  # type: ignore[arg-type]
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-@dataclass
-class _Node:
-    value: Any
-    line: int
-
-
-def _load_nodes(text: str, path: str) -> Any:
-    import yaml
-
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(path, line, None, f"invalid YAML: {problem}") from None
-    if root is None:
-        raise SpecError(path, None, None, "the file is empty; expected a mapping with 'arch' and 'metadata'")
-    constructor = yaml.SafeLoader(text)
-
-    def convert(node: Any) -> _Node:
-        line = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            out: dict[str, _Node] = {}
-            for k, v in node.value:
-                key = constructor.construct_object(k)
-                if not isinstance(key, str):
-                    raise SpecError(path, k.start_mark.line + 1, str(key), "keys must be strings")
-                if key in out:
-                    raise SpecError(path, k.start_mark.line + 1, key, "duplicate key")
-                out[key] = convert(v)
-            return _Node(out, line)
-        if isinstance(node, yaml.SequenceNode):
-            return _Node([convert(v) for v in node.value], line)
-        return _Node(constructor.construct_object(node), line)
-
-    try:
-        return convert(root)
-    except yaml.YAMLError as exc:  # e.g. an unknown tag such as !!python/object
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(path, line, None, f"invalid YAML: {problem}") from None
-    except RecursionError:
-        raise SpecError(path, None, None, "invalid YAML: nested too deeply") from None
-
-
-def _plain(node: _Node) -> Any:
-    if isinstance(node.value, dict):
-        return {k: _plain(v) for k, v in node.value.items()}
-    if isinstance(node.value, list):
-        return [_plain(v) for v in node.value]
-    return node.value
-
-
-def _flatten(node: _Node, prefix: str, out: dict[str, _Node]) -> None:
+def _flatten(node: Node, prefix: str, out: dict[str, Node]) -> None:
     for key, child in node.value.items():
         full = f"{prefix}.{key}" if prefix else key
         if isinstance(child.value, dict):
@@ -102,7 +41,7 @@ def _flatten(node: _Node, prefix: str, out: dict[str, _Node]) -> None:
             out[full] = child
 
 
-def _to_gguf_value(path: str, key: str, node: _Node) -> Any:
+def _to_gguf_value(path: str, key: str, node: Node) -> Any:
     v = node.value
     if isinstance(v, list):
         items = [item.value for item in v]
@@ -139,10 +78,10 @@ def load_spec_text(
     source_kind: str = "yaml",
     default_name: str | None = None,
 ) -> ModelDescription:
-    root = _load_nodes(text, path)
+    root = load_nodes(text, path, "the file is empty; expected a mapping with 'arch' and 'metadata'")
     if not isinstance(root.value, dict):
         raise SpecError(path, root.line, None, "expected a mapping with 'arch' and 'metadata' at the top level")
-    top: dict[str, _Node] = root.value
+    top: dict[str, Node] = root.value
     for key, node in top.items():
         if key not in TOP_LEVEL_KEYS:
             hint = did_you_mean(key, TOP_LEVEL_KEYS) or f"; allowed: {', '.join(TOP_LEVEL_KEYS)}"
@@ -158,7 +97,7 @@ def load_spec_text(
     meta_node = top["metadata"]
     if not isinstance(meta_node.value, dict):
         raise SpecError(path, meta_node.line, "metadata", "must be a mapping of GGUF keys")
-    flat: dict[str, _Node] = {}
+    flat: dict[str, Node] = {}
     _flatten(meta_node, "", flat)
     kv: dict[str, Any] = {"general.architecture": arch}
     lines: dict[str, int] = {}
@@ -199,17 +138,39 @@ def load_spec_text(
                     message.split(f": {full}: ", 1)[-1],
                 ) from None
         raise SpecError(path, meta_node.line, "metadata", message.removeprefix(f"{path}: ")) from None
-    extra = {k: _plain(top[k]) for k in ("description", "hf_id", "sources", "notes", "status") if k in top}
-    model.extra.update(extra)
-    return model
+    return dataclasses.replace(model, spec=_spec_info(path, top))
+
+
+def _text(path: str, top: dict[str, Node], key: str) -> str | None:
+    if key not in top:
+        return None
+    value = top[key].value
+    if not isinstance(value, str):
+        raise SpecError(path, top[key].line, key, "must be text")
+    return value
+
+
+def _spec_info(path: str, top: dict[str, Node]) -> SpecInfo:
+    """The spec's own description of itself (catalog fields), typed."""
+    sources: list[str] = []
+    if "sources" in top:
+        node = top["sources"]
+        if not isinstance(node.value, list):
+            raise SpecError(path, node.line, "sources", "must be a list")
+        for item in node.value:
+            value = plain(item)
+            if isinstance(value, dict):
+                ref = value.get("ref") or value.get("id")
+                sources.append(str(ref) if ref is not None else str(value))
+            else:
+                sources.append(str(value))
+    return SpecInfo(
+        hf_id=_text(path, top, "hf_id"),
+        description=_text(path, top, "description"),
+        sources=tuple(sources),
+        status=_text(path, top, "status"),
+    )
 
 
 def load_spec(path: str, source_kind: str = "yaml", default_name: str | None = None) -> ModelDescription:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise SpecError(path, None, None, f"cannot read file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise SpecError(path, None, None, "not a UTF-8 text file") from None
-    return load_spec_text(text, path, source_kind, default_name)
+    return load_spec_text(read_text(path, "a YAML model spec"), path, source_kind, default_name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan import archs
+from kvplan.facts import archs
 
 # archs whose load_arch_hparams reads ssm.conv_kernel / inner_size / state_size (+ group_count)
 SSM_ARCHS = frozenset(

@@ -1,0 +1,43 @@
+"""The catalog as typed entries: each model's layout summary and its KV bytes per token (at 4096 tokens, one
+sequence, f16, llama.cpp's defaults) and fixed state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.model import MemoryKind, SwaType
+from kvplan.runtimes.llamacpp import CacheKind, LlamaCppSettings, plan
+from kvplan.sources.catalog import catalog_names, load_catalog_model
+
+REFERENCE_CTX = 4096
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    arch: str
+    layers: int
+    attention: str
+    n_ctx_train: int
+    kv_per_token_bytes: int
+    state_bytes: int
+    hf_id: str | None
+
+
+def catalog_entries(arch: str | None = None) -> list[CatalogEntry]:
+    out = []
+    for name in catalog_names():
+        m = load_catalog_model(name)
+        if arch is not None and m.arch != arch.lower():
+            continue
+        p = plan(m, LlamaCppSettings(n_ctx=REFERENCE_CTX))
+        state = sum(c.buffer_bytes for c in p.caches
+                    if c.per_token_bytes == 0 and c.kind in (CacheKind.RECURRENT, CacheKind.COMPRESSED))  # fmt: skip
+        attention = m.attention_summary
+        if m.memory not in (MemoryKind.KV, MemoryKind.NONE):
+            attention += f" ({m.memory.value})"
+        if m.swa_type is not SwaType.NONE:
+            attention += f"+{'chunked' if m.swa_type is SwaType.CHUNKED else 'SWA'} {m.n_swa}"
+        out.append(CatalogEntry(name, m.arch, m.n_layer_all, attention, m.n_ctx_train, p.per_token_bytes, state,
+                                m.spec.hf_id if m.spec else None))  # fmt: skip
+    return out

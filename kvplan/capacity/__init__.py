@@ -1,0 +1,1 @@
+"""Capacity: hardware, weights, placement and solvers per runtime (one protocol), budgets, deployments."""

@@ -1,0 +1,191 @@
+"""One request evaluated end to end: the estimate (no hardware) or the runtime's fit (on hardware), the budgets,
+and, when a budget fails, the nearest configuration that passes every budget (each one re-evaluated)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kvplan.capacity.budgets import Finding, Outcome, evaluate, outcome_of
+from kvplan.capacity.llamacpp import CACHE_TYPE_LADDER, settings_for
+from kvplan.capacity.results import FitResult
+from kvplan.capacity.runtime import get_runtime
+from kvplan.errors import RefusedConfigError, UnsupportedError
+from kvplan.model import ModelDescription
+from kvplan.request import LlamaCppOptions, Request
+from kvplan.runtimes.engines import CACHE_DTYPE_BYTES, ENGINES
+from kvplan.runtimes.llamacpp import Backend, FlashAttn, MemoryPlan, plan, plan_mtp_draft
+from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What llama.cpp allocates for one context configuration (and its MTP draft context)."""
+
+    model: ModelDescription
+    plan: MemoryPlan
+    draft: MemoryPlan | None = None
+
+    @property
+    def plans(self) -> tuple[MemoryPlan, ...]:
+        return (self.plan,) if self.draft is None else (self.plan, self.draft)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(p.total_bytes for p in self.plans)
+
+    def outcome(self) -> Outcome:
+        ctx = self.plan.context
+        tw = self.model.tensor_weights
+        used = None if tw is None else self.total_bytes + tw.total_bytes
+        return Outcome(self.total_bytes, used, ctx.n_seq, ctx.n_ctx_seq, self.model.n_ctx_train)
+
+
+def load_model_for(req: Request) -> ModelDescription:
+    """The request's model, with the parameter count it gives (for weight estimates) applied."""
+    from kvplan.sources import load_model
+
+    model = load_model(req.model)
+    return model if req.params is None else replace(model, n_params=req.params)
+
+
+def estimate(model: ModelDescription, req: Request) -> Estimate:
+    """llama.cpp's exact allocation for the request's flags (CPU buffer rules unless --backend cuda)."""
+    o = req.llamacpp
+    settings = settings_for(o, Backend.CPU)
+    main = plan(model, settings)
+    draft = None
+    if o.mtp:
+        draft = plan_mtp_draft(model, settings, o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16")
+    return Estimate(model, main, draft)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """The nearest configuration that passes every budget, as the runtime's flags."""
+
+    flags: tuple[str, ...]
+    what: str  # cache-types, ctx, parallel
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"what": self.what, "flags": list(self.flags)}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    request: Request
+    model: ModelDescription
+    estimate: Estimate | None
+    fit: FitResult | None
+    findings: tuple[Finding, ...]
+    suggestion: Suggestion | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(f.passed for f in self.findings) and (self.fit is None or self.fit.fits)
+
+
+def evaluate_request(model: ModelDescription, req: Request, *, suggest: bool = False) -> Evaluation:
+    """The request's answer and its budgets; with ``suggest``, a verified passing alternative when one fails."""
+    needs_solver = req.budgets.min_ctx is not None or req.budgets.min_parallel is not None
+    if req.hardware is None:
+        if req.is_engine:
+            raise req.origin("engine").error("the serving engines are planned on hardware: give gpu or memory")
+        est = estimate(model, req)
+        result = Evaluation(req, model, est, None, _findings(req, est.outcome(), None))
+    else:
+        runtime = get_runtime(req.runtime)
+        fit = runtime.fit(model, req)
+        solver = runtime.solver(model, req) if needs_solver else None
+        result = Evaluation(req, model, None, fit, _findings(req, outcome_of(fit), solver))
+    if suggest and not result.passed:
+        result = replace(result, suggestion=nearest_passing(model, req))
+    return result
+
+
+def _findings(req: Request, outcome: Outcome, solver: Any) -> tuple[Finding, ...]:
+    try:
+        return evaluate(outcome, req.budgets, solver)
+    except ValueError as exc:
+        raise req.origin("max_total").error(str(exc)) from None
+
+
+def _passes(model: ModelDescription, req: Request) -> bool:
+    try:
+        return evaluate_request(model, req).passed
+    except (RefusedConfigError, UnsupportedError):
+        return False  # a candidate the runtime refuses is simply not a suggestion
+
+
+def _largest(lo: int, hi: int, ok: Any) -> int:
+    """The largest k in [lo, hi] with ok(k), assuming ok is monotone (True then False); 0 if none."""
+    if hi < lo or not ok(lo):
+        return 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def nearest_passing(model: ModelDescription, req: Request) -> Suggestion | None:
+    """A cheaper cache type, else the longest context per sequence, else the most sequences that pass every
+    budget; each candidate is evaluated in full before it is suggested."""
+    return _nearest_engine(model, req) if req.is_engine else _nearest_llamacpp(model, req)
+
+
+def _nearest_llamacpp(model: ModelDescription, req: Request) -> Suggestion | None:
+    o = req.llamacpp
+    s = settings_for(o, Backend.CPU)
+    current = (s.type_k, s.type_v)
+    start = CACHE_TYPE_LADDER.index(current) + 1 if current in CACHE_TYPE_LADDER else 0
+    for tk, tv in CACHE_TYPE_LADDER[start:]:
+        fa = o.flash_attn
+        if tv != "f16" and fa is FlashAttn.OFF:
+            fa = FlashAttn.ON  # a quantized V cache needs flash attention
+        trial = replace(req, llamacpp=replace(o, cache_type_k=tk, cache_type_v=tv, flash_attn=fa))
+        if _passes(model, trial):
+            flags = ("-ctk", tk, "-ctv", tv) + (("-fa", "on") if fa is not o.flash_attn else ())
+            return Suggestion(flags, "cache-types")
+    n_seq = o.parallel or 1
+    per_seq = plan(model, s).context.n_ctx_seq if o.ctx_size is not None else (o.ctx_per_seq or model.n_ctx_train)
+
+    def with_ctx(k: int) -> Request:
+        opts = replace(o, ctx_size=None, ctx_per_seq=k * KV_PAD_CELLS, parallel=n_seq)
+        return replace(req, llamacpp=opts)
+
+    k = _largest(1, per_seq // KV_PAD_CELLS - (1 if per_seq % KV_PAD_CELLS == 0 else 0),
+                 lambda k: _passes(model, with_ctx(k)))  # fmt: skip
+    if k:
+        return Suggestion(("-c", str(k * KV_PAD_CELLS * n_seq), "-np", str(n_seq)), "ctx")
+    if n_seq > 1:
+        n = _largest(1, n_seq - 1, lambda n: _passes(model, replace(req, llamacpp=_per_seq(o, per_seq, n))))
+        if n:
+            return Suggestion(("-c", str(per_seq * n), "-np", str(n)), "parallel")
+    return None
+
+
+def _per_seq(o: LlamaCppOptions, per_seq: int, n: int) -> LlamaCppOptions:
+    return replace(o, ctx_size=None, ctx_per_seq=per_seq, parallel=n)
+
+
+def _nearest_engine(model: ModelDescription, req: Request) -> Suggestion | None:
+    e = req.engine
+    engine = ENGINES[req.runtime]
+    current = CACHE_DTYPE_BYTES[e.kv_cache_dtype]
+    for dtype in engine.dtype_ladder:
+        if CACHE_DTYPE_BYTES[dtype] < current and _passes(model, replace(req, engine=replace(e, kv_cache_dtype=dtype))):
+            return Suggestion(("--kv-cache-dtype", dtype), "cache-types")
+    ctx = e.max_model_len or model.n_ctx_train
+    best = _largest(1, ctx - 1, lambda c: _passes(model, replace(req, engine=replace(e, max_model_len=c))))
+    if best:
+        return Suggestion(("--max-model-len", str(best)), "ctx")
+    n_seq = e.max_num_seqs or 1
+    if n_seq > 1:
+        n = _largest(1, n_seq - 1, lambda n: _passes(model, replace(req, engine=replace(e, max_num_seqs=n))))
+        if n:
+            return Suggestion(("--max-num-seqs", str(n)), "parallel")
+    return None
+

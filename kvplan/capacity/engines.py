@@ -1,0 +1,221 @@
+"""The serving engines on GPUs: the longest --max-model-len, the most sequences, or the least lossy KV dtype.
+
+Exact integer searches over the engine layout (kvplan.runtimes.engines): a context fits when the pool holds
+``max_num_seqs`` requests with their full reservation (vLLM: every group's admission blocks, less the null
+block; SGLang: full-pool tokens and, for hybrid SWA, the SWA pool; TensorRT-LLM: whole blocks per request, as its
+GUARANTEED_NO_EVICT scheduler reserves them), and the next token does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvplan.capacity.results import (
+    Alternative,
+    Constraint,
+    DeviceUsage,
+    FitResult,
+    Mode,
+    Shortfall,
+)
+from kvplan.capacity.weights import DEFAULT_ENGINE_WEIGHTS, estimate_bytes
+from kvplan.errors import BadInputError
+from kvplan.model import ModelDescription
+from kvplan.request import Request
+from kvplan.runtimes.engines import CACHE_DTYPE_BYTES, Capacity, Engine, EngineSettings, capacity, layout
+from kvplan.units import GIB
+
+#: per-GPU overhead when not given: profiled activations + CUDA graphs (the reference's worked example)
+DEFAULT_ENGINE_OVERHEAD_BYTES = 3 * GIB
+
+
+@dataclass(frozen=True)
+class EngineTarget:
+    model: ModelDescription
+    engine: Engine
+    settings: EngineSettings  # with the engine's defaults for the GPU resolved
+    gpu_bytes: int  # every rank's memory
+    n_gpus: int
+    gpu_label: str
+    weight_bytes: int  # all ranks together
+    weights_basis: str
+    overhead_bytes: int
+    overhead_given: bool
+
+    @property
+    def weight_bytes_per_rank(self) -> int:
+        return self.weight_bytes // (self.settings.tp * self.settings.pp)
+
+    def capacity(self, settings: EngineSettings) -> Capacity:
+        return capacity(self.model, self.engine, settings, self.gpu_bytes, self.weight_bytes_per_rank,
+                        self.overhead_bytes)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EngineFit:
+    """The engine's side of a fit answer."""
+
+    target: EngineTarget
+    settings: EngineSettings  # as used (the dtype chosen by --cache-types auto)
+    capacity: Capacity
+    ctx: int  # tokens per sequence answered or checked (0: not even one token fits)
+    parallel: int  # sequences asked (or, for max-parallel, found)
+    requests: int  # sequences of ctx tokens that fit
+
+    @property
+    def fits(self) -> bool:
+        return self.ctx > 0 and self.requests >= max(1, self.parallel)
+
+    @property
+    def reserved_bytes(self) -> int:
+        """KV the sequences reserve on the busiest GPU (the pool itself fills whatever memory is left)."""
+        return max(1, self.parallel) * self.capacity.request_bytes(max(1, self.ctx))
+
+
+def settings_from(req: Request) -> EngineSettings:
+    e = req.engine
+    return EngineSettings(
+        cache_dtype=e.kv_cache_dtype, tp=e.tensor_parallel_size, pp=e.pipeline_parallel_size,
+        block_size=e.block_size, gpu_memory_utilization=e.gpu_memory_utilization,
+        mem_fraction_static=e.mem_fraction_static, free_gpu_memory_fraction=e.free_gpu_memory_fraction,
+        max_num_batched_tokens=e.max_num_batched_tokens, hybrid_kv_cache=not e.disable_hybrid_kv_cache_manager,
+    )  # fmt: skip
+
+
+def _parallel(s: EngineSettings) -> str:
+    if s.tp * s.pp == 1:
+        return ""
+    return f" (tp {s.tp}" + (f" × pp {s.pp}" if s.pp > 1 else "") + ")"
+
+
+class EngineSolver:
+    def __init__(self, target: EngineTarget) -> None:
+        self.target = target
+
+    def max_ctx_per_seq(self, n_seq: int, limit: int) -> int:
+        t = self.target
+        return t.capacity(replace(t.settings, max_model_len=limit)).max_context(n_seq, limit)
+
+    def max_parallel(self, ctx_per_seq: int) -> int:
+        t = self.target
+        return t.capacity(replace(t.settings, max_model_len=ctx_per_seq)).requests_that_fit(ctx_per_seq)
+
+
+class EngineRuntime:
+    """A serving engine behind the common runtime protocol."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.name = engine.name
+        self.label = engine.label
+
+    def target(self, model: ModelDescription, req: Request) -> EngineTarget:
+        assert req.hardware is not None  # build_request(need_hardware=True)
+        hw = req.hardware
+        s = self.engine.resolve(settings_from(req), hw.memory_bytes[0], hw.label)
+        if hw.model is not None:
+            s = replace(s, gpu_family=hw.family)
+        if req.weight_bytes is not None:
+            total, basis = req.weight_bytes, "given (--weight-bytes)"
+        elif model.n_params:
+            total, basis = estimate_bytes(model.n_params, req.weights or DEFAULT_ENGINE_WEIGHTS)
+        else:
+            raise BadInputError(f"{model.source}: no parameter count; pass --params N or --weight-bytes SIZE")
+        if s.tp * s.pp > 1:
+            basis += f", split evenly over {s.tp * s.pp} GPUs"
+        overhead = DEFAULT_ENGINE_OVERHEAD_BYTES if req.overhead is None else req.overhead
+        layout(model, self.engine, s)  # refuse unsupported layouts before any search
+        return EngineTarget(model, self.engine, s, hw.memory_bytes[0], hw.count, hw.label, total, basis, overhead,
+                            req.overhead is not None)  # fmt: skip
+
+    def solver(self, model: ModelDescription, req: Request) -> EngineSolver:
+        return EngineSolver(self.target(model, req))
+
+    def _attempt(self, t: EngineTarget, s: EngineSettings, ctx: int | None, parallel: int | None) -> EngineFit:
+        limit = t.model.n_ctx_train
+        if ctx is None:
+            want = parallel or 1
+            probe = t.capacity(replace(s, max_model_len=limit))
+            best = probe.max_context(want, limit)
+            cap = t.capacity(replace(s, max_model_len=best)) if best else probe
+            return EngineFit(t, s, cap, best, want, cap.requests_that_fit(best) if best else 0)
+        cap = t.capacity(replace(s, max_model_len=ctx))
+        n = cap.requests_that_fit(ctx)
+        return EngineFit(t, s, cap, ctx, n if parallel is None else parallel, n)
+
+    def fit(self, model: ModelDescription, req: Request) -> FitResult:
+        t = self.target(model, req)
+        ctx, parallel = req.engine.max_model_len, req.engine.max_num_seqs
+        if req.cache_types_auto:
+            mode = Mode.CACHE_TYPES
+            for dtype in self.engine.dtype_ladder:
+                found = self._attempt(t, replace(t.settings, cache_dtype=dtype), ctx or model.n_ctx_train,
+                                      parallel or 1)  # fmt: skip
+                if found.fits:
+                    break
+        else:
+            mode = Mode.CHECK if ctx and parallel else Mode.MAX_PARALLEL if ctx else Mode.MAX_CTX
+            found = self._attempt(t, t.settings, ctx, parallel)
+        return self._result(found, mode, req.model, parallel)
+
+    def _result(self, f: EngineFit, mode: Mode, ref: str, max_num_seqs: int | None) -> FitResult:
+        t, cap, engine = f.target, f.capacity, self.engine
+        lay = cap.layout
+        overhead = t.overhead_bytes if engine.measures_overhead else 0
+        devices = []
+        for rank in range(t.n_gpus):
+            stage = rank // f.settings.tp
+            devices.append(DeviceUsage(f"GPU{rank}", t.gpu_bytes, lay.stage_ranges[stage], t.weight_bytes_per_rank,
+                                       cap.kv_bytes(stage), 0, overhead))  # fmt: skip
+        reserved = f.reserved_bytes
+        pool = cap.pool_bytes
+        dtype = f.settings.cache_dtype
+        shortfall = None if f.fits else self._shortfall(f, overhead)
+        run_ctx = f.ctx or cap.max_model_len
+        return FitResult(
+            runtime=self.name, runtime_label=self.label, model_name=t.model.name, mode=mode, fits=f.fits,
+            ctx_per_seq=f.ctx, n_seq=max(1, f.parallel), cache="bf16 (auto)" if dtype == "auto" else dtype,
+            hardware_label=t.gpu_label + _parallel(f.settings), devices=tuple(devices), kv_bytes=reserved,
+            used_bytes=t.weight_bytes_per_rank + overhead + reserved,
+            headroom=(pool - reserved) / pool if pool else 0.0, need_bytes=reserved, have_bytes=pool,
+            need_device="GPU0",
+            run_command=f"{engine.name} serve" if engine.name != "trtllm" else "trtllm-serve",
+            run_args=(t.model.spec.hf_id if t.model.spec and t.model.spec.hf_id else ref,
+                      *engine.run_args(lay, run_ctx, max_num_seqs)) if f.fits else (),
+            weights_basis=t.weights_basis,
+            overhead_basis=("given (--overhead)" if t.overhead_given else
+                            "estimate of profiled activations + CUDA graphs (the reference's worked example); read "
+                            "the engine's startup log and pass --overhead") if engine.measures_overhead else
+                           "none measured: activations and graphs must fit in the (1 − mem_fraction_static) slack",
+            trained_ctx=t.model.n_ctx_train,
+            capped_by_trained=mode is Mode.MAX_CTX and f.fits and f.ctx >= t.model.n_ctx_train,
+            shortfall=shortfall, run_notes=engine.run_notes(lay) if f.fits else (), detail=f,
+        )  # fmt: skip
+
+    def _shortfall(self, f: EngineFit, overhead: int) -> Shortfall:
+        t, cap = f.target, f.capacity
+        weights = t.weight_bytes_per_rank
+        budget = cap.kv_budget_bytes
+        want_ctx, want_n = max(1, f.ctx or t.model.n_ctx_train), max(1, f.parallel)
+        need_kv = want_n * cap.request_bytes(want_ctx)
+        available = budget + weights + overhead  # what the engine lets weights, overhead and KV use
+        if budget <= 0:
+            constraint = Constraint.WEIGHTS if weights > available - overhead else Constraint.OVERHEAD
+        else:
+            constraint = Constraint.KV
+        alternatives = []
+        solver = EngineSolver(replace(t, settings=f.settings))
+        best = solver.max_ctx_per_seq(want_n, want_ctx)
+        if best and best < want_ctx:
+            alternatives.append(Alternative("max-ctx", ("--max-model-len", str(best)), best, want_n))
+        n = solver.max_parallel(want_ctx)
+        if 1 <= n < want_n:
+            alternatives.append(Alternative("max-parallel", ("--max-num-seqs", str(n)), want_ctx, n))
+        for dtype in self.engine.dtype_ladder:
+            if CACHE_DTYPE_BYTES[dtype] >= f.settings.dtype_bytes:
+                continue  # only a smaller KV dtype can help
+            trial = self._attempt(t, replace(f.settings, cache_dtype=dtype), want_ctx, want_n)
+            if trial.fits:
+                alternatives.append(Alternative("cache-types", ("--kv-cache-dtype", dtype), want_ctx, want_n))
+                break
+        return Shortfall(constraint, "GPU0", available, weights, need_kv, 0, overhead, tuple(alternatives))

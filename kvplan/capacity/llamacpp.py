@@ -1,0 +1,405 @@
+"""llama.cpp on GPUs: where each layer, its weights and its KV go, and the solvers over that placement.
+
+llama.cpp puts layer ``il`` on the CPU when ``il < n_layer + 1 - n_gpu_layers``, else on GPU
+``upper_bound(splits, (il - i_gpu_start) / act_gpu_layers)`` (src/llama-model.cpp load_tensors, float arithmetic;
+index ``n_layer`` is the output layer), keeps the input layer (token embeddings) in host memory, and puts each
+layer's KV / state with its layer (offload_kqv; ``-nkvo`` keeps it all in host memory). The solvers are exact
+integer searches over the same layout code as ``estimate``: the answer fits and the next step does not.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kvplan.capacity.results import (
+    Alternative,
+    DeviceUsage,
+    FitResult,
+    Mode,
+    Shortfall,
+    binding_constraint,
+)
+from kvplan.capacity.weights import Weights, model_weights
+from kvplan.errors import RefusedConfigError
+from kvplan.model import ModelDescription
+from kvplan.request import LlamaCppOptions, Request
+from kvplan.runtimes import LLAMACPP
+from kvplan.runtimes.llamacpp import Backend, CacheKind, FlashAttn, LlamaCppSettings, MemoryPlan, plan
+from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, LLAMA_MAX_SEQ
+from kvplan.units import GIB
+
+#: per-GPU overhead when not given: the CUDA context and the context-independent part of llama.cpp's compute
+#: buffer (an estimate; `llama-fit-params --fit-print on` reports the compute buffer, e.g. 266 MiB for an 8B model
+#: at ubatch 512); the part that grows with the context is compute_buffer() below
+DEFAULT_OVERHEAD_BYTES = 1 * GIB
+#: cache type pairs from least to most loss, for --cache-types auto
+CACHE_TYPE_LADDER = (("f16", "f16"), ("q8_0", "q8_0"), ("q8_0", "q5_1"), ("q8_0", "q4_0"), ("q5_1", "q5_1"),
+                     ("q5_0", "q5_0"), ("q4_1", "q4_1"), ("q4_0", "q4_0"))  # fmt: skip
+RUN_COMMAND = "llama-server"
+_MASK_BYTES = 2  # f16 KQ mask (flash attention); the f32 scores and mask without it are 4 B
+_SCORE_BYTES = 4
+
+
+def _f32(x: float) -> float:
+    """x rounded to a C float, as llama.cpp's split arithmetic computes."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def layer_devices(n_layer_all: int, splits: Sequence[float], n_gpu_layers: int = -1) -> list[int]:
+    """The device of each layer and of the output layer (last entry): a GPU index, or -1 for the host — as
+    llama.cpp's load_tensors assigns them (``n_gpu_layers`` < 0: all)."""
+    ngl = n_layer_all + 1 if n_gpu_layers < 0 else n_gpu_layers
+    i_gpu_start = max(n_layer_all + 1 - ngl, 0)
+    act = min(ngl, n_layer_all + 1)
+    cumulative, acc = [], 0.0
+    for s in splits:
+        acc = _f32(acc + _f32(s))
+        cumulative.append(acc)
+    cumulative = [_f32(c / acc) for c in cumulative]
+    out = []
+    for il in range(n_layer_all + 1):
+        if il < i_gpu_start or il - i_gpu_start >= act:
+            out.append(-1)
+        else:
+            at = _f32(float(il - i_gpu_start) / act)
+            out.append(min(bisect.bisect_right(cumulative, at), len(splits) - 1))
+    return out
+
+
+def compute_buffer(p: MemoryPlan) -> tuple[int, str]:
+    """The compute-buffer terms that grow with the context, per GPU: the KQ mask of one ubatch (f16 with flash
+    attention, f32 without) and, with flash attention off, the f32 KQ scores n_head × cells × n_ubatch × 4 B.
+    Checked against llama.cpp's own compute buffer (tests/fixtures/oracle/compute.json, CPU backend)."""
+    ctx = p.context
+    caches = [c.cells for c in p.caches if c.kind is CacheKind.ATTENTION]
+    if not caches:
+        return 0, ""
+    cells, mask_cells = max(caches), sum(caches)  # one mask per cache (full, SWA) lives through the graph
+    ubatch = ctx.n_ubatch
+    if ctx.flash_attn is FlashAttn.ON:
+        return mask_cells * ubatch * _MASK_BYTES, f"KQ mask {mask_cells:,} cells × ubatch {ubatch:,} × 2 B"
+    heads = max((la.n_head for la in p.model.layers if not la.recurrent), default=0)
+    scores = (heads * cells + mask_cells) * ubatch * _SCORE_BYTES
+    return scores, (f"flash attention off: KQ scores n_head {heads} × {cells:,} cells + mask {mask_cells:,} cells, "
+                    f"× ubatch {ubatch:,} × 4 B")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One configuration placed on the devices."""
+
+    settings: LlamaCppSettings
+    plan: MemoryPlan
+    gpus: tuple[DeviceUsage, ...]
+    host: DeviceUsage
+    compute_basis: str
+
+    @property
+    def fits(self) -> bool:
+        return all((d.free_bytes or 0) >= 0 for d in self.gpus)
+
+    @property
+    def devices(self) -> tuple[DeviceUsage, ...]:
+        host = self.host
+        return self.gpus + ((host,) if host.weight_bytes or host.kv_bytes else ())
+
+    @property
+    def tightest(self) -> DeviceUsage:
+        return min(self.gpus, key=lambda d: d.free_bytes or 0)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A model with its weights on some GPUs: what every placement and solver works on."""
+
+    model: ModelDescription
+    weights: Weights
+    memory: tuple[int, ...]
+    splits: tuple[float, ...] | None = None  # -ts proportions (default: by memory)
+    overhead: int | None = None  # per GPU; None: the estimate (DEFAULT_OVERHEAD_BYTES + compute_buffer)
+    n_gpu_layers: int = -1  # -ngl (< 0: all)
+    no_kv_offload: bool = False
+
+    def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
+        """Weights, KV / state, compute and overhead of every device for one configuration (raises where
+        llama.cpp refuses the configuration)."""
+        model, weights, memory = self.model, self.weights, self.memory
+        p = p or plan(model, settings)
+        where = layer_devices(model.n_layer_all, self.splits or [float(m) for m in memory], self.n_gpu_layers)
+        n = len(memory)
+        w, kv = [0] * (n + 1), [0] * (n + 1)  # the last slot is the host
+        for il, b in enumerate(weights.layer_bytes):
+            w[where[il]] += b
+        w[where[-1]] += weights.output_bytes
+        w[-1] += weights.input_bytes
+        for cache in p.caches:
+            for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
+                kv[-1 if self.no_kv_offload else where[min(il, len(where) - 1)]] += b
+        if self.overhead is None:
+            compute, basis = compute_buffer(p)
+            overhead = DEFAULT_OVERHEAD_BYTES
+        else:
+            compute, basis, overhead = 0, "included in --overhead", self.overhead
+        gpus = tuple(
+            DeviceUsage(f"GPU{i}", memory[i], _span([il for il in range(model.n_layer_all) if where[il] == i]),
+                        w[i], kv[i], compute, overhead)
+            for i in range(n)
+        )  # fmt: skip
+        host_layers = [il for il in range(model.n_layer_all) if where[il] == -1]
+        host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], 0, 0)
+        return Placement(settings, p, gpus, host, basis)
+
+    def fitting(self, settings: LlamaCppSettings) -> Placement | None:
+        """The placement if llama.cpp accepts the settings and every GPU has room, else None."""
+        try:
+            placement = self.place(settings)
+        except RefusedConfigError:
+            return None  # a configuration llama.cpp refuses is one that does not run here
+        return placement if placement.fits else None
+
+    def max_context(self, settings: LlamaCppSettings, n_seq: int, limit: int) -> Placement | None:
+        """The largest context per sequence (a multiple of 256 tokens, at most ``limit``) with which ``n_seq``
+        sequences fit; None if 256 does not. Bisection: the bytes do not shrink as the context grows."""
+        hi = max(1, limit // KV_PAD_CELLS)
+
+        def at(k: int) -> Placement | None:
+            return self.fitting(per_sequence(settings, n_seq, k * KV_PAD_CELLS))
+
+        best = at(1)
+        if best is None:
+            return None
+        top = at(hi)
+        if top is not None:
+            return top
+        lo = 1  # fits (best); hi does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            found = at(mid)
+            if found is not None:
+                lo, best = mid, found
+            else:
+                hi = mid
+        return best
+
+    def max_parallel(self, settings: LlamaCppSettings, ctx_per_seq: int) -> Placement | None:
+        """The most sequences (1..256) of ``ctx_per_seq`` tokens each that fit (every count is checked: padding
+        and refusals make the answer not strictly monotone)."""
+        best = None
+        for n in range(1, LLAMA_MAX_SEQ + 1):
+            p = self.fitting(per_sequence(settings, n, ctx_per_seq))
+            if p is not None:
+                best = p
+        return best
+
+    def cheapest_cache_types(self, settings: LlamaCppSettings) -> Placement | None:
+        """The first (least lossy) K/V type pair with which ``settings`` fits."""
+        for tk, tv in CACHE_TYPE_LADDER:
+            p = self.fitting(dataclasses.replace(settings, type_k=tk, type_v=tv))
+            if p is not None:
+                return p
+        return None
+
+    def max_gpu_layers(self, settings: LlamaCppSettings) -> int | None:
+        """The most layers (-ngl) that fit on the GPUs with this configuration; None if even 0 does not."""
+        p = plan(self.model, settings)
+        for ngl in range(self.model.n_layer_all + 1, -1, -1):
+            if dataclasses.replace(self, n_gpu_layers=ngl).place(settings, p).fits:
+                return ngl
+        return None
+
+
+def _span(layers: list[int]) -> tuple[int, int] | None:
+    return (layers[0], layers[-1]) if layers else None
+
+
+def per_sequence(settings: LlamaCppSettings, n_seq: int, ctx_per_seq: int) -> LlamaCppSettings:
+    """llama.cpp settings for ``n_seq`` sequences of ``ctx_per_seq`` tokens each (-c N×C -np N)."""
+    return dataclasses.replace(settings, n_seq=n_seq, n_ctx=n_seq * ctx_per_seq)
+
+
+def settings_for(o: LlamaCppOptions, backend: Backend) -> LlamaCppSettings:
+    """llama.cpp's settings from its flags; what was not given takes llama.cpp's default (LlamaCppSettings).
+    The context is ``-c``, or ``--ctx-per-seq`` × ``-np``, or 0 (the trained context)."""
+    n_seq = o.parallel or 1
+    given: dict[str, object] = {
+        "n_ctx": o.ctx_size if o.ctx_size is not None else (o.ctx_per_seq or 0) * n_seq,
+        "n_seq": n_seq,
+        "kv_unified": o.kv_unified,
+        "swa_full": o.swa_full,
+        "n_rs_seq": o.rs_seq,
+        "backend": o.backend or backend,
+    }
+    for field_, value in (("n_batch", o.batch_size), ("n_ubatch", o.ubatch_size), ("type_k", o.cache_type_k),
+                          ("type_v", o.cache_type_v), ("flash_attn", o.flash_attn)):  # fmt: skip
+        if value is not None:
+            given[field_] = value
+    return dataclasses.replace(LlamaCppSettings(), **given)  # type: ignore[arg-type]
+
+
+def cache_label(type_k: str, type_v: str) -> str:
+    return type_k if type_k == type_v else f"K {type_k} / V {type_v}"
+
+
+def run_args(model: ModelDescription, ref: str, target: Target, placement: Placement) -> tuple[str, ...]:
+    """llama-server's arguments that reproduce ``placement`` on ``target``: every flag the answer depends on
+    (llama.cpp's defaults are left out only where they are llama.cpp's defaults too)."""
+    s, ctx = placement.settings, placement.plan.context
+    default = LlamaCppSettings()
+    gguf = ref if ref.lower().endswith(".gguf") or "://" in ref else f"{model.name}.gguf"
+    args = ["-m", gguf, "-c", str(ctx.n_ctx_asked), "-np", str(ctx.n_seq), "-ctk", ctx.type_k.name,
+            "-ctv", ctx.type_v.name, "-fa", ctx.flash_attn_asked.value]  # fmt: skip
+    if s.n_batch != default.n_batch:
+        args += ["-b", str(s.n_batch)]
+    if s.n_ubatch != default.n_ubatch:
+        args += ["-ub", str(s.n_ubatch)]
+    if ctx.kv_unified:
+        args.append("-kvu")
+    if ctx.swa_full:
+        args.append("--swa-full")
+    if target.splits:
+        args += ["-ts", ",".join(f"{s:g}" for s in target.splits)]
+    ngl = target.n_gpu_layers
+    args += ["-ngl", str(model.n_layer_all + 1 if ngl < 0 else ngl)]
+    if target.no_kv_offload:
+        args.append("-nkvo")
+    args += ["--fit", "off"]
+    return tuple(args)
+
+
+class LlamaCppSolver:
+    """The budget questions (max context, max sequences) on a fixed target."""
+
+    def __init__(self, target: Target, base: LlamaCppSettings) -> None:
+        self.target, self.base = target, base
+
+    def max_ctx_per_seq(self, n_seq: int, limit: int) -> int:
+        found = self.target.max_context(self.base, n_seq, limit)
+        return found.plan.context.n_ctx_seq if found else 0
+
+    def max_parallel(self, ctx_per_seq: int) -> int:
+        found = self.target.max_parallel(self.base, ctx_per_seq)
+        return found.plan.context.n_seq if found else 0
+
+
+@dataclass(frozen=True)
+class LlamaCppFit:
+    """llama.cpp's side of a fit answer: the placement (with the exact memory plan) and the target."""
+
+    placement: Placement
+    target: Target
+
+
+class LlamaCppRuntime:
+    """llama.cpp (llama-server / llama-cli), byte-exact."""
+
+    name = LLAMACPP
+    label = "llama.cpp"
+
+    def target(self, model: ModelDescription, req: Request) -> Target:
+        assert req.hardware is not None  # build_request(need_hardware=True)
+        o = req.llamacpp
+        weights = model_weights(model, req.weights, req.weight_bytes)
+        return Target(model, weights, req.hardware.memory_bytes, o.tensor_split, req.overhead,
+                      -1 if o.n_gpu_layers is None else o.n_gpu_layers, o.no_kv_offload)  # fmt: skip
+
+    def base_settings(self, req: Request) -> LlamaCppSettings:
+        return settings_for(req.llamacpp, Backend.CUDA)
+
+    def solver(self, model: ModelDescription, req: Request) -> LlamaCppSolver:
+        return LlamaCppSolver(self.target(model, req), self.base_settings(req))
+
+    def fit(self, model: ModelDescription, req: Request) -> FitResult:
+        o = req.llamacpp
+        target = self.target(model, req)
+        base = self.base_settings(req)
+        n_seq = o.parallel or 1
+        trained = model.n_ctx_train
+        # validate the configuration once: a setting llama.cpp refuses is an error, not "does not fit"
+        plan(model, per_sequence(base, n_seq, min(KV_PAD_CELLS, trained or KV_PAD_CELLS)))
+        if req.cache_types_auto:
+            mode = Mode.CACHE_TYPES
+            s = base if o.ctx_size is not None else per_sequence(base, n_seq, o.ctx_per_seq or trained)
+            found, asked = target.cheapest_cache_types(s), dataclasses.replace(s, type_k="q4_0", type_v="q4_0")
+        elif o.ctx_size is not None or (o.ctx_per_seq is not None and o.parallel is not None):
+            mode, asked = Mode.CHECK, base
+            found = target.fitting(base)
+        elif o.ctx_per_seq is not None:
+            mode, asked = Mode.MAX_PARALLEL, per_sequence(base, 1, o.ctx_per_seq)
+            found = target.max_parallel(base, o.ctx_per_seq)
+        else:
+            mode, asked = Mode.MAX_CTX, per_sequence(base, n_seq, KV_PAD_CELLS)
+            found = target.max_context(base, n_seq, trained)
+        if found is not None:
+            return self._result(model, req, target, found, mode, True)
+        placement = target.place(asked)
+        result = self._result(model, req, target, placement, mode, False)
+        return dataclasses.replace(result, shortfall=self._shortfall(target, placement, mode))
+
+    def _result(self, model: ModelDescription, req: Request, target: Target, placement: Placement, mode: Mode,
+                fits: bool) -> FitResult:  # fmt: skip
+        p = placement.plan
+        ctx = p.context
+        gpus = placement.gpus
+        used = sum(d.used_bytes for d in gpus)
+        capped = mode is Mode.MAX_CTX and fits and ctx.n_ctx_seq >= model.n_ctx_train
+        tight = placement.tightest
+        return FitResult(
+            runtime=self.name, runtime_label=self.label, model_name=model.name, mode=mode, fits=fits,
+            ctx_per_seq=ctx.n_ctx_seq, n_seq=ctx.n_seq, cache=cache_label(ctx.type_k.name, ctx.type_v.name),
+            hardware_label=req.hardware.label if req.hardware else "", devices=placement.devices,
+            kv_bytes=p.total_bytes, used_bytes=used,
+            headroom=min((d.free_share or 0.0) for d in gpus), need_bytes=tight.used_bytes,
+            have_bytes=tight.memory_bytes or 0, need_device=tight.name, run_command=RUN_COMMAND,
+            run_args=run_args(model, req.model, target, placement) if fits else (),
+            weights_basis=target.weights.basis,
+            overhead_basis=("given (--overhead)" if target.overhead is not None else
+                            "estimate: CUDA context + llama.cpp's fixed compute buffer; measure with "
+                            "llama-fit-params --fit-print on and pass --overhead"),
+            trained_ctx=model.n_ctx_train, capped_by_trained=capped, warnings=p.warnings,
+            detail=LlamaCppFit(placement, target),
+        )  # fmt: skip
+
+    def _shortfall(self, target: Target, placement: Placement, mode: Mode) -> Shortfall:
+        """The binding constraint on the tightest GPU, and configurations the solvers verified to fit."""
+        d = placement.tightest
+        assert d.memory_bytes is not None
+        constraint = binding_constraint(d.memory_bytes, d.weight_bytes, d.overhead_bytes, d.compute_bytes)
+        ctx = placement.plan.context
+        n_seq, per_seq = ctx.n_seq, ctx.n_ctx_seq
+        asked = placement.settings
+        alternatives: list[Alternative] = []
+
+        def add(what: str, found: Placement | None, flags: Callable[[Placement], tuple[str, ...]], detail: str = ""
+                ) -> None:  # fmt: skip
+            if found is not None:
+                c = found.plan.context
+                alternatives.append(Alternative(what, flags(found), c.n_ctx_seq, c.n_seq, detail))
+
+        def ctx_flags(f: Placement) -> tuple[str, ...]:
+            return ("-c", str(f.plan.context.n_ctx_asked), "-np", str(f.plan.context.n_seq))
+
+        if mode is not Mode.MAX_CTX:
+            add("max-ctx", target.max_context(asked, n_seq, per_seq), ctx_flags)
+        if mode is not Mode.MAX_PARALLEL and n_seq > 1:
+            add("max-parallel", target.max_parallel(asked, per_seq), ctx_flags)
+        if mode is not Mode.CACHE_TYPES:
+            add("cache-types", target.cheapest_cache_types(asked),
+                lambda f: ("-ctk", f.plan.context.type_k.name, "-ctv", f.plan.context.type_v.name))  # fmt: skip
+        try:
+            ngl = target.max_gpu_layers(asked)
+        except RefusedConfigError:
+            ngl = None
+        if ngl is not None and ngl > 0:
+            moved = target.model.n_layer_all + 1 - ngl
+            found = dataclasses.replace(target, n_gpu_layers=ngl).place(asked)
+            add("gpu-layers", found, lambda f: ("-ngl", str(ngl)), f"{moved} of {target.model.n_layer_all + 1} "
+                "layers (with their KV) in host memory, which is slower")  # fmt: skip
+        return Shortfall(constraint, d.name, d.memory_bytes, d.weight_bytes, d.kv_bytes, d.compute_bytes,
+                         d.overhead_bytes, tuple(alternatives))  # fmt: skip
+
+
+RUNTIME = LlamaCppRuntime()

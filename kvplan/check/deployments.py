@@ -1,0 +1,123 @@
+"""The deployments file: every entry becomes a typed Request through the same settings table as the command line.
+
+    deployments:
+      - name: chat-8b
+        model: llama-3.1-8b          # catalog name or HF id, .gguf, .yaml spec or config.json (relative to this file)
+        engine: llama.cpp            # or vllm / sglang / trtllm
+        ctx_per_seq: 32k             # or ctx_size: 128k (llama.cpp's -c, shared by the sequences)
+        parallel: 4
+        cache_type_k: q8_0
+        gpu: RTX-4090x2              # or memory: [24GiB, 24GiB]
+        budgets: {max_kv: 8GiB, max_total: 40GiB, min_ctx: 32k, min_parallel: 4, headroom: 10%}
+
+Every key is a setting's file key (README, "CI checks"); the file is validated completely before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from kvplan.errors import SpecError
+from kvplan.request import SETTINGS, Origin, Raw, Request, build_request
+from kvplan.sources.yamlfile import Node, did_you_mean, load_nodes, read_text
+
+#: file key → setting dest, for every setting with a file key (budgets live under ``budgets:``)
+_KEYS: dict[str, str] = {}
+_BUDGET_KEYS: dict[str, str] = {}
+for _s in SETTINGS:
+    for _key in (_s.file_key, *_s.aliases):
+        if _key is None:
+            continue
+        if _key.startswith("budgets."):
+            _BUDGET_KEYS[_key.removeprefix("budgets.")] = _s.dest
+        else:
+            _KEYS[_key] = _s.dest
+ENTRY_KEYS = ("name", "model", "budgets", *_KEYS)
+#: keys whose meaning changed: what to write instead
+_RENAMED = {
+    "ctx": "ctx was per sequence; write ctx_per_seq (tokens per sequence) or ctx_size (llama.cpp's -c, shared by "
+           "the sequences); serving engines: max_model_len",
+    "kv_cache_type": "write cache_type_k / cache_type_v (llama.cpp) or kv_cache_dtype (engines)",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    path: str
+    line: int
+    request: Request
+
+
+def load_deployments(path: str) -> list[Deployment]:
+    """Every deployment of the file as a request; the first problem is a FILE:LINE: KEY error."""
+    text = read_text(path, "a deployments file")
+    root = load_nodes(text, path, "the file is empty; expected a 'deployments' list")
+    if not isinstance(root.value, dict) or "deployments" not in root.value:
+        raise SpecError(path, root.line, "deployments", "expected a mapping with a 'deployments' list")
+    extra = sorted(set(root.value) - {"deployments"})
+    if extra:
+        raise SpecError(path, root.value[extra[0]].line, extra[0], "unknown top-level key (only 'deployments')")
+    items = root.value["deployments"]
+    if not isinstance(items.value, list) or not items.value:
+        raise SpecError(path, items.line, "deployments", "expected a non-empty list of deployments")
+    base = os.path.dirname(os.path.abspath(path))
+    out: list[Deployment] = []
+    names: set[str] = set()
+    for i, node in enumerate(items.value):
+        dep = _deployment(path, base, f"deployments[{i}]", node, i)
+        if dep.name in names:
+            raise SpecError(path, node.line, f"deployments[{i}].name", f"duplicate deployment name {dep.name!r}")
+        names.add(dep.name)
+        out.append(dep)
+    return out
+
+
+def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Deployment:
+    if not isinstance(node.value, dict):
+        raise SpecError(path, node.line, where, "expected a mapping")
+    entry: dict[str, Node] = node.value
+    raw: dict[str, Raw] = {}
+    for key, child in entry.items():
+        if key in ("name", "model", "budgets"):
+            continue
+        if key in _RENAMED:
+            raise SpecError(path, child.line, f"{where}.{key}", _RENAMED[key])
+        if key not in _KEYS:
+            raise SpecError(path, child.line, f"{where}.{key}", f"unknown key{did_you_mean(key, ENTRY_KEYS)}")
+        raw[_KEYS[key]] = Raw(_value(child), Origin(f"{where}.{key}", path, child.line))
+    if "budgets" in entry:
+        b = entry["budgets"]
+        if not isinstance(b.value, dict):
+            raise SpecError(path, b.line, f"{where}.budgets", "expected a mapping")
+        for key, child in b.value.items():
+            if key not in _BUDGET_KEYS:
+                raise SpecError(path, child.line, f"{where}.budgets.{key}", "unknown budget; expected "
+                                f"{', '.join(_BUDGET_KEYS)}{did_you_mean(key, _BUDGET_KEYS)}")  # fmt: skip
+            raw[_BUDGET_KEYS[key]] = Raw(child.value, Origin(f"{where}.budgets.{key}", path, child.line))
+    if "model" not in entry:
+        raise SpecError(path, node.line, f"{where}.model", "missing (a catalog name, .gguf, .yaml or config.json)")
+    model = entry["model"].value
+    if not isinstance(model, str) or not model.strip():
+        raise SpecError(path, entry["model"].line, f"{where}.model", "expected a model name or path")
+    name = entry["name"].value if "name" in entry else f"deployment-{index + 1}"
+    if not isinstance(name, (str, int)) or isinstance(name, bool):
+        raise SpecError(path, entry["name"].line, f"{where}.name", "expected text")
+    request = build_request(_model_ref(model, base), raw, where=Origin(where, path, node.line))
+    return Deployment(str(name), path, node.line, request)
+
+
+def _value(node: Node) -> object:
+    """A scalar, or a list of scalars (memory: [24GiB, 24GiB], tensor_split: [1, 1])."""
+    if isinstance(node.value, list):
+        return [item.value for item in node.value]
+    return node.value
+
+
+def _model_ref(ref: str, base: str) -> str:
+    """A path relative to the deployments file, if it names a file there; else the reference as it is."""
+    if "://" in ref or os.path.isabs(ref):
+        return ref
+    candidate = os.path.join(base, ref)
+    return candidate if os.path.exists(candidate) else ref

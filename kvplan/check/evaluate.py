@@ -1,0 +1,64 @@
+"""`kvplan check`: every deployment evaluated with the same code as `estimate` and `fit` — it passes, fails a
+budget (with the nearest setting that passes every budget), or errors (its model cannot be read, or the runtime
+refuses it) without hiding the others."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvplan.capacity.deployment import Evaluation, evaluate_request, load_model_for
+from kvplan.check.deployments import Deployment
+from kvplan.errors import EXIT_NO, EXIT_OK, KvplanError, overall_exit
+from kvplan.model import ModelDescription
+from kvplan.request import Request
+
+
+@dataclass(frozen=True)
+class DeploymentResult:
+    deployment: Deployment
+    evaluation: Evaluation | None
+    error: KvplanError | None = None
+
+    @property
+    def name(self) -> str:
+        return self.deployment.name
+
+    @property
+    def status(self) -> str:
+        if self.error is not None:
+            return "error"
+        assert self.evaluation is not None
+        return "pass" if self.evaluation.passed else "fail"
+
+    @property
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return self.error.exit_code
+        return EXIT_OK if self.status == "pass" else EXIT_NO
+
+
+def checked_request(model: ModelDescription, req: Request) -> Request:
+    """A deployment is a check of one configuration: what it leaves out takes the runtime's default (llama.cpp
+    -c 0, the trained context; an engine's --max-model-len, the trained context, for one sequence)."""
+    if req.is_engine:
+        e = req.engine
+        return replace(req, engine=replace(e, max_model_len=e.max_model_len or model.n_ctx_train,
+                                           max_num_seqs=e.max_num_seqs or 1))  # fmt: skip
+    o = req.llamacpp
+    if o.ctx_size is None and o.ctx_per_seq is None:
+        return replace(req, llamacpp=replace(o, ctx_size=0))
+    if o.ctx_per_seq is not None and o.parallel is None:
+        return replace(req, llamacpp=replace(o, parallel=1))
+    return req
+
+
+def evaluate(dep: Deployment) -> DeploymentResult:
+    try:
+        model = load_model_for(dep.request)
+        return DeploymentResult(dep, evaluate_request(model, checked_request(model, dep.request), suggest=True))
+    except KvplanError as exc:
+        return DeploymentResult(dep, None, exc)
+
+
+def check_exit(results: list[DeploymentResult]) -> int:
+    return overall_exit([r.exit_code for r in results])

@@ -1,0 +1,220 @@
+"""The commands: which options each takes, and a body that builds the request, calls the library and returns a
+Document. Nothing here computes a number or formats one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kvplan.cli.argv import Option, Parsed, Positional
+from kvplan.errors import OutputError, UsageError
+from kvplan.report.document import Document, Format
+from kvplan.request import SETTINGS_BY_DEST, Raw, Request, build_request
+from kvplan.units import Units
+
+MODEL = Positional("MODEL", "a .gguf file (or http(s)://, hf:// URL), a .yaml spec, a config.json or model folder, "
+                            "or a catalog name or its Hugging Face id (`kvplan models`)")  # fmt: skip
+FORMATS = tuple(f.value for f in Format)
+OUTPUT = (
+    Option("format", ("-o", "--format"), f"{', '.join(FORMATS)} (table)", "output", "FORMAT"),
+    Option("units", ("--units",), "iec (KiB, MiB, GiB), si (kB, MB, GB) or bytes, for every figure a person reads; "
+           "CSV and JSON always carry integer bytes", "output", "UNITS"),  # fmt: skip
+)
+OUTPUT_GROUPS = {"output": "Output", "command": "Options"}
+
+
+def _settings(*dests: str) -> tuple[Option, ...]:
+    return tuple(Option.of(SETTINGS_BY_DEST[d]) for d in dests)
+
+
+LLAMACPP_CONTEXT = ("ctx_size", "ctx_per_seq", "parallel", "kv_unified", "batch_size", "ubatch_size", "cache_type_k",
+                    "cache_type_v", "flash_attn", "swa_full")  # fmt: skip
+ENGINE = ("max_model_len", "max_num_seqs", "tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype",
+          "block_size", "gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction",
+          "max_num_batched_tokens", "disable_hybrid_kv_cache_manager")  # fmt: skip
+BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    parsed: Parsed
+    fmt: Format
+    units: Units
+
+    def raw(self, *exclude: str) -> dict[str, Raw]:
+        return {k: v for k, v in self.parsed.values.items() if k in SETTINGS_BY_DEST and k not in exclude}
+
+    def value(self, dest: str) -> str | None:
+        item = self.parsed.values.get(dest)
+        return None if item is None else str(item.value)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    brief: str  # one line for `kvplan --help`
+    summary: str
+    positionals: tuple[Positional, ...]
+    options: tuple[Option, ...]
+    body: Callable[[Invocation], Document]
+    extra_groups: dict[str, str] = field(default_factory=lambda: dict(OUTPUT_GROUPS))
+
+
+def _request(inv: Invocation, *, need_hardware: bool = False, exclude: tuple[str, ...] = ()) -> Request:
+    table = None
+    path = inv.value("gpus_file")
+    if path is not None:
+        from kvplan.capacity.hardware import parse_gpu_table
+        from kvplan.sources.yamlfile import load_nodes, plain, read_text
+
+        text = read_text(path, "a GPU table (NAME: memory)")
+        try:
+            table = parse_gpu_table(plain(load_nodes(text, path, "the file is empty; expected NAME: memory lines")))
+        except ValueError as exc:
+            from kvplan.errors import SpecError
+
+            raise SpecError(path, None, None, str(exc)) from None
+    return build_request(inv.parsed.positionals["MODEL"], inv.raw("gpus_file", *exclude), gpu_table=table,
+                         need_hardware=need_hardware)  # fmt: skip
+
+
+def estimate(inv: Invocation) -> Document:
+    from kvplan.capacity.deployment import evaluate_request, load_model_for
+    from kvplan.report.estimate import estimate_document
+
+    req = _request(inv)
+    return estimate_document(evaluate_request(load_model_for(req), req), inv.units)
+
+
+def fit(inv: Invocation) -> Document:
+    from kvplan.capacity.deployment import evaluate_request, load_model_for
+    from kvplan.report.fit import fit_document
+
+    if (inv.value("fit") or "off") != "off":
+        raise UsageError("kvplan does not reproduce llama.cpp's --fit yet; it plans what you give (--fit off)",
+                         inv.parsed.values["fit"].origin.key)  # fmt: skip
+    req = _request(inv, need_hardware=True, exclude=("fit",))
+    return fit_document(evaluate_request(load_model_for(req), req), inv.units)
+
+
+def _contexts(inv: Invocation, default: str | None) -> tuple[object, Request]:
+    from kvplan.analysis.curve import parse_contexts
+
+    item = inv.parsed.values.get("contexts")
+    text = str(item.value) if item is not None else default
+    contexts = None
+    if text is not None:
+        try:
+            contexts = parse_contexts(text)
+        except ValueError as exc:
+            raise UsageError(str(exc), item.origin.key if item else "--ctx-size") from None
+    return contexts, _request(inv, exclude=("contexts",))
+
+
+def compare(inv: Invocation) -> Document:
+    from kvplan.analysis.compare import compare as build
+    from kvplan.analysis.curve import Contexts
+    from kvplan.capacity.deployment import load_model_for
+    from kvplan.capacity.llamacpp import settings_for
+    from kvplan.report.compare import compare_document
+    from kvplan.runtimes.llamacpp import Backend
+
+    contexts, req = _contexts(inv, None)
+    points = contexts.points if isinstance(contexts, Contexts) else ()
+    return compare_document(build(load_model_for(req), settings_for(req.llamacpp, Backend.CPU), points))
+
+
+def curve(inv: Invocation) -> Document:
+    from kvplan.analysis.curve import Contexts
+    from kvplan.analysis.curve import curve as build
+    from kvplan.capacity.deployment import load_model_for
+    from kvplan.capacity.llamacpp import settings_for
+    from kvplan.report.curve import chart, curve_document
+    from kvplan.runtimes.llamacpp import Backend
+
+    contexts, req = _contexts(inv, "1k:128k")
+    assert isinstance(contexts, Contexts)
+    result = build(load_model_for(req), settings_for(req.llamacpp, Backend.CPU), contexts)
+    svg_path = inv.value("svg")
+    if svg_path is not None:
+        from kvplan.render.chart import svg
+
+        write_file(svg_path, svg(chart(result), inv.units))
+    return curve_document(result, inv.units)
+
+
+def check(inv: Invocation) -> Document:
+    from kvplan.check.deployments import load_deployments
+    from kvplan.check.evaluate import check_exit, evaluate
+    from kvplan.report.check import check_document
+
+    results = [evaluate(d) for d in load_deployments(inv.parsed.positionals["FILE"])]
+    code = check_exit(results)
+    junit = inv.value("junit")
+    if junit is not None:
+        from kvplan.render.junit import junit as render_junit
+
+        write_file(junit, render_junit(results, inv.units))
+    return check_document(results, code, inv.units)
+
+
+def models(inv: Invocation) -> Document:
+    from kvplan.analysis.catalog import catalog_entries
+    from kvplan.report.catalog import catalog_document
+
+    return catalog_document(catalog_entries(inv.value("arch")))
+
+
+def gpus(inv: Invocation) -> Document:
+    from kvplan.report.gpus import gpus_document
+
+    return gpus_document()
+
+
+def write_file(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+CONTEXTS_COMPARE = Option("contexts", ("-c", "--ctx-size", "--ctx"), "contexts shared by the -np sequences, as "
+                          "llama.cpp's -c: 8k,32k,128k (or a range 1k:128k); default: the trained context",
+                          "llama.cpp", "LIST")  # fmt: skip
+CONTEXTS_CURVE = Option("contexts", ("-c", "--ctx-size", "--ctx"), "1k:1M (doubling), 1k:64k:4k (a step; the end "
+                        "is included) or 4k,8k,32k (a list); default 1k:128k", "llama.cpp", "RANGE")  # fmt: skip
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("estimate", "bytes llama.cpp allocates for KV cache and state, and why", "How many bytes llama.cpp allocates for the KV cache and state of MODEL, exactly, and "
+                "why.", (MODEL,), (*_settings(*LLAMACPP_CONTEXT, "rs_seq", "backend", "mtp", "cache_type_k_draft",
+                                                "cache_type_v_draft", "max_kv", "max_total", "min_ctx"), *OUTPUT),
+                estimate),  # fmt: skip
+        Command("fit", "what fits on GPUs: longest context, most sequences, cheapest cache", "What fits on the GPUs for llama.cpp (or --engine vllm|sglang|trtllm): without a context, the "
+                "longest that fits; with --ctx-per-seq (or --max-model-len) alone, the most sequences; with both, a "
+                "check; --cache-types auto, the least lossy cache types.", (MODEL,),
+                (*_settings("gpu", "memory", "gpus_file", "engine", *LLAMACPP_CONTEXT, "n_gpu_layers", "tensor_split",
+                            "no_kv_offload", "backend", *ENGINE, "weights", "weight_bytes", "params", "overhead",
+                            "cache_types", *BUDGETS),
+                 Option("fit", ("-fit", "--fit"), "llama.cpp's automatic fit: off (kvplan plans the flags you give)",
+                        "llama.cpp", "off"), *OUTPUT), fit),  # fmt: skip
+        Command("compare", "MHA / GQA / MQA what-ifs and every cache type, side by side", "MODEL's attention layout next to MHA / GQA / MQA what-ifs and every cache type, side by "
+                "side.", (MODEL,), (CONTEXTS_COMPARE, *_settings(*[d for d in LLAMACPP_CONTEXT if d not in (
+                    "ctx_size", "ctx_per_seq")]), *OUTPUT), compare),  # fmt: skip
+        Command("curve", "bytes against context per cache; --svg for a chart", "Bytes against context for each cache: padding steps, where windows stop growing, the "
+                "slope.", (MODEL,), (CONTEXTS_CURVE, *_settings(*[d for d in LLAMACPP_CONTEXT if d not in (
+                    "ctx_size", "ctx_per_seq")], "rs_seq"), Option("svg", ("--svg",), "also write the chart as an "
+                    "SVG file", "output", "FILE"), *OUTPUT), curve),  # fmt: skip
+        Command("check", "every deployment of a file against its budgets (CI)", "Every deployment of FILE against its budgets: exit 0 all pass, 1 a budget fails, 3 bad "
+                "input, 4 unsupported.", (Positional("FILE", "the deployments file (README: CI checks)"),),
+                (Option("junit", ("--junit",), "also write a JUnit XML report to this file", "output", "FILE"),
+                 *OUTPUT), check),  # fmt: skip
+        Command("models", "the built-in catalog of models", "The built-in catalog of model specs.", (),
+                (Option("arch", ("--arch",), "only models of this GGUF architecture", "command", "ARCH"), *OUTPUT),
+                models),  # fmt: skip
+        Command("gpus", "the GPU presets --gpu takes", "The GPU presets --gpu takes, with the memory kvplan uses and where it comes from.", (),
+                OUTPUT, gpus),  # fmt: skip
+    )
+}

@@ -1,0 +1,483 @@
+"""The one typed request every front end builds, and the one table of settings both build it from.
+
+The command line (``kvplan fit … -c 32k -np 4``) and a deployments-file entry (``ctx_size: 32k``) name the
+same settings; each setting is parsed by the same function, and the request is checked by the same rules,
+whichever front end supplied it. A bad value is a usage error on the command line (exit 2) and a
+``FILE:LINE: KEY: …`` error in a file (exit 3). Flags are spelled as each runtime spells them and mean what
+they mean there: llama.cpp's ``-c`` is the context shared by ``-np`` sequences; vLLM's ``--max-model-len`` is
+per sequence (SGLang's and TensorRT-LLM's own names are accepted as aliases).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
+from kvplan.capacity.weights import weight_type
+from kvplan.errors import KvplanError, SpecError, UsageError
+from kvplan.facts.ggml_types import LLAMA_CPP_CACHE_TYPES
+from kvplan.runtimes import LLAMACPP, canonical_runtime, is_engine, runtime_names
+from kvplan.runtimes.engines import CACHE_DTYPE_BYTES, ENGINES
+from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
+from kvplan.units import parse_count, parse_fraction, parse_params, parse_size
+
+# --- where a value came from -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a raw value came from: a flag on the command line, or a key on a line of a file."""
+
+    key: str  # the flag as typed ("-ctk"), or the file key ("deployments[0].cache_type_k")
+    path: str | None = None  # None: the command line
+    line: int | None = None
+
+    def error(self, message: str) -> KvplanError:
+        if self.path is None:
+            return UsageError(message, self.key)
+        return SpecError(self.path, self.line, self.key, message)
+
+
+@dataclass(frozen=True)
+class Raw:
+    value: object
+    origin: Origin
+
+
+# --- parsers (raise ValueError with a message) ------------------------------------------------------------
+
+
+def _count(minimum: int = 1) -> Callable[[object], int]:
+    def parse(value: object) -> int:
+        return parse_count(value, minimum=minimum)
+
+    return parse
+
+
+def _switch(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ValueError(f"expected true or false, not {value!r}")
+
+
+def _choice(choices: tuple[str, ...], what: str) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        key = str(value).strip().lower()
+        if key in choices:
+            return key
+        close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ValueError(f"unknown {what} {value!r}{hint}; expected one of {', '.join(choices)}")
+
+    return parse
+
+
+_cache_type = _choice(LLAMA_CPP_CACHE_TYPES, "cache type")
+
+
+def _flash_attn(value: object) -> FlashAttn:
+    """llama.cpp's is_truthy / is_falsey / is_autoy (YAML 1.1 reads on/off as booleans)."""
+    if isinstance(value, bool):
+        return FlashAttn.ON if value else FlashAttn.OFF
+    key = str(value).strip().lower()
+    if key in ("on", "enabled", "true", "1"):
+        return FlashAttn.ON
+    if key in ("off", "disabled", "false", "0"):
+        return FlashAttn.OFF
+    if key in ("auto", "-1"):
+        return FlashAttn.AUTO
+    raise ValueError(f"expected on, off or auto, not {value!r}")
+
+
+def _gpu_layers(value: object) -> int:
+    """-ngl: a number of layers, auto (-1) or all (-2), as llama.cpp reads it."""
+    key = str(value).strip().lower()
+    if key == "auto":
+        return -1
+    if key == "all":
+        return -2
+    return parse_count(value, minimum=0)
+
+
+def _proportions(value: object) -> tuple[float, ...]:
+    """-ts 3,1 (llama.cpp also splits on /): finite, non-negative, not all zero."""
+    items: list[object] = list(value) if isinstance(value, (list, tuple)) else str(value).replace("/", ",").split(",")
+    out = []
+    for item in items:
+        try:
+            x = float(item) if not isinstance(item, bool) else math.nan
+        except (TypeError, ValueError):
+            raise ValueError(f"expected proportions such as 3,1, not {value!r}") from None
+        if not math.isfinite(x) or x < 0 or x > 1e6:
+            raise ValueError(f"proportions must be finite numbers from 0 to 1e6, not {item!r}")
+        out.append(x)
+    if not out or not any(out):
+        raise ValueError("the proportions must not all be zero")
+    return tuple(out)
+
+
+def _backend(value: object) -> Backend:
+    return Backend(_choice(tuple(b.value for b in Backend), "backend")(value))
+
+
+def _sizes(value: object) -> tuple[int, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(parse_size(item) for item in items)
+
+
+def _size0(value: object) -> int:
+    return parse_size(value, allow_zero=True)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
+        raise ValueError(f"expected text, not {value!r}")
+    return str(value).strip()
+
+
+def _cache_types(value: object) -> bool:
+    if str(value).strip().lower() != "auto":
+        raise ValueError(f"the only value is auto, not {value!r}")
+    return True
+
+
+def _headroom(value: object) -> float:
+    return parse_fraction(value, allow_percent=True, upper_inclusive=False)
+
+
+def _fraction(value: object) -> float:
+    return parse_fraction(value)
+
+
+# --- the settings table -----------------------------------------------------------------------------------
+
+GROUPS = {
+    "runtime": "Runtime",
+    "llama.cpp": "llama.cpp (its own flags, meaning what they mean in llama.cpp)",
+    "engine": "Serving engines (vLLM's flags; SGLang's and TensorRT-LLM's names as aliases)",
+    "hardware": "Hardware",
+    "weights": "Weights and overhead",
+    "solver": "Solver",
+    "budgets": "Budgets (exit 1 when one fails)",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its flags, its deployments-file key, how it is parsed and which runtime reads it."""
+
+    dest: str
+    flags: tuple[str, ...]
+    parse: Callable[[object], Any]
+    help: str
+    group: str
+    metavar: str | None = "N"  # None: a switch
+    key: str | None = ""  # deployments-file key ("" = dest; None: command line only)
+    aliases: tuple[str, ...] = ()  # older or other file keys
+    negate: tuple[str, ...] = ()  # flags that turn a switch off
+    runtime: str | None = None  # "llama.cpp", "engine" or None (any)
+    engines: tuple[str, ...] = ()  # for engine settings: the engines that have it (empty: all)
+
+    @property
+    def file_key(self) -> str | None:
+        return self.dest if self.key == "" else self.key
+
+    @property
+    def flag(self) -> str:
+        """The canonical spelling: the first long flag."""
+        return next((f for f in self.flags if f.startswith("--")), self.flags[0])
+
+
+_LL, _EN = LLAMACPP, "engine"
+SETTINGS: tuple[Setting, ...] = (
+    Setting("engine", ("--engine",), canonical_runtime, f"{', '.join(runtime_names())} (any case); default llama.cpp",
+            "runtime", "NAME"),
+    # llama.cpp
+    Setting("ctx_size", ("-c", "--ctx-size", "--ctx"), _count(0),
+            "context size in tokens, shared by the -np sequences (llama.cpp's -c; 32k = 32768; 0 = the model's "
+            "trained context)", "llama.cpp", runtime=_LL),
+    Setting("ctx_per_seq", ("--ctx-per-seq",), _count(1),
+            "tokens per sequence instead: llama.cpp's -c becomes N × -np", "llama.cpp", runtime=_LL),
+    Setting("parallel", ("-np", "--parallel"), _count(1), "parallel sequences (n_seq_max, at most 256)",
+            "llama.cpp", runtime=_LL),
+    Setting("kv_unified", ("-kvu", "--kv-unified"), _switch, "one KV stream shared by all sequences", "llama.cpp",
+            None, negate=("-no-kvu", "--no-kv-unified"), runtime=_LL),
+    Setting("batch_size", ("-b", "--batch-size", "--batch"), _count(1), "logical batch size (n_batch; 2048)",
+            "llama.cpp", aliases=("batch",), runtime=_LL),
+    Setting("ubatch_size", ("-ub", "--ubatch-size", "--ubatch"), _count(1), "physical batch size (n_ubatch; 512)",
+            "llama.cpp", aliases=("ubatch",), runtime=_LL),
+    Setting("cache_type_k", ("-ctk", "--cache-type-k"), _cache_type,
+            f"K cache type: {', '.join(LLAMA_CPP_CACHE_TYPES)} (f16)", "llama.cpp", "TYPE", runtime=_LL),
+    Setting("cache_type_v", ("-ctv", "--cache-type-v"), _cache_type, "V cache type (same choices; f16)", "llama.cpp",
+            "TYPE", runtime=_LL),
+    Setting("flash_attn", ("-fa", "--flash-attn"), _flash_attn, "flash attention: on, off or auto (auto)",
+            "llama.cpp", "on|off|auto", runtime=_LL),
+    Setting("swa_full", ("--swa-full",), _switch, "full-size cache for sliding-window layers", "llama.cpp", None,
+            runtime=_LL),
+    Setting("rs_seq", ("--rs-seq",), _count(0),
+            "recurrent-state snapshots kept for speculative rollback (n_rs_seq; 0)", "llama.cpp", runtime=_LL),
+    Setting("n_gpu_layers", ("-ngl", "--n-gpu-layers", "--gpu-layers"), _gpu_layers,
+            "layers on the GPUs: a number, auto or all (all); the rest, and their KV, stay in host memory",
+            "llama.cpp", "N|auto|all", runtime=_LL),
+    Setting("tensor_split", ("-ts", "--tensor-split"), _proportions,
+            "layer split over the GPUs: 3,1 (default: by their memory)", "llama.cpp", "N0,N1,...", runtime=_LL),
+    Setting("no_kv_offload", ("-nkvo", "--no-kv-offload"), _switch, "keep the KV cache in host memory",
+            "llama.cpp", None, negate=("-kvo", "--kv-offload"), runtime=_LL),
+    Setting("backend", ("--backend",), _backend,
+            "buffer rules: cuda (128-byte alignment, padded quantized rows) or cpu (verified); fit: cuda",
+            "llama.cpp", "cuda|cpu", runtime=_LL),
+    Setting("mtp", ("--mtp",), _switch, "also size the MTP draft context (nextn layers only)", "llama.cpp", None,
+            runtime=_LL),
+    Setting("cache_type_k_draft", ("-ctkd", "--cache-type-k-draft"), _cache_type, "MTP draft K cache type (f16)",
+            "llama.cpp", "TYPE", runtime=_LL),
+    Setting("cache_type_v_draft", ("-ctvd", "--cache-type-v-draft"), _cache_type, "MTP draft V cache type (f16)",
+            "llama.cpp", "TYPE", runtime=_LL),
+    # serving engines
+    Setting("max_model_len", ("--max-model-len", "--context-length", "--max_seq_len"), _count(1),
+            "tokens per sequence (SGLang --context-length, TensorRT-LLM --max_seq_len)", "engine", runtime=_EN),
+    Setting("max_num_seqs", ("--max-num-seqs", "--max-running-requests", "--max_batch_size"), _count(1),
+            "sequences that must fit at once (SGLang --max-running-requests, TensorRT-LLM --max_batch_size)",
+            "engine", runtime=_EN),
+    Setting("tensor_parallel_size", ("-tp", "--tensor-parallel-size", "--tp-size", "--tp_size", "--tp"), _count(1),
+            "tensor parallel size (1)", "engine", aliases=("tp",), runtime=_EN),
+    Setting("pipeline_parallel_size", ("-pp", "--pipeline-parallel-size", "--pp-size", "--pp_size", "--pp"),
+            _count(1), "pipeline parallel size (1)", "engine", aliases=("pp",), runtime=_EN),
+    Setting("kv_cache_dtype", ("--kv-cache-dtype",), _choice(tuple(CACHE_DTYPE_BYTES), "KV cache dtype"),
+            "auto (the checkpoint's bf16), fp8, fp8_e4m3, fp8_e5m2, bf16, fp16", "engine", "DTYPE", runtime=_EN),
+    Setting("block_size", ("--block-size", "--page-size", "--tokens_per_block"), _count(1),
+            "tokens per block / page (default: the engine's choice for the model and GPU)", "engine", runtime=_EN),
+    Setting("gpu_memory_utilization", ("--gpu-memory-utilization",), _fraction, "vLLM's memory share (0.92)",
+            "engine", "FRACTION", runtime=_EN, engines=("vllm",)),
+    Setting("mem_fraction_static", ("--mem-fraction-static",), _fraction,
+            "SGLang's memory share (default: its heuristic)", "engine", "FRACTION", runtime=_EN, engines=("sglang",)),
+    Setting("free_gpu_memory_fraction",
+            ("--free-gpu-memory-fraction", "--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction"),
+            _fraction, "TensorRT-LLM's share of the free memory (0.9)", "engine", "FRACTION", runtime=_EN,
+            engines=("trtllm",)),
+    Setting("max_num_batched_tokens", ("--max-num-batched-tokens",), _count(1),
+            "vLLM: tokens per step (default: 8192 on GPUs of 70 GiB or more but A100, else 2048)", "engine",
+            runtime=_EN, engines=("vllm",)),
+    Setting("disable_hybrid_kv_cache_manager", ("--disable-hybrid-kv-cache-manager",), _switch,
+            "vLLM: full-length KV for sliding-window layers too", "engine", None, runtime=_EN, engines=("vllm",)),
+    # hardware
+    Setting("gpu", ("--gpu",), _text, "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`)",
+            "hardware", "NAME[xN]"),
+    Setting("memory", ("--memory",), _sizes, "memory per GPU instead: 24GiB or 24GiB,24GiB", "hardware",
+            "SIZE[,SIZE]"),
+    Setting("gpus_file", ("--gpus-file",), _text, "a YAML file of NAME: memory entries extending the GPU presets",
+            "hardware", "FILE", key=None),
+    # weights
+    Setting("weights", ("--weights",), weight_type, "weight type for an estimate: q4_k_m, q8_0, bf16, fp8, awq, …",
+            "weights", "TYPE"),
+    Setting("weight_bytes", ("--weight-bytes",), parse_size, "total weight bytes instead: 18.5GiB", "weights",
+            "SIZE"),
+    Setting("params", ("--params",), parse_params, "parameter count for the estimate: 32B, 7.6B, 8.03e9",
+            "weights", "N"),
+    Setting("overhead", ("--overhead",), _size0,
+            "memory per GPU besides weights and KV (default: an estimate, labelled as one)", "weights", "SIZE"),
+    # solver
+    Setting("cache_types", ("--cache-types",), _cache_types, "auto: the least lossy cache types that fit",
+            "solver", "auto"),
+    # budgets
+    Setting("max_kv", ("--max-kv",), parse_size, "KV / state bytes at most this", "budgets", "SIZE",
+            key="budgets.max_kv"),
+    Setting("max_total", ("--max-total",), parse_size, "weights + KV + overhead at most this", "budgets", "SIZE",
+            key="budgets.max_total"),
+    Setting("min_ctx", ("--min-ctx",), _count(1), "each sequence gets at least this many tokens", "budgets", "N",
+            key="budgets.min_ctx"),
+    Setting("min_parallel", ("--min-parallel",), _count(1), "at least this many sequences fit", "budgets", "N",
+            key="budgets.min_parallel"),
+    Setting("headroom", ("--headroom",), _headroom,
+            "free share kept on every GPU (engines: of the KV pool), e.g. 10%", "budgets", "SHARE",
+            key="budgets.headroom"),
+)  # fmt: skip
+SETTINGS_BY_DEST: dict[str, Setting] = {s.dest: s for s in SETTINGS}
+#: what to use instead when a flag belongs to the other kind of runtime
+_ENGINE_EQUIVALENT = {
+    "ctx_size": "--max-model-len (per sequence)", "ctx_per_seq": "--max-model-len", "parallel": "--max-num-seqs",
+    "cache_type_k": "--kv-cache-dtype", "cache_type_v": "--kv-cache-dtype",
+    "tensor_split": "-tp / -pp (the engines split tensors and stages, not layers)",
+}  # fmt: skip
+_LLAMACPP_EQUIVALENT = {
+    "max_model_len": "--ctx-per-seq (or -c, shared by the -np sequences)", "max_num_seqs": "-np",
+    "kv_cache_dtype": "-ctk / -ctv", "tensor_parallel_size": "-ts (llama.cpp splits layers over the GPUs)",
+    "pipeline_parallel_size": "-ts (llama.cpp splits layers over the GPUs)",
+}  # fmt: skip
+
+
+# --- the typed request -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LlamaCppOptions:
+    """llama.cpp flags as given (``None``: not given — llama.cpp's default, or the solver's question)."""
+
+    ctx_size: int | None = None
+    ctx_per_seq: int | None = None
+    parallel: int | None = None
+    kv_unified: bool = False
+    batch_size: int | None = None
+    ubatch_size: int | None = None
+    cache_type_k: str | None = None
+    cache_type_v: str | None = None
+    flash_attn: FlashAttn | None = None
+    swa_full: bool = False
+    rs_seq: int = 0
+    n_gpu_layers: int | None = None  # -1 auto, -2 all
+    tensor_split: tuple[float, ...] | None = None
+    no_kv_offload: bool = False
+    backend: Backend | None = None
+    mtp: bool = False
+    cache_type_k_draft: str | None = None
+    cache_type_v_draft: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Serving-engine flags as given (``None``: the engine's default, or the solver's question)."""
+
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    kv_cache_dtype: str = "auto"
+    block_size: int | None = None
+    gpu_memory_utilization: float | None = None
+    mem_fraction_static: float | None = None
+    free_gpu_memory_fraction: float | None = None
+    max_num_batched_tokens: int | None = None
+    disable_hybrid_kv_cache_manager: bool = False
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_kv: int | None = None
+    max_total: int | None = None
+    min_ctx: int | None = None
+    min_parallel: int | None = None
+    headroom: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.max_kv, self.max_total, self.min_ctx, self.min_parallel,
+                                           self.headroom))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Request:
+    """A model, a runtime with its settings, the hardware and the budgets: one deployment."""
+
+    model: str
+    runtime: str = LLAMACPP
+    llamacpp: LlamaCppOptions = field(default_factory=LlamaCppOptions)
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    hardware: Hardware | None = None
+    weights: str | None = None
+    weight_bytes: int | None = None
+    params: int | None = None
+    overhead: int | None = None
+    cache_types_auto: bool = False
+    budgets: Budgets = field(default_factory=Budgets)
+    origins: Mapping[str, Origin] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_engine(self) -> bool:
+        return is_engine(self.runtime)
+
+    def origin(self, dest: str) -> Origin:
+        """Where ``dest`` was given (for errors found after the request was built)."""
+        return self.origins.get(dest) or Origin(SETTINGS_BY_DEST[dest].flag if dest in SETTINGS_BY_DEST else dest)
+
+
+def build_request(model: str, raw: Mapping[str, Raw], *, gpu_table: Mapping[str, int] | None = None,
+                  need_hardware: bool = False, where: Origin | None = None) -> Request:  # fmt: skip
+    """Parse and check raw values (from flags or a file) into a Request; every error names where it came from.
+
+    ``where`` is the origin of the whole entry (errors not tied to one value); ``need_hardware`` makes the
+    hardware required (``fit``).
+    """
+    values: dict[str, Any] = {}
+    for dest, item in raw.items():
+        setting = SETTINGS_BY_DEST[dest]
+        try:
+            values[dest] = setting.parse(item.value)
+        except ValueError as exc:
+            raise item.origin.error(str(exc)) from None
+    origins = {dest: item.origin for dest, item in raw.items()}
+    entry = where or Origin("MODEL")
+    runtime = values.get("engine", LLAMACPP)
+    _check_runtime(runtime, raw)
+    if "ctx_size" in raw and "ctx_per_seq" in raw:
+        raise raw["ctx_per_seq"].origin.error(f"give either {raw['ctx_size'].origin.key} (the context shared by the "
+                                              "sequences) or --ctx-per-seq, not both")  # fmt: skip
+    hardware = _hardware(values, raw, gpu_table)
+    if hardware is None and (need_hardware or is_engine(runtime)):
+        raise entry.error("give the hardware: --gpu NAME[xN] or --memory SIZE[,SIZE]" if where is None else
+                          "give the hardware: gpu or memory")  # fmt: skip
+    if hardware is not None and "tensor_split" in values and len(values["tensor_split"]) != hardware.count:
+        raise raw["tensor_split"].origin.error(f"{len(values['tensor_split'])} proportions for {hardware.count} GPU(s)")
+    for dest in ("min_parallel", "headroom"):
+        if dest in raw and hardware is None:
+            raise raw[dest].origin.error("needs the hardware (gpu or memory)")
+    eng = EngineOptions(**{k: values[k] for k in EngineOptions.__dataclass_fields__ if k in values})
+    if is_engine(runtime) and hardware is not None:
+        ranks = eng.tensor_parallel_size * eng.pipeline_parallel_size
+        if hardware.count != ranks:
+            origin = raw.get("tensor_parallel_size", raw.get("gpu", raw.get("memory")))
+            at = origin.origin if origin else entry
+            raise at.error(f"{hardware.count} GPU(s) for tensor parallel {eng.tensor_parallel_size} × pipeline "
+                           f"parallel {eng.pipeline_parallel_size} = {ranks}")  # fmt: skip
+        if len(set(hardware.memory_bytes)) != 1:
+            at = raw["memory"].origin if "memory" in raw else entry
+            raise at.error("every rank takes the smallest rank's capacity; give GPUs of one size")
+    return Request(
+        model=model,
+        runtime=runtime,
+        llamacpp=LlamaCppOptions(**{k: values[k] for k in LlamaCppOptions.__dataclass_fields__ if k in values}),
+        engine=eng,
+        hardware=hardware,
+        weights=values.get("weights"),
+        weight_bytes=values.get("weight_bytes"),
+        params=values.get("params"),
+        overhead=values.get("overhead"),
+        cache_types_auto=values.get("cache_types", False),
+        budgets=Budgets(**{k: values[k] for k in Budgets.__dataclass_fields__ if k in values}),
+        origins=origins,
+    )
+
+
+def _check_runtime(runtime: str, raw: Mapping[str, Raw]) -> None:
+    """A flag of the other kind of runtime is an error that says what to use instead."""
+    for dest, item in raw.items():
+        setting = SETTINGS_BY_DEST[dest]
+        if setting.runtime == LLAMACPP and is_engine(runtime):
+            instead = _ENGINE_EQUIVALENT.get(dest)
+            hint = f"; for {runtime} use {instead}" if instead else f"; {runtime} has no such setting"
+            raise item.origin.error(f"is a llama.cpp setting{hint}")
+        if setting.runtime == "engine" and not is_engine(runtime):
+            instead = _LLAMACPP_EQUIVALENT.get(dest)
+            hint = f"; for llama.cpp use {instead}" if instead else "; give --engine vllm, sglang or trtllm"
+            raise item.origin.error(f"is a serving-engine setting{hint}")
+        if setting.engines and runtime not in setting.engines:
+            owner = ", ".join(ENGINES[e].label for e in setting.engines)
+            raise item.origin.error(f"is {owner}'s; {ENGINES[runtime].label} does not have it")
+
+
+def _hardware(values: dict[str, Any], raw: Mapping[str, Raw], gpu_table: Mapping[str, int] | None) -> Hardware | None:
+    if "gpu" in raw and "memory" in raw:
+        raise raw["memory"].origin.error(f"give {raw['gpu'].origin.key} or {raw['memory'].origin.key}, not both")
+    if "gpu" in values:
+        try:
+            return parse_gpus(values["gpu"], dict(gpu_table or {}))
+        except ValueError as exc:
+            raise raw["gpu"].origin.error(str(exc)) from None
+    if "memory" in values:
+        try:
+            return parse_memory(values["memory"])
+        except ValueError as exc:
+            raise raw["memory"].origin.error(str(exc)) from None
+    return None

@@ -1,0 +1,171 @@
+"""Remote GGUF headers over HTTP Range requests, against a local server started by the test (no internet)."""
+
+from __future__ import annotations
+
+from gguf_files import big_vocab_model, split_shard
+from helpers import kv
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+
+from kvplan.errors import GGUFError
+from kvplan.runtimes.llamacpp import LlamaCppSettings, plan
+from kvplan.sources.gguf_source import load_gguf_model
+from kvplan.sources.remote import read_remote_gguf, resolve
+
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    root: Path
+    sent: list[int]
+    mode: dict
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        mode = self.mode
+        if mode.get("sleep"):
+            time.sleep(mode["sleep"])
+        if self.path.startswith("/redirect/"):
+            self.send_response(302)
+            self.send_header("Location", self.path.removeprefix("/redirect"))
+            self.end_headers()
+            return
+        if mode.get("require_token") and self.headers.get("Authorization") != "Bearer secret":
+            self.send_error(401, "Unauthorized")
+            return
+        path = self.root / self.path.lstrip("/").split("/resolve/main/")[-1]
+        if not path.is_file():
+            self.send_error(404, "Not Found")
+            return
+        data = path.read_bytes()
+        rng = self.headers.get("Range")
+        if mode.get("no_range") or not rng:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:1024])  # a client must not read a whole model it did not ask for
+            return
+        start, end = (int(x) for x in rng.removeprefix("bytes=").split("-"))
+        end = min(end, len(data) - 1)
+        body = data[start : end + 1]
+        if mode.get("short"):
+            body = body[: len(body) // 2]
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.sent.append(len(body))
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[tuple[str, _Handler]]:
+    handler = type("H", (_Handler,), {"root": tmp_path, "sent": [], "mode": {}})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_remote_estimate_matches_local_reading_only_the_header(tmp_path: Path, server) -> None:
+    base, handler = server
+    local = big_vocab_model(tmp_path / "m.gguf")
+    size = local.stat().st_size
+    f, reader = read_remote_gguf(f"{base}/m.gguf")
+    local_model = load_gguf_model(str(local))
+    assert f.kv["llama.block_count"] == 32 and f.kv["tokenizer.ggml.tokens"].count == 150_000
+    header = f.header_bytes
+    assert reader.bytes_transferred == sum(handler.sent)
+    # only header bytes come over the wire: at most the first window or twice the header
+    assert reader.bytes_transferred <= max(2 * 1024 * 1024, 2 * header) < size / 4
+    remote_model = load_gguf_model(f"{base}/m.gguf")
+    s = LlamaCppSettings(n_ctx=8192)
+    assert plan(remote_model, s).total_bytes == plan(local_model, s).total_bytes == 1073741824
+    assert remote_model.weight_bytes == local_model.weight_bytes == 24 * 1024 * 1024
+    r = kv(*["estimate", f"{base}/m.gguf", "-c", "8192", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["memory"]["total_bytes"] == 1073741824
+
+
+def test_header_larger_than_the_first_window_grows(tmp_path: Path, server) -> None:
+    base, _handler = server
+    big_vocab_model(tmp_path / "big.gguf", vocab=400_000, tensor_mib=1)
+    f, reader = read_remote_gguf(f"{base}/big.gguf")
+    assert f.kv["tokenizer.ggml.tokens"].count == 400_000
+    assert reader.requests >= 2 and reader.bytes_transferred <= 2 * f.header_bytes + 2 * 1024 * 1024
+
+
+def test_hf_references_resolve_like_the_hub(tmp_path: Path, server, monkeypatch) -> None:
+    base, handler = server
+    big_vocab_model(tmp_path / "model-q4.gguf", vocab=10, tensor_mib=1)
+    monkeypatch.setenv("HF_ENDPOINT", base)
+    assert resolve("hf://org/repo/sub/file.gguf") == f"{base}/org/repo/resolve/main/sub/file.gguf"
+    assert resolve("hf://org/repo@v1.0/file.gguf") == f"{base}/org/repo/resolve/v1.0/file.gguf"
+    handler.mode["require_token"] = True
+    r = kv(*["estimate", "hf://org/repo/model-q4.gguf", "-c", "4096"])
+    assert r.exit_code == 3 and "HTTP 401" in r.stderr and "HF_TOKEN" in r.stderr
+    monkeypatch.setenv("HF_TOKEN", "secret")
+    r = kv(*["estimate", "hf://org/repo/model-q4.gguf", "-c", "4096", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["memory"]["total_bytes"] == 536870912
+
+
+def test_redirects_are_followed(tmp_path: Path, server) -> None:
+    base, _ = server
+    big_vocab_model(tmp_path / "r.gguf", vocab=10, tensor_mib=1)
+    f, _reader = read_remote_gguf(f"{base}/redirect/r.gguf")
+    assert f.kv["llama.block_count"] == 32
+
+
+def test_clear_errors(tmp_path: Path, server) -> None:
+    base, handler = server
+    big_vocab_model(tmp_path / "e.gguf", vocab=10, tensor_mib=1)
+    with pytest.raises(GGUFError, match="HTTP 404"):
+        read_remote_gguf(f"{base}/missing.gguf")
+    handler.mode.update(no_range=True)
+    with pytest.raises(GGUFError, match="does not support HTTP Range"):
+        read_remote_gguf(f"{base}/e.gguf")
+    handler.mode.clear()
+    handler.mode.update(short=True)
+    with pytest.raises(GGUFError, match="short read"):
+        read_remote_gguf(f"{base}/e.gguf")
+    handler.mode.clear()
+    (tmp_path / "junk.gguf").write_bytes(b"NOPE" * 100)
+    with pytest.raises(GGUFError, match="not a GGUF file"):
+        read_remote_gguf(f"{base}/junk.gguf")
+    r = kv(*["estimate", "http://127.0.0.1:9/none.gguf"])
+    assert r.exit_code == 3 and r.stderr.startswith("kvplan: error: http://127.0.0.1:9/none.gguf")
+
+
+def test_timeout(tmp_path: Path, server, monkeypatch) -> None:
+    base, handler = server
+    big_vocab_model(tmp_path / "t.gguf", vocab=10, tensor_mib=1)
+    monkeypatch.setattr("kvplan.sources.remote.TIMEOUT_S", 0.3)
+    from kvplan.sources import remote
+
+    handler.mode["sleep"] = 1.0
+    reader = remote.RemoteReader(f"{base}/t.gguf", timeout=0.3)
+    with pytest.raises(GGUFError, match="timed out"):
+        reader.fetch(0, 1024)
+
+
+def test_remote_split_model_reads_every_shard_header(tmp_path: Path, server) -> None:
+    base, _ = server
+    split_shard(tmp_path / "s-00001-of-00002.gguf", 0, 2, "token_embd.weight", 10)
+    split_shard(tmp_path / "s-00002-of-00002.gguf", 1, 2, "output.weight", 3)
+    m = load_gguf_model(f"{base}/s-00001-of-00002.gguf")
+    assert m.n_layer_all == 2 and m.weight_bytes == (10 + 3) * 64 * 4
