@@ -139,6 +139,12 @@ def _text(value: object) -> str:
     return str(value).strip()
 
 
+def _gpu(value: object) -> str:
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("empty; give a GPU preset such as RTX-4090 or H100-80GBx4 (`kvplan gpus` lists them)")
+    return _text(value)
+
+
 def _cache_types(value: object) -> bool:
     if str(value).strip().lower() != "auto":
         raise ValueError(f"the only value is auto, not {value!r}")
@@ -264,7 +270,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("disable_hybrid_kv_cache_manager", ("--disable-hybrid-kv-cache-manager",), _switch,
             "vLLM: full-length KV for sliding-window layers too", "engine", None, runtime=_EN, engines=("vllm",)),
     # hardware
-    Setting("gpu", ("--gpu",), _text, "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`)",
+    Setting("gpu", ("--gpu",), _gpu, "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`)",
             "hardware", "NAME[xN]"),
     Setting("memory", ("--memory",), _sizes, "memory per GPU instead: 24GiB or 24GiB,24GiB", "hardware",
             "SIZE[,SIZE]"),

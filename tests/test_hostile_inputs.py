@@ -46,7 +46,8 @@ def test_configs_end_in_metadata_or_our_error(cfg: dict) -> None:
 
 
 DEPLOY_ATOMS = st.sampled_from(
-    ["deployments:", "  - model: llama-3.1-8b", "  - name: a", "    ctx: 32k", "    ctx: -1", "    parallel: [1]",
+    ["deployments:", "  - model: llama-3.1-8b", "  - name: a", "    ctx_per_seq: 32k", "    ctx_size: -1",
+     "    parallel: [1]", "    ctx: 4k", "    max_model_len: 8k", "    n_gpu_layers: all", "    memory: 24",
      "    gpu: RTX-4090", "    memory: [24GiB, x]", "    budgets:", "      max_kv: 8GiB", "      headroom: 150%",
      "      min_ctx: 4k", "    engine: vllm", "    tp: 0", "- x", "deployments: 3", "    rs_seq: two", "{",
      "    params: eight",
@@ -58,9 +59,33 @@ DEPLOY_ATOMS = st.sampled_from(
 @settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(DEPLOY_ATOMS, max_size=12))
 def test_deployment_files_end_in_a_list_or_our_error(tmp_path_factory, lines: list[str]) -> None:
-    from kvplan.check import load_deployments
+    from kvplan.check.deployments import load_deployments
 
     path = tmp_path_factory.mktemp("d") / "d.yaml"
     path.write_text("\n".join(lines))
     with contextlib.suppress(KvplanError):
         load_deployments(str(path))
+
+
+ARGV_ATOMS = st.sampled_from(
+    ["estimate", "fit", "compare", "curve", "check", "models", "gpus", "llama-3.1-8b", "gemma-3-27b", "-c", "32k",
+     "--ctx-per-seq", "0", "-1", "-np", "300", "--gpu", "RTX4090", "H100-80GBx3", "", "--memory", "24", "1e400",
+     "nan", "--engine", "VLLM", "--max-model-len", "-tp", "3", "-ts", "inf,1", "-ngl", "auto", "--params", "8",
+     "-ctk", "q8", "-o", "json", "--units", "si", "--cache-types", "auto", "--max-total", "1GiB", "--min-ctx",
+     "--headroom", "150%", "--weights", "fp4", "-fa", "maybe", "--kv-cache-dtype", "fp8", "--", "-h"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ARGV_ATOMS, max_size=10))
+def test_any_command_line_ends_in_a_documented_exit_code(argv: list[str]) -> None:
+    """Whatever is typed: a result or one line on stderr with a documented exit code; never a bug (70)."""
+    import io
+
+    from kvplan.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    code = run(argv, out, err)
+    assert code in (0, 1, 2, 3, 4), (argv, err.getvalue())
+    if code >= 2:
+        assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue(), (argv, err.getvalue())

@@ -345,7 +345,7 @@ class LlamaCppRuntime:
         ctx = p.context
         gpus = placement.gpus
         used = sum(d.used_bytes for d in gpus)
-        capped = mode is Mode.MAX_CTX and fits and ctx.n_ctx_seq >= model.n_ctx_train
+        capped = mode is Mode.MAX_CTX and fits and ctx.n_ctx_asked // ctx.n_seq >= model.n_ctx_train
         tight = placement.tightest
         return FitResult(
             runtime=self.name, runtime_label=self.label, model_name=model.name, mode=mode, fits=fits,
@@ -359,7 +359,8 @@ class LlamaCppRuntime:
             overhead_basis=("given (--overhead)" if target.overhead is not None else
                             "estimate: CUDA context + llama.cpp's fixed compute buffer; measure with "
                             "llama-fit-params --fit-print on and pass --overhead"),
-            trained_ctx=model.n_ctx_train, capped_by_trained=capped, warnings=p.warnings,
+            trained_ctx=model.n_ctx_train, capped_by_trained=capped, shared=ctx.kv_unified and ctx.n_seq > 1,
+            warnings=p.warnings,
             detail=LlamaCppFit(placement, target),
         )  # fmt: skip
 

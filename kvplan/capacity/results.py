@@ -154,6 +154,7 @@ class FitResult:
     overhead_basis: str
     trained_ctx: int
     capped_by_trained: bool = False  # a max-ctx answer stopped at the model's trained context
+    shared: bool = False  # the sequences share ctx_per_seq tokens (llama.cpp --kv-unified) rather than each having them
     shortfall: Shortfall | None = None
     warnings: tuple[str, ...] = ()
     run_notes: tuple[str, ...] = ()

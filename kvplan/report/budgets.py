@@ -48,8 +48,8 @@ def line(f: Finding, units: Units) -> str:
 COLUMNS = (
     Column("budget", "Budget"),
     Column("status", "Status"),
-    Column("actual_text", "Actual", Kind.TEXT, formats=HUMAN),
-    Column("limit_text", "Limit", Kind.TEXT, formats=HUMAN),
+    Column("actual_text", "Actual", Kind.FIGURE, formats=HUMAN),
+    Column("limit_text", "Limit", Kind.FIGURE, formats=HUMAN),
     Column("actual", "Actual", Kind.INT, formats=DATA_FORMATS),
     Column("limit", "Limit", Kind.INT, formats=DATA_FORMATS),
     Column("unit", "Unit", formats=DATA_FORMATS),

@@ -25,6 +25,7 @@ class Kind(str, Enum):
     BYTES = "bytes"
     RATIO = "ratio"  # 0.531×
     SHARE = "share"  # 12.5%
+    FIGURE = "figure"  # a number already written out with its unit ("8.50 GiB", "4 sequences"): right-aligned
 
 
 class Format(str, Enum):

@@ -18,7 +18,9 @@ from kvplan.units import Units, format_size
 CSV_ONLY = frozenset({Format.CSV})
 
 
-def sequences(n: int, ctx: int) -> str:
+def sequences(n: int, ctx: int, shared: bool = False) -> str:
+    if shared:
+        return f"{n} sequences sharing {ctx:,} tokens (one unified KV stream)"
     return f"{n} sequence{'s' if n != 1 else ''} of {ctx:,} tokens"
 
 
@@ -42,7 +44,7 @@ def _why(s: Shortfall, units: Units) -> str:
 def headline(r: FitResult, units: Units) -> str:
     who = "" if r.runtime == "llama.cpp" else f"{r.runtime_label}: "
     where = f"on {r.hardware_label} with {r.cache} KV"
-    seqs = sequences(r.n_seq, r.ctx_per_seq)
+    seqs = sequences(r.n_seq, r.ctx_per_seq, r.shared)
     if r.fits:
         if r.mode is Mode.MAX_CTX:
             capped = " (capped at the model's trained context)" if r.capped_by_trained else ""
@@ -53,6 +55,8 @@ def headline(r: FitResult, units: Units) -> str:
             return f"{who}cheapest cache type that fits: {r.cache} KV for {seqs} on {r.hardware_label}"
         return f"{who}fits: {seqs} {where}"
     why = f": {_why(r.shortfall, units)}" if r.shortfall else ""
+    if r.ctx_per_seq == 0:
+        return f"{who}does not fit: not one token of KV for {r.n_seq} sequence{'s' if r.n_seq != 1 else ''} {where}{why}"
     if r.mode is Mode.MAX_CTX:
         return f"{who}does not fit: not even {seqs} {where}{why}"
     return f"{who}does not fit: {seqs} {where}{why}"
@@ -67,7 +71,9 @@ def device_table(r: FitResult, kv_header: str) -> Table:
     columns = (
         Column("device", "Device"),
         Column("memory_bytes", "Memory", Kind.BYTES),
-        Column("layers", "Layers", drop=4),
+        Column("layers", "Layers", drop=4, formats=frozenset({Format.TABLE, Format.MARKDOWN})),
+        Column("first_layer", "First layer", Kind.INT, formats=DATA_FORMATS),
+        Column("last_layer", "Last layer", Kind.INT, formats=DATA_FORMATS),
         Column("weight_bytes", "Weights", Kind.BYTES),
         Column("kv_bytes", kv_header, Kind.BYTES),
         Column("compute_bytes", "Compute", Kind.BYTES, drop=2,
@@ -82,7 +88,8 @@ def device_table(r: FitResult, kv_header: str) -> Table:
     )
     rows: list[dict[str, Cell]] = []
     for d in r.devices:
-        rows.append({**d.to_dict(), "layers": _layers(d) if d.memory_bytes is not None or d.layers else "input",
+        first, last = d.layers or (None, None)
+        rows.append({**d.to_dict(), "layers": _layers(d), "first_layer": first, "last_layer": last,
                      "fits": r.fits, "ctx_per_seq": r.ctx_per_seq, "n_seq": r.n_seq, "cache": r.cache})  # fmt: skip
     return Table("devices", columns, tuple(rows))
 
@@ -178,10 +185,13 @@ def fit_document(ev: Evaluation, units: Units) -> Document:
         notes += list(r.run_notes)
     if r.shortfall is not None:
         notes += _alternatives(r.shortfall, units)
-    if r.capped_by_trained:
+    if r.capped_by_trained and isinstance(r.detail, LlamaCppFit):
         tight = min(r.gpus, key=lambda d: d.free_bytes or 0)
         notes.append(f"the search stops at the model's trained context ({r.trained_ctx:,} tokens); "
                      f"{format_size(tight.free_bytes or 0, units)} is still free on {tight.name}")  # fmt: skip
+    elif r.capped_by_trained and isinstance(r.detail, EngineFit):
+        notes.append(f"the search stops at the model's trained context ({r.trained_ctx:,} tokens); the KV pool holds "
+                     f"{r.detail.requests:,} such sequences at once")  # fmt: skip
     notes.append(f"weights: {r.weights_basis}")
     notes.append(f"overhead per GPU: {r.overhead_basis}")
     if isinstance(r.detail, LlamaCppFit):
@@ -200,7 +210,8 @@ def fit_document(ev: Evaluation, units: Units) -> Document:
                             title="Budgets", csv=False))  # fmt: skip
     data: dict[str, Any] = {
         "runtime": r.runtime, "mode": r.mode.value, "fits": r.fits, "passed": ev.passed,
-        "ctx_per_seq": r.ctx_per_seq, "n_seq": r.n_seq, "cache": r.cache, "hardware": r.hardware_label,
+        "ctx_per_seq": r.ctx_per_seq, "n_seq": r.n_seq, "shared": r.shared, "cache": r.cache,
+        "hardware": r.hardware_label,
         "trained_ctx": r.trained_ctx, "capped_by_trained": r.capped_by_trained, "kv_bytes": r.kv_bytes,
         "used_bytes": r.used_bytes, "headroom": round(r.headroom, 6), "run_command": r.run_command,
         "run_args": list(r.run_args), "weights_basis": r.weights_basis, "overhead_basis": r.overhead_basis,

@@ -1,0 +1,105 @@
+"""Every exit code, with one line on stderr: a bad value is a usage error from every command, never "does not
+fit"; -o json is always JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import ORACLE, kv
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fit", "qwen3-32b", "--gpu", "RTX-4090x2", "-ctk", "q8", "-fa", "on"],
+         "-ctk: unknown cache type 'q8' (did you mean q8_0?)"),
+        (["fit", "qwen3-32b", "--gpu", "RTX-4090x2", "--backend", "gpu"], "--backend: unknown backend 'gpu'"),
+        (["fit", "qwen3-32b", "--gpu", "RTX-4090x2", "-ctk", "fp8"], "-ctk: unknown cache type 'fp8'"),
+        (["compare", "llama-3.1-8b", "-ctk", "q8"], "-ctk: unknown cache type 'q8'"),
+        (["estimate", "llama-3.1-8b", "-ctk", "q8"], "-ctk: unknown cache type 'q8'"),
+        (["estimate", "llama-3.1-8b", "-fa", "maybe"], "-fa: expected on, off or auto"),
+        (["fit", "llama-3.1-8b", "--gpu", ""], "--gpu: empty; give a GPU preset"),
+        (["fit", "llama-3.1-8b", "--gpu", "RTX4090x2x"], "--gpu: unknown GPU 'RTX4090x2x'"),
+        (["fit", "llama-3.1-8b", "--gpu", "2xH100-80GBx3"], "--gpu: unknown GPU"),
+        (["fit", "llama-3.1-8b", "--memory", "24"], "--memory: '24' would be 24 bytes; give a unit, e.g. 24GiB"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "--params", "8"], "--params: '8' would be 8 parameters; give a unit"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "-ts", "nan,1"], "-ts: proportions must be finite"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "-ts", "1,1"], "-ts: 2 proportions for 1 GPU(s)"),
+        (["fit", "llama-3.1-8b"], "give the hardware: --gpu NAME[xN] or --memory SIZE[,SIZE]"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "--cache-types", "best"], "--cache-types: the only value is auto"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "--fit", "on"], "--fit: kvplan does not reproduce llama.cpp's"),
+        (["estimate", "llama-3.1-8b", "-c", "lots"], "-c: 'lots' is not a count"),
+        (["estimate", "llama-3.1-8b", "--bogus"], "no such option: --bogus"),
+        (["estimate", "llama-3.1-8b", "--gpu", "L4"], "--gpu is an option of `kvplan fit`, not of `kvplan estimate`"),
+        (["estimate", "llama-3.1-8b", "-ctkk", "f16"], "no such option: -ctkk (did you mean -ctk?)"),
+        (["estimate"], "missing MODEL"),
+        (["estimate", "a", "b"], "unexpected argument 'b'"),
+        (["estimate", "llama-3.1-8b", "-o", "pdf"], "--format: expected one of table, json, markdown, csv"),
+        (["nosuchcmd"], "no such command 'nosuchcmd'"),
+        (["fitt"], "no such command 'fitt' (did you mean fit?)"),
+    ],
+)
+def test_bad_values_are_usage_errors(args: list[str], message: str) -> None:
+    r = kv(*args)
+    assert r.exit_code == 2 and r.stderr.startswith("kvplan: usage error: ") and message in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["estimate", "x.gguf"], 3, "x.gguf: no such file"),
+        (["estimate", "no-such-model"], 3, "`kvplan models` lists the catalog"),
+        (["estimate", "lama-3.1-8b"], 3, "did you mean llama-3.1-8b"),
+        (["check", str(ORACLE / "real" / "qwen3-32b.gguf")], 3, "a GGUF model, not a deployments file"),
+        (["estimate", "deepseek-v3", "--mtp"], 4, "MTP draft context needs nextn/MTP layers"),
+        (["estimate", "llama-3.1-8b", "-ctv", "q4_0", "-fa", "off"], 4, "requires flash attention"),
+        (["estimate", "llama-3.1-8b", "-np", "300"], 4, "n_seq_max must be <= 256"),
+        (["fit", "qwen3-next-80b-a3b", "--engine", "vllm", "--gpu", "H100-80GB"], 4, "state pages"),
+    ],
+)
+def test_bad_input_and_refusals(args: list[str], code: int, message: str) -> None:
+    r = kv(*args)
+    assert r.exit_code == code and r.stderr.startswith("kvplan: error: ") and message in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_malformed_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
+    r = kv("estimate", str(bad))
+    assert r.exit_code == 3 and "bad.gguf: offset 8" in r.stderr and "Traceback" not in r.output
+    unknown = tmp_path / "u.yaml"
+    unknown.write_text("arch: mystery\nmetadata:\n  context_length: 1\n  embedding_length: 1\n  block_count: 1\n")
+    r = kv("estimate", str(unknown))
+    assert r.exit_code == 4 and "'mystery' is not one llama.cpp knows" in r.stderr
+
+
+def test_json_is_always_json() -> None:
+    """A refusal, an unreadable model, a usage error and "does not fit" are JSON documents too."""
+    r = kv("estimate", "llama-3.1-8b", "-ctv", "q4_0", "-fa", "off", "-o", "json")
+    assert r.exit_code == 4 and r.json()["error"] == {"kind": "refused", "exit_code": 4, "message": (
+        "llama.cpp refuses: quantized V cache (q4_0) requires flash attention (-fa on)")}  # fmt: skip
+    assert kv("estimate", "nope", "--format=json").json()["error"]["exit_code"] == 3
+    assert kv("estimate", "llama-3.1-8b", "-ctk", "q8", "-o", "json").json()["error"]["kind"] == "usage"
+    r = kv("fit", "llama-3.1-70b", "--gpu", "T4", "--weights", "bf16", "-o", "json")
+    doc = r.json()
+    assert r.exit_code == 1 and doc["fits"] is False and doc["shortfall"]["constraint"] == "weights"
+    assert doc["run_args"] == [] and doc["answer"].startswith("does not fit: not even 1 sequence of 256 tokens")
+
+
+def test_does_not_fit_says_why_and_what_would() -> None:
+    # 32 B × q4_k_m = 18.25 GiB of weights fit on a 24,564 MiB card (23.99 GiB); with the 1 GiB overhead and the
+    # 128 MiB KQ mask (131072 cells × ubatch 512 × 2 B), 4.61 GiB are left: 128k tokens of f16 KV (32 GiB) do not fit
+    r = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-c", "128k")
+    assert r.exit_code == 1
+    first = r.stdout.splitlines()[0]
+    assert first == ("does not fit: 1 sequence of 131,072 tokens on RTX-4090 with f16 KV: the KV cache (32.00 GiB) "
+                     "exceeds the 4.61 GiB left on GPU0 after weights, compute and overhead")  # fmt: skip
+    # the longest context: 4.738 GiB after weights and overhead ÷ (256 KiB of KV + 1 KiB of mask per token) = 19,330
+    # tokens, 19,200 in steps of 256
+    assert "would fit: -c 19200 -np 1 (the longest context: 1 sequence of 19,200 tokens)" in r.stdout
+    assert "run:" not in r.stdout
+    engine = kv("fit", "llama-3.1-70b", "--engine", "sglang", "--gpu", "L4", "--params", "70B")
+    assert engine.exit_code == 1 and "the weights (130.39 GiB) exceed" in engine.stdout and "run:" not in engine.stdout

@@ -1,0 +1,51 @@
+"""The printed run line carries every flag the answer depends on: fed back to kvplan (with the same hardware and
+weights), it gives the same plan, byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import kv
+
+CASES = [
+    # (model, hardware and weights, the question)
+    ("qwen3-32b", ["--gpu", "RTX-4090", "--weights", "q4_k_m"], ["-ctk", "q8_0", "-ctv", "f16", "-fa", "off"]),
+    ("llama-3.1-8b", ["--gpu", "L4"], ["--ctx-per-seq", "16k", "-b", "1024", "-ub", "256"]),
+    ("gemma-3-27b", ["--gpu", "RTX-4090x2"], ["-np", "4", "-kvu", "--swa-full", "-ts", "3,1"]),
+    ("gemma-3-12b", ["--gpu", "A10"], ["--cache-types", "auto", "-c", "128k"]),
+    ("llama-3.1-8b", ["--gpu", "RTX-4090"], ["-c", "64k", "-ngl", "20", "-nkvo"]),
+    ("llama-3.1-70b", ["--engine", "vllm", "--gpu", "H100-80GBx4"], ["-tp", "4", "--max-model-len", "32k"]),
+    ("gemma-3-27b", ["--engine", "vllm", "--gpu", "H100-80GB"],
+     ["--max-num-seqs", "4", "--max-num-batched-tokens", "4096", "--gpu-memory-utilization", "0.85"]),
+    ("gpt-oss-20b", ["--engine", "vllm", "--gpu", "A100-80GB", "--weights", "mxfp4"],
+     ["--disable-hybrid-kv-cache-manager", "--block-size", "32", "--kv-cache-dtype", "fp8"]),
+    ("deepseek-v3", ["--engine", "sglang", "--gpu", "H200x8", "--weights", "fp8"],
+     ["-tp", "8", "--mem-fraction-static", "0.85"]),
+    ("qwen3-32b", ["--engine", "trtllm", "--gpu", "H100-80GBx2"], ["-tp", "2", "--free-gpu-memory-fraction", "0.8"]),
+]  # fmt: skip
+
+
+def _feed_back(run_args: list[str]) -> list[str]:
+    """kvplan's reading of a run line: llama.cpp's -m becomes MODEL's place, an engine's model id is MODEL."""
+    args = list(run_args)
+    if args and args[0] == "-m":
+        return args[2:]
+    return args[1:]
+
+
+@pytest.mark.parametrize(("model", "where", "question"), CASES)
+def test_the_run_line_reproduces_the_plan(model: str, where: list[str], question: list[str]) -> None:
+    first = kv("fit", model, *where, *question, "-o", "json")
+    assert first.exit_code == 0, first.output
+    doc = first.json()
+    again = kv("fit", model, *where, *_feed_back(doc["run_args"]), "-o", "json")
+    assert again.exit_code == 0, (doc["run_args"], again.output)
+    redo = again.json()
+    assert redo["devices"] == doc["devices"]
+    assert (redo["ctx_per_seq"], redo["cache"]) == (doc["ctx_per_seq"], doc["cache"])
+    if doc["runtime"] == "llama.cpp":
+        assert redo["mode"] == "check" and redo["llamacpp"] == doc["llamacpp"]
+        assert (redo["n_seq"], redo["kv_bytes"]) == (doc["n_seq"], doc["kv_bytes"])
+    else:
+        # the pool is the plan; how many sequences it is asked to hold is the question (--max-num-seqs)
+        assert {k: v for k, v in redo["engine"].items() if k != "sequences_that_fit"} == {
+            k: v for k, v in doc["engine"].items() if k != "sequences_that_fit"}  # fmt: skip
