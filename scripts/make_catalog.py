@@ -1,4 +1,4 @@
-"""Generate model_specs/*.yaml from the sourced facts in ../shared/reference/model-facts.yaml.
+"""Generate kvplan/model_specs/*.yaml from the sourced facts in ../shared/reference/model-facts.yaml.
 
 usage: python scripts/make_catalog.py [FACTS_YAML]
 
@@ -29,7 +29,7 @@ UNSOURCED = {
 FIXED_CONTEXT = {"mamba": 2**20, "mamba2": 2**20}
 
 
-def metadata_for(entry: dict) -> dict | None:
+def metadata_for(entry: dict) -> dict | None:  # noqa: C901 - one branch per family of the facts file
     v = entry["values"]
     arch = entry["gguf_arch"]
     if arch in UNSOURCED:
@@ -180,7 +180,7 @@ def spec_for(entry: dict, sources: dict) -> dict | None:
 def main() -> None:
     facts_path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_FACTS
     facts = yaml.safe_load(facts_path.read_text())
-    out_dir = ROOT / "model_specs"
+    out_dir = ROOT / "kvplan" / "model_specs"
     out_dir.mkdir(exist_ok=True)
     written, skipped = [], []
     for entry in facts["models"]:

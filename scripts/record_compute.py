@@ -16,10 +16,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "fixtures" / "oracle"
-MODELS = ("llama-3.1-8b", "qwen3-8b", "gemma-3-12b", "gpt-oss-20b", "deepseek-v2-lite", "qwen3-30b-a3b",
-          "mistral-nemo-12b", "phi-4", "llama-3.1-70b")  # fmt: skip
-SETTINGS = [{"n_ctx": ctx, "n_ubatch": ub, "fa": fa, "n_seq_max": seqs}
-            for ctx in (4096, 32768) for ub in (512, 1024) for fa in (1, 0) for seqs in (1, 4)]  # fmt: skip
+MODELS = (
+    "llama-3.1-8b",
+    "qwen3-8b",
+    "gemma-3-12b",
+    "gpt-oss-20b",
+    "deepseek-v2-lite",
+    "qwen3-30b-a3b",
+    "mistral-nemo-12b",
+    "phi-4",
+    "llama-3.1-70b",
+)
+SETTINGS = [
+    {"n_ctx": ctx, "n_ubatch": ub, "fa": fa, "n_seq_max": seqs}
+    for ctx in (4096, 32768)
+    for ub in (512, 1024)
+    for fa in (1, 0)
+    for seqs in (1, 4)
+]
 
 
 def main() -> None:
@@ -33,8 +47,7 @@ def main() -> None:
             line = next(x for x in out.splitlines() if x.startswith("BREAKDOWN"))
             fields = dict(f.split("=") for f in line.split()[2:])
             cases.append({"gguf": f"real/{name}.gguf", "params": params, "compute_bytes": int(fields["compute"])})
-    doc = {"llama_cpp": "llama.cpp vendored in llama-cpp-python 0.3.36 (2026-10-01)", "backend": "CPU",
-           "cases": cases}  # fmt: skip
+    doc = {"llama_cpp": "llama.cpp vendored in llama-cpp-python 0.3.36 (2026-10-01)", "backend": "CPU", "cases": cases}
     (OUT / "compute.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{len(cases)} cases → {OUT / 'compute.json'}")
 

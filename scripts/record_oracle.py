@@ -388,8 +388,15 @@ FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
 # llama.cpp's tiny models have no nextn/MTP layers; these variants append one (every per-layer array grows
 # by one attention entry) so the main context's nextn handling and the MTP draft context are recorded for
 # each family whose graph has an MTP head.
-NEXTN_VARIANTS = ["deepseek2-moe.gguf", "glm4moe-moe.gguf", "qwen35moe-moe.gguf", "qwen3next-moe.gguf",
-                  "bailingmoe3-moe.gguf", "glm-dsa-moe.gguf", "deepseek32-moe.gguf"]  # fmt: skip
+NEXTN_VARIANTS = [
+    "deepseek2-moe.gguf",
+    "glm4moe-moe.gguf",
+    "qwen35moe-moe.gguf",
+    "qwen3next-moe.gguf",
+    "bailingmoe3-moe.gguf",
+    "glm-dsa-moe.gguf",
+    "deepseek32-moe.gguf",
+]
 _N_LAYER_ARRAYS = {"{arch}.attention.indexer.types", "{arch}.attention.sliding_window_pattern"}
 
 
@@ -419,44 +426,89 @@ TYPE_PAIRS = [
 def grid(seed: str, n: int) -> list[dict]:
     """A fixed core of settings plus ``n`` seeded-random ones over the whole grid."""
     core = [
-        dict(n_ctx=4096, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0),
-        dict(n_ctx=1000, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=0, swa_full=0),
-        dict(n_ctx=100, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=1, swa_full=0),
-        dict(n_ctx=4096, n_seq_max=3, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0),
-        dict(n_ctx=4096, n_seq_max=4, kv_unified=1, type_k="f16", type_v="f16", fa=-1, swa_full=0),
-        dict(n_ctx=8192, n_seq_max=2, kv_unified=0, type_k="q8_0", type_v="q8_0", fa=1, swa_full=1),
-        dict(n_ctx=3000, n_seq_max=1, kv_unified=0, type_k="q8_0", type_v="q4_0", fa=0, swa_full=0),
-        dict(
-            n_ctx=5000,
-            n_seq_max=2,
-            kv_unified=1,
-            type_k="f16",
-            type_v="f16",
-            fa=-1,
-            swa_full=0,
-            n_ubatch=2048,
-        ),
-        dict(n_ctx=0, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0),
-        dict(n_ctx=4096, n_seq_max=2, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0, n_rs_seq=2),
-        dict(n_ctx=4096, n_seq_max=3, kv_unified=1, type_k="q8_0", type_v="q8_0", fa=1, swa_full=0, n_rs_seq=3),
+        {"n_ctx": 4096, "n_seq_max": 1, "kv_unified": 0, "type_k": "f16", "type_v": "f16", "fa": -1, "swa_full": 0},
+        {"n_ctx": 1000, "n_seq_max": 1, "kv_unified": 0, "type_k": "f16", "type_v": "f16", "fa": 0, "swa_full": 0},
+        {"n_ctx": 100, "n_seq_max": 1, "kv_unified": 0, "type_k": "f16", "type_v": "f16", "fa": 1, "swa_full": 0},
+        {"n_ctx": 4096, "n_seq_max": 3, "kv_unified": 0, "type_k": "f16", "type_v": "f16", "fa": -1, "swa_full": 0},
+        {"n_ctx": 4096, "n_seq_max": 4, "kv_unified": 1, "type_k": "f16", "type_v": "f16", "fa": -1, "swa_full": 0},
+        {"n_ctx": 8192, "n_seq_max": 2, "kv_unified": 0, "type_k": "q8_0", "type_v": "q8_0", "fa": 1, "swa_full": 1},
+        {"n_ctx": 3000, "n_seq_max": 1, "kv_unified": 0, "type_k": "q8_0", "type_v": "q4_0", "fa": 0, "swa_full": 0},
+        {
+            "n_ctx": 5000,
+            "n_seq_max": 2,
+            "kv_unified": 1,
+            "type_k": "f16",
+            "type_v": "f16",
+            "fa": -1,
+            "swa_full": 0,
+            "n_ubatch": 2048,
+        },
+        {"n_ctx": 0, "n_seq_max": 1, "kv_unified": 0, "type_k": "f16", "type_v": "f16", "fa": -1, "swa_full": 0},
+        {
+            "n_ctx": 4096,
+            "n_seq_max": 2,
+            "kv_unified": 0,
+            "type_k": "f16",
+            "type_v": "f16",
+            "fa": -1,
+            "swa_full": 0,
+            "n_rs_seq": 2,
+        },
+        {
+            "n_ctx": 4096,
+            "n_seq_max": 3,
+            "kv_unified": 1,
+            "type_k": "q8_0",
+            "type_v": "q8_0",
+            "fa": 1,
+            "swa_full": 0,
+            "n_rs_seq": 3,
+        },
         # the MTP draft context (refused where the model has no nextn layers)
-        dict(n_ctx=4096, n_seq_max=1, kv_unified=0, type_k="f16", type_v="f16", fa=-1, swa_full=0, mtp=1),
-        dict(n_ctx=3000, n_seq_max=2, kv_unified=0, type_k="q8_0", type_v="q8_0", fa=1, swa_full=0, mtp=1),
-        dict(n_ctx=8192, n_seq_max=4, kv_unified=1, type_k="f16", type_v="f16", fa=0, swa_full=1, mtp=1),
+        {
+            "n_ctx": 4096,
+            "n_seq_max": 1,
+            "kv_unified": 0,
+            "type_k": "f16",
+            "type_v": "f16",
+            "fa": -1,
+            "swa_full": 0,
+            "mtp": 1,
+        },
+        {
+            "n_ctx": 3000,
+            "n_seq_max": 2,
+            "kv_unified": 0,
+            "type_k": "q8_0",
+            "type_v": "q8_0",
+            "fa": 1,
+            "swa_full": 0,
+            "mtp": 1,
+        },
+        {
+            "n_ctx": 8192,
+            "n_seq_max": 4,
+            "kv_unified": 1,
+            "type_k": "f16",
+            "type_v": "f16",
+            "fa": 0,
+            "swa_full": 1,
+            "mtp": 1,
+        },
     ]
     rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
     extra = []
     for _ in range(n):
         tk, tv = rng.choice(TYPE_PAIRS)
-        p = dict(
-            n_ctx=rng.choice([1, 100, 255, 256, 257, 511, 1000, 2048, 3000, 4096, 6000, 8192, 20000]),
-            n_seq_max=rng.choice([1, 1, 2, 3, 4]),
-            kv_unified=rng.choice([0, 1]),
-            type_k=tk,
-            type_v=tv,
-            fa=rng.choice([-1, 0, 1]),
-            swa_full=rng.choice([0, 1]),
-        )
+        p = {
+            "n_ctx": rng.choice([1, 100, 255, 256, 257, 511, 1000, 2048, 3000, 4096, 6000, 8192, 20000]),
+            "n_seq_max": rng.choice([1, 1, 2, 3, 4]),
+            "kv_unified": rng.choice([0, 1]),
+            "type_k": tk,
+            "type_v": tv,
+            "fa": rng.choice([-1, 0, 1]),
+            "swa_full": rng.choice([0, 1]),
+        }
         if rng.random() < 0.3:
             p["n_ubatch"] = rng.choice([64, 256, 1024, 2048])
         if rng.random() < 0.2:

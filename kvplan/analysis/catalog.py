@@ -31,13 +31,26 @@ def catalog_entries(arch: str | None = None) -> list[CatalogEntry]:
         if arch is not None and m.arch != arch.lower():
             continue
         p = plan(m, LlamaCppSettings(n_ctx=REFERENCE_CTX))
-        state = sum(c.buffer_bytes for c in p.caches
-                    if c.per_token_bytes == 0 and c.kind in (CacheKind.RECURRENT, CacheKind.COMPRESSED))  # fmt: skip
+        state = sum(
+            c.buffer_bytes
+            for c in p.caches
+            if c.per_token_bytes == 0 and c.kind in (CacheKind.RECURRENT, CacheKind.COMPRESSED)
+        )
         attention = m.attention_summary
         if m.memory not in (MemoryKind.KV, MemoryKind.NONE):
             attention += f" ({m.memory.value})"
         if m.swa_type is not SwaType.NONE:
             attention += f"+{'chunked' if m.swa_type is SwaType.CHUNKED else 'SWA'} {m.n_swa}"
-        out.append(CatalogEntry(name, m.arch, m.n_layer_all, attention, m.n_ctx_train, p.per_token_bytes, state,
-                                m.spec.hf_id if m.spec else None))  # fmt: skip
+        out.append(
+            CatalogEntry(
+                name,
+                m.arch,
+                m.n_layer_all,
+                attention,
+                m.n_ctx_train,
+                p.per_token_bytes,
+                state,
+                m.spec.hf_id if m.spec else None,
+            )
+        )
     return out

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-
 from dataclasses import dataclass
 
 from kvplan.errors import RefusedConfigError
@@ -54,8 +53,7 @@ def head_variants(model: ModelDescription) -> list[tuple[str, int | None]]:
 def with_kv_heads(model: ModelDescription, kv_heads: int) -> ModelDescription:
     """The model with ``kv_heads`` on every what-if layer whose query heads it divides."""
     changed = {la.index for la in _what_if_layers(model) if la.n_head % kv_heads == 0}
-    layers = tuple(dataclasses.replace(la, n_head_kv=kv_heads) if la.index in changed else la
-                   for la in model.layers)  # fmt: skip
+    layers = tuple(dataclasses.replace(la, n_head_kv=kv_heads) if la.index in changed else la for la in model.layers)
     return dataclasses.replace(model, layers=layers)
 
 
@@ -89,13 +87,21 @@ class Comparison:
     notes: tuple[str, ...]
 
 
-def _row(label: str, section: str, model: ModelDescription, settings: LlamaCppSettings, contexts: Sequence[int],
-         baseline: int | None, fp8: bool = False) -> CompareRow:  # fmt: skip
+def _row(
+    label: str,
+    section: str,
+    model: ModelDescription,
+    settings: LlamaCppSettings,
+    contexts: Sequence[int],
+    baseline: int | None,
+    fp8: bool = False,
+) -> CompareRow:
     try:
         plans = [plan(model, dataclasses.replace(settings, n_ctx=c)) for c in contexts]
     except RefusedConfigError as exc:
-        return CompareRow(section, label, settings.type_k, settings.type_v,
-                          refused=str(exc).removeprefix("llama.cpp refuses: "))  # fmt: skip
+        return CompareRow(
+            section, label, settings.type_k, settings.type_v, refused=str(exc).removeprefix("llama.cpp refuses: ")
+        )
     totals = [p.total_bytes for p in plans]
     per_token = plans[0].per_token_bytes
     if fp8:  # the f16 layout at 1 byte per K/V value
@@ -147,5 +153,4 @@ def compare(model: ModelDescription, settings: LlamaCppSettings, contexts: Seque
     for reason, variants in reasons.items():
         notes.append(f"refused ({', '.join(variants)}): {reason}")
     ctx = base_plan.context
-    return Comparison(model, ctx.n_seq, ctx.kv_unified, settings.flash_attn, tuple(contexts), tuple(rows),
-                      tuple(notes))  # fmt: skip
+    return Comparison(model, ctx.n_seq, ctx.kv_unified, settings.flash_attn, tuple(contexts), tuple(rows), tuple(notes))

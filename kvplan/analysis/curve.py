@@ -101,14 +101,17 @@ def curve(model: ModelDescription, settings: LlamaCppSettings, contexts: Context
             if grows_full and c.name not in capped_seen:
                 capped_seen.add(c.name)
                 notes.append(f"{c.name}: stops growing at {c.cells:,} cells per stream (from {ctx:,} tokens on)")
-        points.append(CurvePoint(ctx, p.context.n_ctx, tuple(by_name.get(n, 0) for n in names), p.total_bytes,
-                                 p.per_token_bytes))  # fmt: skip
+        points.append(
+            CurvePoint(ctx, p.context.n_ctx, tuple(by_name.get(n, 0) for n in names), p.total_bytes, p.per_token_bytes)
+        )
     for i, name in enumerate(names):
         if len(points) > 1 and all(pt.cache_bytes[i] == points[0].cache_bytes[i] for pt in points):
             notes.append(f"{name}: constant over this range (fixed-size state)")
     over = [pt.n_ctx for pt, p in zip(points, plans, strict=True) if p.warnings]
     warnings = []
     if over:
-        warnings.append(f"from {over[0]:,} tokens on, each sequence's context exceeds the model's trained context "
-                        f"{model.n_ctx_train:,} (llama.cpp warns: possible training context overflow)")  # fmt: skip
+        warnings.append(
+            f"from {over[0]:,} tokens on, each sequence's context exceeds the model's trained context "
+            f"{model.n_ctx_train:,} (llama.cpp warns: possible training context overflow)"
+        )
     return Curve(model, plans[0], tuple(names), tuple(points), contexts.log_axis, tuple(notes), tuple(warnings))

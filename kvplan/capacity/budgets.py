@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvplan.capacity.request import Budgets
 from kvplan.capacity.results import FitResult, Solver
-from kvplan.request import Budgets
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,18 @@ class Outcome:
 
 
 def outcome_of(r: FitResult) -> Outcome:
-    return Outcome(r.kv_bytes, r.used_bytes, r.n_seq, r.ctx_per_seq, r.trained_ctx, r.fits, r.need_bytes,
-                   r.have_bytes, r.need_device, r.headroom)  # fmt: skip
+    return Outcome(
+        r.kv_bytes,
+        r.used_bytes,
+        r.n_seq,
+        r.ctx_per_seq,
+        r.trained_ctx,
+        r.fits,
+        r.need_bytes,
+        r.have_bytes,
+        r.need_device,
+        r.headroom,
+    )
 
 
 @dataclass(frozen=True)
@@ -44,8 +54,15 @@ class Finding:
     capped_by_trained: bool = False  # min_ctx: the search stopped at the model's trained context
 
     def to_dict(self) -> dict[str, Any]:
-        return {"budget": self.budget, "passed": self.passed, "actual": self.actual, "limit": self.limit,
-                "unit": self.unit, "device": self.device, "capped_by_trained": self.capped_by_trained}  # fmt: skip
+        return {
+            "budget": self.budget,
+            "passed": self.passed,
+            "actual": self.actual,
+            "limit": self.limit,
+            "unit": self.unit,
+            "device": self.device,
+            "capped_by_trained": self.capped_by_trained,
+        }
 
 
 def evaluate(o: Outcome, b: Budgets, solver: Solver | None) -> tuple[Finding, ...]:

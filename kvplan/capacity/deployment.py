@@ -8,11 +8,11 @@ from typing import Any
 
 from kvplan.capacity.budgets import Finding, Outcome, evaluate, outcome_of
 from kvplan.capacity.llamacpp import CACHE_TYPE_LADDER, settings_for
+from kvplan.capacity.request import LlamaCppOptions, Request
 from kvplan.capacity.results import FitResult
 from kvplan.capacity.runtime import get_runtime
 from kvplan.errors import RefusedConfigError, UnsupportedError
 from kvplan.model import ModelDescription
-from kvplan.request import LlamaCppOptions, Request
 from kvplan.runtimes.engines import CACHE_DTYPE_BYTES, ENGINES
 from kvplan.runtimes.llamacpp import Backend, FlashAttn, MemoryPlan, plan, plan_mtp_draft
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS
@@ -156,8 +156,9 @@ def _nearest_llamacpp(model: ModelDescription, req: Request) -> Suggestion | Non
         opts = replace(o, ctx_size=None, ctx_per_seq=k * KV_PAD_CELLS, parallel=n_seq)
         return replace(req, llamacpp=opts)
 
-    k = _largest(1, per_seq // KV_PAD_CELLS - (1 if per_seq % KV_PAD_CELLS == 0 else 0),
-                 lambda k: _passes(model, with_ctx(k)))  # fmt: skip
+    k = _largest(
+        1, per_seq // KV_PAD_CELLS - (1 if per_seq % KV_PAD_CELLS == 0 else 0), lambda k: _passes(model, with_ctx(k))
+    )
     if k:
         return Suggestion(("-c", str(k * KV_PAD_CELLS * n_seq), "-np", str(n_seq)), "ctx")
     if n_seq > 1:
@@ -188,4 +189,3 @@ def _nearest_engine(model: ModelDescription, req: Request) -> Suggestion | None:
         if n:
             return Suggestion(("--max-num-seqs", str(n)), "parallel")
     return None
-

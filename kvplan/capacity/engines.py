@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvplan.capacity.request import Request
 from kvplan.capacity.results import (
     Alternative,
     Constraint,
@@ -21,7 +22,6 @@ from kvplan.capacity.results import (
 from kvplan.capacity.weights import DEFAULT_ENGINE_WEIGHTS, estimate_bytes
 from kvplan.errors import BadInputError
 from kvplan.model import ModelDescription
-from kvplan.request import Request
 from kvplan.runtimes.engines import CACHE_DTYPE_BYTES, Capacity, Engine, EngineSettings, capacity, layout
 from kvplan.units import GIB
 
@@ -47,8 +47,9 @@ class EngineTarget:
         return self.weight_bytes // (self.settings.tp * self.settings.pp)
 
     def capacity(self, settings: EngineSettings) -> Capacity:
-        return capacity(self.model, self.engine, settings, self.gpu_bytes, self.weight_bytes_per_rank,
-                        self.overhead_bytes)  # fmt: skip
+        return capacity(
+            self.model, self.engine, settings, self.gpu_bytes, self.weight_bytes_per_rank, self.overhead_bytes
+        )
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,16 @@ class EngineFit:
 def settings_from(req: Request) -> EngineSettings:
     e = req.engine
     return EngineSettings(
-        cache_dtype=e.kv_cache_dtype, tp=e.tensor_parallel_size, pp=e.pipeline_parallel_size,
-        block_size=e.block_size, gpu_memory_utilization=e.gpu_memory_utilization,
-        mem_fraction_static=e.mem_fraction_static, free_gpu_memory_fraction=e.free_gpu_memory_fraction,
-        max_num_batched_tokens=e.max_num_batched_tokens, hybrid_kv_cache=not e.disable_hybrid_kv_cache_manager,
-    )  # fmt: skip
+        cache_dtype=e.kv_cache_dtype,
+        tp=e.tensor_parallel_size,
+        pp=e.pipeline_parallel_size,
+        block_size=e.block_size,
+        gpu_memory_utilization=e.gpu_memory_utilization,
+        mem_fraction_static=e.mem_fraction_static,
+        free_gpu_memory_fraction=e.free_gpu_memory_fraction,
+        max_num_batched_tokens=e.max_num_batched_tokens,
+        hybrid_kv_cache=not e.disable_hybrid_kv_cache_manager,
+    )
 
 
 def _parallel(s: EngineSettings) -> str:
@@ -125,8 +131,18 @@ class EngineRuntime:
             basis += f", split evenly over {s.tp * s.pp} GPUs"
         overhead = DEFAULT_ENGINE_OVERHEAD_BYTES if req.overhead is None else req.overhead
         layout(model, self.engine, s)  # refuse unsupported layouts before any search
-        return EngineTarget(model, self.engine, s, hw.memory_bytes[0], hw.count, hw.label, total, basis, overhead,
-                            req.overhead is not None)  # fmt: skip
+        return EngineTarget(
+            model,
+            self.engine,
+            s,
+            hw.memory_bytes[0],
+            hw.count,
+            hw.label,
+            total,
+            basis,
+            overhead,
+            req.overhead is not None,
+        )
 
     def solver(self, model: ModelDescription, req: Request) -> EngineSolver:
         return EngineSolver(self.target(model, req))
@@ -149,8 +165,9 @@ class EngineRuntime:
         if req.cache_types_auto:
             mode = Mode.CACHE_TYPES
             for dtype in self.engine.dtype_ladder:
-                found = self._attempt(t, replace(t.settings, cache_dtype=dtype), ctx or model.n_ctx_train,
-                                      parallel or 1)  # fmt: skip
+                found = self._attempt(
+                    t, replace(t.settings, cache_dtype=dtype), ctx or model.n_ctx_train, parallel or 1
+                )
                 if found.fits:
                     break
         else:
@@ -165,32 +182,56 @@ class EngineRuntime:
         devices = []
         for rank in range(t.n_gpus):
             stage = rank // f.settings.tp
-            devices.append(DeviceUsage(f"GPU{rank}", t.gpu_bytes, lay.stage_ranges[stage], t.weight_bytes_per_rank,
-                                       cap.kv_bytes(stage), 0, overhead))  # fmt: skip
+            devices.append(
+                DeviceUsage(
+                    f"GPU{rank}",
+                    t.gpu_bytes,
+                    lay.stage_ranges[stage],
+                    t.weight_bytes_per_rank,
+                    cap.kv_bytes(stage),
+                    0,
+                    overhead,
+                )
+            )
         reserved = f.reserved_bytes
         pool = cap.pool_bytes
         dtype = f.settings.cache_dtype
         shortfall = None if f.fits else self._shortfall(f, overhead)
         run_ctx = f.ctx or cap.max_model_len
         return FitResult(
-            runtime=self.name, runtime_label=self.label, model_name=t.model.name, mode=mode, fits=f.fits,
-            ctx_per_seq=f.ctx, n_seq=max(1, f.parallel), cache="bf16 (auto)" if dtype == "auto" else dtype,
-            hardware_label=t.gpu_label + _parallel(f.settings), devices=tuple(devices), kv_bytes=reserved,
+            runtime=self.name,
+            runtime_label=self.label,
+            model_name=t.model.name,
+            mode=mode,
+            fits=f.fits,
+            ctx_per_seq=f.ctx,
+            n_seq=max(1, f.parallel),
+            cache="bf16 (auto)" if dtype == "auto" else dtype,
+            hardware_label=t.gpu_label + _parallel(f.settings),
+            devices=tuple(devices),
+            kv_bytes=reserved,
             used_bytes=t.weight_bytes_per_rank + overhead + reserved,
-            headroom=(pool - reserved) / pool if pool else 0.0, need_bytes=reserved, have_bytes=pool,
+            headroom=(pool - reserved) / pool if pool else 0.0,
+            need_bytes=reserved,
+            have_bytes=pool,
             need_device="GPU0",
-            run_command=f"{engine.name} serve" if engine.name != "trtllm" else "trtllm-serve",
-            run_args=(t.model.spec.hf_id if t.model.spec and t.model.spec.hf_id else ref,
-                      *engine.run_args(lay, run_ctx, max_num_seqs)) if f.fits else (),
+            run_command=engine.command(t.model.spec.hf_id if t.model.spec and t.model.spec.hf_id else ref),
+            run_args=engine.run_args(lay, run_ctx, max_num_seqs) if f.fits else (),
             weights_basis=t.weights_basis,
-            overhead_basis=("given (--overhead)" if t.overhead_given else
-                            "estimate of profiled activations + CUDA graphs (the reference's worked example); read "
-                            "the engine's startup log and pass --overhead") if engine.measures_overhead else
-                           "none measured: activations and graphs must fit in the (1 − mem_fraction_static) slack",
+            overhead_basis=(
+                "given (--overhead)"
+                if t.overhead_given
+                else "estimate of profiled activations + CUDA graphs (the reference's worked example); read "
+                "the engine's startup log and pass --overhead"
+            )
+            if engine.measures_overhead
+            else "none measured: activations and graphs must fit in the (1 − mem_fraction_static) slack",
             trained_ctx=t.model.n_ctx_train,
             capped_by_trained=mode is Mode.MAX_CTX and f.fits and f.ctx >= t.model.n_ctx_train,
-            shortfall=shortfall, run_notes=engine.run_notes(lay) if f.fits else (), detail=f,
-        )  # fmt: skip
+            shortfall=shortfall,
+            run_notes=engine.run_notes(lay) if f.fits else (),
+            detail=f,
+        )
 
     def _shortfall(self, f: EngineFit, overhead: int) -> Shortfall:
         t, cap = f.target, f.capacity

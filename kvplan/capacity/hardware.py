@@ -34,8 +34,9 @@ class GPUModel:
         return {9: "hopper", 10: "blackwell"}.get(self.capability[0], "other")
 
 
-def _gpu(name: str, gib: float, reported_mib: int | None = None, source: str = "", cap: tuple[int, int] | None = None
-         ) -> GPUModel:  # fmt: skip
+def _gpu(
+    name: str, gib: float, reported_mib: int | None = None, source: str = "", cap: tuple[int, int] | None = None
+) -> GPUModel:
     if reported_mib is not None:
         return GPUModel(name, reported_mib * MIB, source, cap)
     return GPUModel(name, int(gib * GIB), "nominal", cap)

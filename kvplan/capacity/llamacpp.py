@@ -15,6 +15,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kvplan.capacity.request import LlamaCppOptions, Request
 from kvplan.capacity.results import (
     Alternative,
     DeviceUsage,
@@ -26,7 +27,6 @@ from kvplan.capacity.results import (
 from kvplan.capacity.weights import Weights, model_weights
 from kvplan.errors import RefusedConfigError
 from kvplan.model import ModelDescription
-from kvplan.request import LlamaCppOptions, Request
 from kvplan.runtimes import LLAMACPP
 from kvplan.runtimes.llamacpp import Backend, CacheKind, FlashAttn, LlamaCppSettings, MemoryPlan, plan
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, LLAMA_MAX_SEQ
@@ -37,8 +37,16 @@ from kvplan.units import GIB
 #: at ubatch 512); the part that grows with the context is compute_buffer() below
 DEFAULT_OVERHEAD_BYTES = 1 * GIB
 #: cache type pairs from least to most loss, for --cache-types auto
-CACHE_TYPE_LADDER = (("f16", "f16"), ("q8_0", "q8_0"), ("q8_0", "q5_1"), ("q8_0", "q4_0"), ("q5_1", "q5_1"),
-                     ("q5_0", "q5_0"), ("q4_1", "q4_1"), ("q4_0", "q4_0"))  # fmt: skip
+CACHE_TYPE_LADDER = (
+    ("f16", "f16"),
+    ("q8_0", "q8_0"),
+    ("q8_0", "q5_1"),
+    ("q8_0", "q4_0"),
+    ("q5_1", "q5_1"),
+    ("q5_0", "q5_0"),
+    ("q4_1", "q4_1"),
+    ("q4_0", "q4_0"),
+)
 RUN_COMMAND = "llama-server"
 _MASK_BYTES = 2  # f16 KQ mask (flash attention); the f32 scores and mask without it are 4 B
 _SCORE_BYTES = 4
@@ -84,8 +92,10 @@ def compute_buffer(p: MemoryPlan) -> tuple[int, str]:
         return mask_cells * ubatch * _MASK_BYTES, f"KQ mask {mask_cells:,} cells × ubatch {ubatch:,} × 2 B"
     heads = max((la.n_head for la in p.model.layers if not la.recurrent), default=0)
     scores = (heads * cells + mask_cells) * ubatch * _SCORE_BYTES
-    return scores, (f"flash attention off: KQ scores n_head {heads} × {cells:,} cells + mask {mask_cells:,} cells, "
-                    f"× ubatch {ubatch:,} × 4 B")  # fmt: skip
+    return scores, (
+        f"flash attention off: KQ scores n_head {heads} × {cells:,} cells + mask {mask_cells:,} cells, "
+        f"× ubatch {ubatch:,} × 4 B"
+    )
 
 
 @dataclass(frozen=True)
@@ -145,10 +155,17 @@ class Target:
         else:
             compute, basis, overhead = 0, "included in --overhead", self.overhead
         gpus = tuple(
-            DeviceUsage(f"GPU{i}", memory[i], _span([il for il in range(model.n_layer_all) if where[il] == i]),
-                        w[i], kv[i], compute, overhead)
+            DeviceUsage(
+                f"GPU{i}",
+                memory[i],
+                _span([il for il in range(model.n_layer_all) if where[il] == i]),
+                w[i],
+                kv[i],
+                compute,
+                overhead,
+            )
             for i in range(n)
-        )  # fmt: skip
+        )
         host_layers = [il for il in range(model.n_layer_all) if where[il] == -1]
         host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], 0, 0)
         return Placement(settings, p, gpus, host, basis)
@@ -233,8 +250,13 @@ def settings_for(o: LlamaCppOptions, backend: Backend) -> LlamaCppSettings:
         "n_rs_seq": o.rs_seq,
         "backend": o.backend or backend,
     }
-    for field_, value in (("n_batch", o.batch_size), ("n_ubatch", o.ubatch_size), ("type_k", o.cache_type_k),
-                          ("type_v", o.cache_type_v), ("flash_attn", o.flash_attn)):  # fmt: skip
+    for field_, value in (
+        ("n_batch", o.batch_size),
+        ("n_ubatch", o.ubatch_size),
+        ("type_k", o.cache_type_k),
+        ("type_v", o.cache_type_v),
+        ("flash_attn", o.flash_attn),
+    ):
         if value is not None:
             given[field_] = value
     return dataclasses.replace(LlamaCppSettings(), **given)  # type: ignore[arg-type]
@@ -244,14 +266,19 @@ def cache_label(type_k: str, type_v: str) -> str:
     return type_k if type_k == type_v else f"K {type_k} / V {type_v}"
 
 
-def run_args(model: ModelDescription, ref: str, target: Target, placement: Placement) -> tuple[str, ...]:
+def run_command(model: ModelDescription, ref: str) -> str:
+    """llama-server with the model: the GGUF given, else the catalog model's name as a GGUF file."""
+    gguf = ref if ref.lower().endswith(".gguf") or "://" in ref else f"{model.name}.gguf"
+    return f"{RUN_COMMAND} -m {gguf}"
+
+
+def run_args(model: ModelDescription, target: Target, placement: Placement) -> tuple[str, ...]:
     """llama-server's arguments that reproduce ``placement`` on ``target``: every flag the answer depends on
     (llama.cpp's defaults are left out only where they are llama.cpp's defaults too)."""
     s, ctx = placement.settings, placement.plan.context
     default = LlamaCppSettings()
-    gguf = ref if ref.lower().endswith(".gguf") or "://" in ref else f"{model.name}.gguf"
-    args = ["-m", gguf, "-c", str(ctx.n_ctx_asked), "-np", str(ctx.n_seq), "-ctk", ctx.type_k.name,
-            "-ctv", ctx.type_v.name, "-fa", ctx.flash_attn_asked.value]  # fmt: skip
+    args = ["-c", str(ctx.n_ctx_asked), "-np", str(ctx.n_seq), "-ctk", ctx.type_k.name, "-ctv", ctx.type_v.name,
+            "-fa", ctx.flash_attn_asked.value]  # fmt: skip
     if s.n_batch != default.n_batch:
         args += ["-b", str(s.n_batch)]
     if s.n_ubatch != default.n_ubatch:
@@ -261,7 +288,7 @@ def run_args(model: ModelDescription, ref: str, target: Target, placement: Place
     if ctx.swa_full:
         args.append("--swa-full")
     if target.splits:
-        args += ["-ts", ",".join(f"{s:g}" for s in target.splits)]
+        args += ["-ts", ",".join(f"{x:g}" for x in target.splits)]
     ngl = target.n_gpu_layers
     args += ["-ngl", str(model.n_layer_all + 1 if ngl < 0 else ngl)]
     if target.no_kv_offload:
@@ -303,8 +330,15 @@ class LlamaCppRuntime:
         assert req.hardware is not None  # build_request(need_hardware=True)
         o = req.llamacpp
         weights = model_weights(model, req.weights, req.weight_bytes)
-        return Target(model, weights, req.hardware.memory_bytes, o.tensor_split, req.overhead,
-                      -1 if o.n_gpu_layers is None else o.n_gpu_layers, o.no_kv_offload)  # fmt: skip
+        return Target(
+            model,
+            weights,
+            req.hardware.memory_bytes,
+            o.tensor_split,
+            req.overhead,
+            -1 if o.n_gpu_layers is None else o.n_gpu_layers,
+            o.no_kv_offload,
+        )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:
         return settings_for(req.llamacpp, Backend.CUDA)
@@ -339,8 +373,9 @@ class LlamaCppRuntime:
         result = self._result(model, req, target, placement, mode, False)
         return dataclasses.replace(result, shortfall=self._shortfall(target, placement, mode))
 
-    def _result(self, model: ModelDescription, req: Request, target: Target, placement: Placement, mode: Mode,
-                fits: bool) -> FitResult:  # fmt: skip
+    def _result(
+        self, model: ModelDescription, req: Request, target: Target, placement: Placement, mode: Mode, fits: bool
+    ) -> FitResult:
         p = placement.plan
         ctx = p.context
         gpus = placement.gpus
@@ -348,21 +383,37 @@ class LlamaCppRuntime:
         capped = mode is Mode.MAX_CTX and fits and ctx.n_ctx_asked // ctx.n_seq >= model.n_ctx_train
         tight = placement.tightest
         return FitResult(
-            runtime=self.name, runtime_label=self.label, model_name=model.name, mode=mode, fits=fits,
-            ctx_per_seq=ctx.n_ctx_seq, n_seq=ctx.n_seq, cache=cache_label(ctx.type_k.name, ctx.type_v.name),
-            hardware_label=req.hardware.label if req.hardware else "", devices=placement.devices,
-            kv_bytes=p.total_bytes, used_bytes=used,
-            headroom=min((d.free_share or 0.0) for d in gpus), need_bytes=tight.used_bytes,
-            have_bytes=tight.memory_bytes or 0, need_device=tight.name, run_command=RUN_COMMAND,
-            run_args=run_args(model, req.model, target, placement) if fits else (),
+            runtime=self.name,
+            runtime_label=self.label,
+            model_name=model.name,
+            mode=mode,
+            fits=fits,
+            ctx_per_seq=ctx.n_ctx_seq,
+            n_seq=ctx.n_seq,
+            cache=cache_label(ctx.type_k.name, ctx.type_v.name),
+            hardware_label=req.hardware.label if req.hardware else "",
+            devices=placement.devices,
+            kv_bytes=p.total_bytes,
+            used_bytes=used,
+            headroom=min((d.free_share or 0.0) for d in gpus),
+            need_bytes=tight.used_bytes,
+            have_bytes=tight.memory_bytes or 0,
+            need_device=tight.name,
+            run_command=RUN_COMMAND,
+            run_args=run_args(model, target, placement) if fits else (),
             weights_basis=target.weights.basis,
-            overhead_basis=("given (--overhead)" if target.overhead is not None else
-                            "estimate: CUDA context + llama.cpp's fixed compute buffer; measure with "
-                            "llama-fit-params --fit-print on and pass --overhead"),
-            trained_ctx=model.n_ctx_train, capped_by_trained=capped, shared=ctx.kv_unified and ctx.n_seq > 1,
+            overhead_basis=(
+                "given (--overhead)"
+                if target.overhead is not None
+                else "estimate: CUDA context + llama.cpp's fixed compute buffer; measure with "
+                "llama-fit-params --fit-print on and pass --overhead"
+            ),
+            trained_ctx=model.n_ctx_train,
+            capped_by_trained=capped,
+            shared=ctx.kv_unified and ctx.n_seq > 1,
             warnings=p.warnings,
             detail=LlamaCppFit(placement, target),
-        )  # fmt: skip
+        )
 
     def _shortfall(self, target: Target, placement: Placement, mode: Mode) -> Shortfall:
         """The binding constraint on the tightest GPU, and configurations the solvers verified to fit."""
@@ -374,8 +425,9 @@ class LlamaCppRuntime:
         asked = placement.settings
         alternatives: list[Alternative] = []
 
-        def add(what: str, found: Placement | None, flags: Callable[[Placement], tuple[str, ...]], detail: str = ""
-                ) -> None:  # fmt: skip
+        def add(
+            what: str, found: Placement | None, flags: Callable[[Placement], tuple[str, ...]], detail: str = ""
+        ) -> None:
             if found is not None:
                 c = found.plan.context
                 alternatives.append(Alternative(what, flags(found), c.n_ctx_seq, c.n_seq, detail))
@@ -388,8 +440,11 @@ class LlamaCppRuntime:
         if mode is not Mode.MAX_PARALLEL and n_seq > 1:
             add("max-parallel", target.max_parallel(asked, per_seq), ctx_flags)
         if mode is not Mode.CACHE_TYPES:
-            add("cache-types", target.cheapest_cache_types(asked),
-                lambda f: ("-ctk", f.plan.context.type_k.name, "-ctv", f.plan.context.type_v.name))  # fmt: skip
+            add(
+                "cache-types",
+                target.cheapest_cache_types(asked),
+                lambda f: ("-ctk", f.plan.context.type_k.name, "-ctv", f.plan.context.type_v.name),
+            )
         try:
             ngl = target.max_gpu_layers(asked)
         except RefusedConfigError:
@@ -397,10 +452,22 @@ class LlamaCppRuntime:
         if ngl is not None and ngl > 0:
             moved = target.model.n_layer_all + 1 - ngl
             found = dataclasses.replace(target, n_gpu_layers=ngl).place(asked)
-            add("gpu-layers", found, lambda f: ("-ngl", str(ngl)), f"{moved} of {target.model.n_layer_all + 1} "
-                "layers (with their KV) in host memory, which is slower")  # fmt: skip
-        return Shortfall(constraint, d.name, d.memory_bytes, d.weight_bytes, d.kv_bytes, d.compute_bytes,
-                         d.overhead_bytes, tuple(alternatives))  # fmt: skip
+            add(
+                "gpu-layers",
+                found,
+                lambda f: ("-ngl", str(ngl)),
+                f"{moved} of {target.model.n_layer_all + 1} layers (with their KV) in host memory, which is slower",
+            )
+        return Shortfall(
+            constraint,
+            d.name,
+            d.memory_bytes,
+            d.weight_bytes,
+            d.kv_bytes,
+            d.compute_bytes,
+            d.overhead_bytes,
+            tuple(alternatives),
+        )
 
 
 RUNTIME = LlamaCppRuntime()

@@ -77,8 +77,13 @@ class Alternative:
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"what": self.what, "flags": list(self.flags), "ctx_per_seq": self.ctx_per_seq, "n_seq": self.n_seq,
-                "detail": self.detail}  # fmt: skip
+        return {
+            "what": self.what,
+            "flags": list(self.flags),
+            "ctx_per_seq": self.ctx_per_seq,
+            "n_seq": self.n_seq,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)

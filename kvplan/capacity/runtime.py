@@ -7,9 +7,9 @@ from typing import Protocol
 
 from kvplan.capacity.engines import EngineRuntime
 from kvplan.capacity.llamacpp import RUNTIME as LLAMACPP_RUNTIME
+from kvplan.capacity.request import Request
 from kvplan.capacity.results import FitResult, Solver
 from kvplan.model import ModelDescription
-from kvplan.request import Request
 from kvplan.runtimes import LLAMACPP, canonical_runtime
 from kvplan.runtimes.engines import ENGINES
 

@@ -16,11 +16,19 @@ from kvplan.units import GIB
 
 _LLAMA3_8B_PARAMS = 8_030_261_248
 #: tools/quantize QUANT_OPTIONS sizes on Llama-3-8B, GiB
-_MIX_GIB = {"q2_k": 2.96, "q3_k_s": 3.41, "q3_k_m": 3.74, "q3_k_l": 4.03, "q4_k_s": 4.37, "q4_k_m": 4.58,
-            "q5_k_s": 5.21, "q5_k_m": 5.33, "q6_k": 6.14}  # fmt: skip
+_MIX_GIB = {
+    "q2_k": 2.96,
+    "q3_k_s": 3.41,
+    "q3_k_m": 3.74,
+    "q3_k_l": 4.03,
+    "q4_k_s": 4.37,
+    "q4_k_m": 4.58,
+    "q5_k_s": 5.21,
+    "q5_k_m": 5.33,
+    "q6_k": 6.14,
+}
 #: ftype names that are one block type throughout
-_PURE = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "mxfp4", "q1_0",
-         "q2_0")  # fmt: skip
+_PURE = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "mxfp4", "q1_0", "q2_0")
 #: serving-engine checkpoint formats (quantized linear weights): fp8 / int8 with per-tensor or per-channel scales;
 #: NVFP4 = e2m1 + one fp8 scale per 16 values; AWQ / GPTQ int4 = 4 bits + an fp16 scale and a 4-bit zero per
 #: group of 128. Embeddings, norms and often the output head stay bf16, which the estimate leaves out.
@@ -78,8 +86,12 @@ def spread(total: int, n_layer_all: int, basis: str) -> Weights:
     return Weights(0, (share,) * n_layer_all, total - share * n_layer_all, exact=False, basis=basis)
 
 
-def model_weights(model: ModelDescription, weight_type_name: str | None, weight_bytes: int | None,
-                  default_type: str = DEFAULT_LLAMACPP_WEIGHTS) -> Weights:  # fmt: skip
+def model_weights(
+    model: ModelDescription,
+    weight_type_name: str | None,
+    weight_bytes: int | None,
+    default_type: str = DEFAULT_LLAMACPP_WEIGHTS,
+) -> Weights:
     """The weights of ``model``: given bytes, else the GGUF's exact tensors (unless a type asks for an estimate),
     else parameters × bits per weight."""
     if weight_bytes is not None:
@@ -88,7 +100,9 @@ def model_weights(model: ModelDescription, weight_type_name: str | None, weight_
     if tw is not None and weight_type_name is None:
         return Weights(tw.input_bytes, tw.layer_bytes, tw.output_bytes, True, "exact: the GGUF's tensor sizes")
     if model.n_params is None:
-        raise BadInputError(f"{model.source}: no tensor sizes and no parameter count; pass --weight-bytes SIZE, or "
-                            "--params N with --weights TYPE")  # fmt: skip
+        raise BadInputError(
+            f"{model.source}: no tensor sizes and no parameter count; pass --weight-bytes SIZE, or "
+            "--params N with --weights TYPE"
+        )
     total, basis = estimate_bytes(model.n_params, weight_type_name or default_type)
     return spread(total, model.n_layer_all, basis)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kvplan.capacity.request import SETTINGS, Origin, Raw, Request, build_request
 from kvplan.errors import SpecError
-from kvplan.request import SETTINGS, Origin, Raw, Request, build_request
 from kvplan.sources.yamlfile import Node, did_you_mean, load_nodes, read_text
 
 #: file key → setting dest, for every setting with a file key (budgets live under ``budgets:``)
@@ -37,9 +37,9 @@ ENTRY_KEYS = ("name", "model", "budgets", *_KEYS)
 #: keys whose meaning changed: what to write instead
 _RENAMED = {
     "ctx": "ctx was per sequence; write ctx_per_seq (tokens per sequence) or ctx_size (llama.cpp's -c, shared by "
-           "the sequences); serving engines: max_model_len",
+    "the sequences); serving engines: max_model_len",
     "kv_cache_type": "write cache_type_k / cache_type_v (llama.cpp) or kv_cache_dtype (engines)",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,8 @@ def load_deployments(path: str) -> list[Deployment]:
     return out
 
 
-def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Deployment:
-    if not isinstance(node.value, dict):
-        raise SpecError(path, node.line, where, "expected a mapping")
-    entry: dict[str, Node] = node.value
+def _settings(path: str, where: str, entry: dict[str, Node]) -> dict[str, Raw]:
+    """The entry's settings as raw values, each with its file, line and key."""
     raw: dict[str, Raw] = {}
     for key, child in entry.items():
         if key in ("name", "model", "budgets"):
@@ -93,9 +91,18 @@ def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Dep
             raise SpecError(path, b.line, f"{where}.budgets", "expected a mapping")
         for key, child in b.value.items():
             if key not in _BUDGET_KEYS:
-                raise SpecError(path, child.line, f"{where}.budgets.{key}", "unknown budget; expected "
-                                f"{', '.join(_BUDGET_KEYS)}{did_you_mean(key, _BUDGET_KEYS)}")  # fmt: skip
+                hint = did_you_mean(key, _BUDGET_KEYS)
+                raise SpecError(path, child.line, f"{where}.budgets.{key}",
+                                f"unknown budget; expected {', '.join(_BUDGET_KEYS)}{hint}")  # fmt: skip
             raw[_BUDGET_KEYS[key]] = Raw(child.value, Origin(f"{where}.budgets.{key}", path, child.line))
+    return raw
+
+
+def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Deployment:
+    if not isinstance(node.value, dict):
+        raise SpecError(path, node.line, where, "expected a mapping")
+    entry: dict[str, Node] = node.value
+    raw = _settings(path, where, entry)
     if "model" not in entry:
         raise SpecError(path, node.line, f"{where}.model", "missing (a catalog name, .gguf, .yaml or config.json)")
     model = entry["model"].value

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.capacity.deployment import Evaluation, evaluate_request, load_model_for
+from kvplan.capacity.request import Request
 from kvplan.check.deployments import Deployment
 from kvplan.errors import EXIT_NO, EXIT_OK, KvplanError, overall_exit
 from kvplan.model import ModelDescription
-from kvplan.request import Request
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,9 @@ def checked_request(model: ModelDescription, req: Request) -> Request:
     -c 0, the trained context; an engine's --max-model-len, the trained context, for one sequence)."""
     if req.is_engine:
         e = req.engine
-        return replace(req, engine=replace(e, max_model_len=e.max_model_len or model.n_ctx_train,
-                                           max_num_seqs=e.max_num_seqs or 1))  # fmt: skip
+        return replace(
+            req, engine=replace(e, max_model_len=e.max_model_len or model.n_ctx_train, max_num_seqs=e.max_num_seqs or 1)
+        )
     o = req.llamacpp
     if o.ctx_size is None and o.ctx_per_seq is None:
         return replace(req, llamacpp=replace(o, ctx_size=0))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from kvplan import __version__
-from kvplan.cli.argv import HELP_WIDTH, help_text, parse
+from kvplan.cli.argv import help_text, parse
 from kvplan.cli.commands import COMMANDS, Invocation
 from kvplan.errors import (
     EXIT_BROKEN_PIPE,
@@ -19,23 +19,27 @@ from kvplan.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTPUT,
-    EXIT_USAGE,
     KvplanError,
     UsageError,
 )
 from kvplan.report.document import Document, Format
 from kvplan.units import Units
 
-SUMMARY = "Byte-exact KV cache / state memory planning for LLM inference: llama.cpp, vLLM, SGLang, TensorRT-LLM."
+SUMMARY = "Byte-exact KV cache / state memory planning for LLM inference:\nllama.cpp, vLLM, SGLang and TensorRT-LLM."
 
 
 def top_help() -> str:
     lines = ["Usage: kvplan COMMAND [ARGS] [options]", "", SUMMARY, "", "Commands:"]
     lines += [f"  {c.name:<10}{c.brief}" for c in COMMANDS.values()]
-    lines += ["", "Options:", "  -h, --help    show this help, or a command's: kvplan COMMAND --help",
-              "  --version     show kvplan's version", "",
-              "Exit codes: 0 yes, 1 no (does not fit, a budget fails), 2 usage error, 3 bad input,",
-              "4 unsupported, 70 internal error, 74 output error."]  # fmt: skip
+    lines += [
+        "",
+        "Options:",
+        "  -h, --help    show this help, or a command's: kvplan COMMAND --help",
+        "  --version     show kvplan's version",
+        "",
+        "Exit codes: 0 yes, 1 no (does not fit, a budget fails), 2 usage error,",
+        "3 bad input, 4 unsupported, 70 internal error, 74 output error.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -56,13 +60,15 @@ def _output_choices(parsed_format: str | None, parsed_units: str | None) -> tupl
     try:
         fmt = Format((parsed_format or "table").strip().lower())
     except ValueError:
-        raise UsageError(f"expected one of {', '.join(f.value for f in Format)}, not {parsed_format!r}",
-                         "--format") from None
+        raise UsageError(
+            f"expected one of {', '.join(f.value for f in Format)}, not {parsed_format!r}", "--format"
+        ) from None
     try:
         units = Units((parsed_units or "iec").strip().lower())
     except ValueError:
-        raise UsageError(f"expected one of {', '.join(u.value for u in Units)}, not {parsed_units!r}",
-                         "--units") from None
+        raise UsageError(
+            f"expected one of {', '.join(u.value for u in Units)}, not {parsed_units!r}", "--units"
+        ) from None
     return fmt, units
 
 
@@ -139,8 +145,9 @@ def _dispatch(argv: list[str], out: TextIO) -> tuple[Document, Format, Units] | 
         out.write(help_text(name, command.summary, command.positionals, command.options, command.extra_groups))
         return None
     fmt_item, units_item = parsed.values.get("format"), parsed.values.get("units")
-    fmt, units = _output_choices(None if fmt_item is None else str(fmt_item.value),
-                                 None if units_item is None else str(units_item.value))  # fmt: skip
+    fmt, units = _output_choices(
+        None if fmt_item is None else str(fmt_item.value), None if units_item is None else str(units_item.value)
+    )
     return command.body(Invocation(parsed, fmt, units)), fmt, units
 
 

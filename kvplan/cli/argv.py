@@ -9,8 +9,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvplan.capacity.request import GROUPS, Origin, Raw, Setting
 from kvplan.errors import UsageError
-from kvplan.request import GROUPS, Origin, Raw, Setting
 
 HELP_WIDTH = 80
 _OPTION_COLUMN = 30
@@ -46,50 +46,38 @@ class Parsed:
     help: bool
 
 
-def parse(argv: Sequence[str], options: Sequence[Option], positionals: Sequence[Positional], command: str,
-          elsewhere: dict[str, str] | None = None) -> Parsed:  # fmt: skip
-    """``argv`` (after the command name) into raw values; ``elsewhere`` maps flags other commands have to them."""
+def _flag_table(options: Sequence[Option]) -> dict[str, tuple[Option, bool]]:
+    """Every spelling → its option and the value a switch takes (False for the negating spellings)."""
     flags: dict[str, tuple[Option, bool]] = {}
     for opt in options:
         for f in opt.flags:
             flags[f] = (opt, True)
         for f in opt.negate:
             flags[f] = (opt, False)
+    return flags
+
+
+def parse(argv: Sequence[str], options: Sequence[Option], positionals: Sequence[Positional], command: str,
+          elsewhere: dict[str, str] | None = None) -> Parsed:  # fmt: skip
+    """``argv`` (after the command name) into raw values; ``elsewhere`` maps flags other commands have to them."""
+    flags = _flag_table(options)
     values: dict[str, Raw] = {}
     given: list[str] = []
     want_help = False
-    i = 0
     args = list(argv)
-    only_positional = False
+    i = 0
     while i < len(args):
         token = args[i]
         i += 1
-        if only_positional or not token.startswith("-") or token == "-" or _is_number(token):
-            given.append(token)
-            continue
         if token == "--":
-            only_positional = True
-            continue
-        if token in ("-h", "--help"):
+            given += args[i:]
+            break
+        if not token.startswith("-") or token == "-" or _is_number(token):
+            given.append(token)
+        elif token in ("-h", "--help"):
             want_help = True
-            continue
-        name, eq, inline = token.partition("=")
-        if name not in flags:
-            raise UsageError(_unknown(name, flags, command, elsewhere or {}))
-        opt, on = flags[name]
-        if opt.metavar is None:
-            if eq:
-                raise UsageError(f"{name} is a switch and takes no value")
-            values[opt.dest] = Raw(on, Origin(name))
-            continue
-        if eq:
-            value = inline
-        elif i < len(args):
-            value = args[i]
-            i += 1
         else:
-            raise UsageError(f"{name} needs a value ({opt.metavar})")
-        values[opt.dest] = Raw(value, Origin(name))
+            i = _option(token, args, i, flags, values, command, elsewhere or {})
     out: dict[str, str] = {}
     for pos in positionals:
         if given:
@@ -99,6 +87,27 @@ def parse(argv: Sequence[str], options: Sequence[Option], positionals: Sequence[
     if given:
         raise UsageError(f"unexpected argument {given[0]!r} (see kvplan {command} --help)")
     return Parsed(values, out, want_help)
+
+
+def _option(token: str, args: list[str], i: int, flags: dict[str, tuple[Option, bool]], values: dict[str, Raw],
+            command: str, elsewhere: dict[str, str]) -> int:  # fmt: skip
+    """Read the option ``token`` (and its value) into ``values``; returns the index of the next argument."""
+    name, eq, inline = token.partition("=")
+    if name not in flags:
+        raise UsageError(_unknown(name, flags, command, elsewhere))
+    opt, on = flags[name]
+    if opt.metavar is None:
+        if eq:
+            raise UsageError(f"{name} is a switch and takes no value")
+        values[opt.dest] = Raw(on, Origin(name))
+        return i
+    if eq:
+        values[opt.dest] = Raw(inline, Origin(name))
+        return i
+    if i >= len(args):
+        raise UsageError(f"{name} needs a value ({opt.metavar})")
+    values[opt.dest] = Raw(args[i], Origin(name))
+    return i + 1
 
 
 def _is_number(token: str) -> bool:
@@ -125,11 +134,19 @@ def _option_lines(opt: Option, width: int) -> list[str]:
         first = head.ljust(_OPTION_COLUMN) + (body[0] if body else "")
         return [first.rstrip(), *(" " * _OPTION_COLUMN + line for line in body[1:])]
     body = textwrap.wrap(opt.help, width - 8)
-    return [head, *("        " + line for line in body)]
+    heads = textwrap.wrap(head.strip(), width - 2, initial_indent="  ", subsequent_indent="    ",
+                          break_on_hyphens=False, break_long_words=False)  # fmt: skip
+    return [*heads, *("        " + line for line in body)]
 
 
-def help_text(command: str, summary: str, positionals: Sequence[Positional], options: Sequence[Option],
-              extra_groups: dict[str, str] | None = None, width: int = HELP_WIDTH) -> str:  # fmt: skip
+def help_text(
+    command: str,
+    summary: str,
+    positionals: Sequence[Positional],
+    options: Sequence[Option],
+    extra_groups: dict[str, str] | None = None,
+    width: int = HELP_WIDTH,
+) -> str:
     usage = " ".join(p.name if p.required else f"[{p.name}]" for p in positionals)
     lines = [f"Usage: kvplan {command}{' ' + usage if usage else ''} [options]", ""]
     lines += textwrap.wrap(summary, width)

@@ -6,19 +6,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kvplan.capacity.request import SETTINGS_BY_DEST, Raw, Request, build_request
 from kvplan.cli.argv import Option, Parsed, Positional
 from kvplan.errors import OutputError, UsageError
 from kvplan.report.document import Document, Format
-from kvplan.request import SETTINGS_BY_DEST, Raw, Request, build_request
 from kvplan.units import Units
 
-MODEL = Positional("MODEL", "a .gguf file (or http(s)://, hf:// URL), a .yaml spec, a config.json or model folder, "
-                            "or a catalog name or its Hugging Face id (`kvplan models`)")  # fmt: skip
+MODEL = Positional(
+    "MODEL",
+    "a .gguf file (or http(s)://, hf:// URL), a .yaml spec, a config.json or model folder, "
+    "or a catalog name or its Hugging Face id (`kvplan models`)",
+)
 FORMATS = tuple(f.value for f in Format)
 OUTPUT = (
     Option("format", ("-o", "--format"), f"{', '.join(FORMATS)} (table)", "output", "FORMAT"),
-    Option("units", ("--units",), "iec (KiB, MiB, GiB), si (kB, MB, GB) or bytes, for every figure a person reads; "
-           "CSV and JSON always carry integer bytes", "output", "UNITS"),  # fmt: skip
+    Option(
+        "units",
+        ("--units",),
+        "iec (KiB, MiB, GiB), si (kB, MB, GB) or bytes, for every figure a person reads; "
+        "CSV and JSON always carry integer bytes",
+        "output",
+        "UNITS",
+    ),
 )
 OUTPUT_GROUPS = {"output": "Output", "command": "Options"}
 
@@ -27,11 +36,31 @@ def _settings(*dests: str) -> tuple[Option, ...]:
     return tuple(Option.of(SETTINGS_BY_DEST[d]) for d in dests)
 
 
-LLAMACPP_CONTEXT = ("ctx_size", "ctx_per_seq", "parallel", "kv_unified", "batch_size", "ubatch_size", "cache_type_k",
-                    "cache_type_v", "flash_attn", "swa_full")  # fmt: skip
-ENGINE = ("max_model_len", "max_num_seqs", "tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype",
-          "block_size", "gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction",
-          "max_num_batched_tokens", "disable_hybrid_kv_cache_manager")  # fmt: skip
+LLAMACPP_CONTEXT = (
+    "ctx_size",
+    "ctx_per_seq",
+    "parallel",
+    "kv_unified",
+    "batch_size",
+    "ubatch_size",
+    "cache_type_k",
+    "cache_type_v",
+    "flash_attn",
+    "swa_full",
+)
+ENGINE = (
+    "max_model_len",
+    "max_num_seqs",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "kv_cache_dtype",
+    "block_size",
+    "gpu_memory_utilization",
+    "mem_fraction_static",
+    "free_gpu_memory_fraction",
+    "max_num_batched_tokens",
+    "disable_hybrid_kv_cache_manager",
+)
 BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
 
 
@@ -74,8 +103,9 @@ def _request(inv: Invocation, *, need_hardware: bool = False, exclude: tuple[str
             from kvplan.errors import SpecError
 
             raise SpecError(path, None, None, str(exc)) from None
-    return build_request(inv.parsed.positionals["MODEL"], inv.raw("gpus_file", *exclude), gpu_table=table,
-                         need_hardware=need_hardware)  # fmt: skip
+    return build_request(
+        inv.parsed.positionals["MODEL"], inv.raw("gpus_file", *exclude), gpu_table=table, need_hardware=need_hardware
+    )
 
 
 def estimate(inv: Invocation) -> Document:
@@ -91,8 +121,10 @@ def fit(inv: Invocation) -> Document:
     from kvplan.report.fit import fit_document
 
     if (inv.value("fit") or "off") != "off":
-        raise UsageError("kvplan does not reproduce llama.cpp's --fit yet; it plans what you give (--fit off)",
-                         inv.parsed.values["fit"].origin.key)  # fmt: skip
+        raise UsageError(
+            "kvplan does not reproduce llama.cpp's --fit yet; it plans what you give (--fit off)",
+            inv.parsed.values["fit"].origin.key,
+        )
     req = _request(inv, need_hardware=True, exclude=("fit",))
     return fit_document(evaluate_request(load_model_for(req), req), inv.units)
 
@@ -140,7 +172,7 @@ def curve(inv: Invocation) -> Document:
         from kvplan.render.chart import svg
 
         write_file(svg_path, svg(chart(result), inv.units))
-    return curve_document(result, inv.units)
+    return curve_document(result)
 
 
 def check(inv: Invocation) -> Document:
@@ -149,13 +181,13 @@ def check(inv: Invocation) -> Document:
     from kvplan.report.check import check_document
 
     results = [evaluate(d) for d in load_deployments(inv.parsed.positionals["FILE"])]
-    code = check_exit(results)
+    doc = check_document(results, check_exit(results), inv.units)
     junit = inv.value("junit")
     if junit is not None:
         from kvplan.render.junit import junit as render_junit
 
-        write_file(junit, render_junit(results, inv.units))
-    return check_document(results, code, inv.units)
+        write_file(junit, render_junit(doc))
+    return doc
 
 
 def models(inv: Invocation) -> Document:
@@ -179,42 +211,132 @@ def write_file(path: str, text: str) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-CONTEXTS_COMPARE = Option("contexts", ("-c", "--ctx-size", "--ctx"), "contexts shared by the -np sequences, as "
-                          "llama.cpp's -c: 8k,32k,128k (or a range 1k:128k); default: the trained context",
-                          "llama.cpp", "LIST")  # fmt: skip
-CONTEXTS_CURVE = Option("contexts", ("-c", "--ctx-size", "--ctx"), "1k:1M (doubling), 1k:64k:4k (a step; the end "
-                        "is included) or 4k,8k,32k (a list); default 1k:128k", "llama.cpp", "RANGE")  # fmt: skip
+CONTEXTS_COMPARE = Option(
+    "contexts",
+    ("-c", "--ctx-size", "--ctx"),
+    "contexts shared by the -np sequences, as "
+    "llama.cpp's -c: 8k,32k,128k (or a range 1k:128k); default: the trained context",
+    "llama.cpp",
+    "LIST",
+)
+CONTEXTS_CURVE = Option(
+    "contexts",
+    ("-c", "--ctx-size", "--ctx"),
+    "1k:1M (doubling), 1k:64k:4k (a step; the end is included) or 4k,8k,32k (a list); default 1k:128k",
+    "llama.cpp",
+    "RANGE",
+)
 
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
-        Command("estimate", "bytes llama.cpp allocates for KV cache and state, and why", "How many bytes llama.cpp allocates for the KV cache and state of MODEL, exactly, and "
-                "why.", (MODEL,), (*_settings(*LLAMACPP_CONTEXT, "rs_seq", "backend", "mtp", "cache_type_k_draft",
-                                                "cache_type_v_draft", "max_kv", "max_total", "min_ctx"), *OUTPUT),
-                estimate),  # fmt: skip
-        Command("fit", "what fits on GPUs: longest context, most sequences, cheapest cache", "What fits on the GPUs for llama.cpp (or --engine vllm|sglang|trtllm): without a context, the "
-                "longest that fits; with --ctx-per-seq (or --max-model-len) alone, the most sequences; with both, a "
-                "check; --cache-types auto, the least lossy cache types.", (MODEL,),
-                (*_settings("gpu", "memory", "gpus_file", "engine", *LLAMACPP_CONTEXT, "n_gpu_layers", "tensor_split",
-                            "no_kv_offload", "backend", *ENGINE, "weights", "weight_bytes", "params", "overhead",
-                            "cache_types", *BUDGETS),
-                 Option("fit", ("-fit", "--fit"), "llama.cpp's automatic fit: off (kvplan plans the flags you give)",
-                        "llama.cpp", "off"), *OUTPUT), fit),  # fmt: skip
-        Command("compare", "MHA / GQA / MQA what-ifs and every cache type, side by side", "MODEL's attention layout next to MHA / GQA / MQA what-ifs and every cache type, side by "
-                "side.", (MODEL,), (CONTEXTS_COMPARE, *_settings(*[d for d in LLAMACPP_CONTEXT if d not in (
-                    "ctx_size", "ctx_per_seq")]), *OUTPUT), compare),  # fmt: skip
-        Command("curve", "bytes against context per cache; --svg for a chart", "Bytes against context for each cache: padding steps, where windows stop growing, the "
-                "slope.", (MODEL,), (CONTEXTS_CURVE, *_settings(*[d for d in LLAMACPP_CONTEXT if d not in (
-                    "ctx_size", "ctx_per_seq")], "rs_seq"), Option("svg", ("--svg",), "also write the chart as an "
-                    "SVG file", "output", "FILE"), *OUTPUT), curve),  # fmt: skip
-        Command("check", "every deployment of a file against its budgets (CI)", "Every deployment of FILE against its budgets: exit 0 all pass, 1 a budget fails, 3 bad "
-                "input, 4 unsupported.", (Positional("FILE", "the deployments file (README: CI checks)"),),
-                (Option("junit", ("--junit",), "also write a JUnit XML report to this file", "output", "FILE"),
-                 *OUTPUT), check),  # fmt: skip
-        Command("models", "the built-in catalog of models", "The built-in catalog of model specs.", (),
-                (Option("arch", ("--arch",), "only models of this GGUF architecture", "command", "ARCH"), *OUTPUT),
-                models),  # fmt: skip
-        Command("gpus", "the GPU presets --gpu takes", "The GPU presets --gpu takes, with the memory kvplan uses and where it comes from.", (),
-                OUTPUT, gpus),  # fmt: skip
+        Command(
+            "estimate",
+            "bytes llama.cpp allocates for KV cache and state, and why",
+            "How many bytes llama.cpp allocates for the KV cache and state of MODEL, exactly, and why.",
+            (MODEL,),
+            (
+                *_settings(
+                    *LLAMACPP_CONTEXT,
+                    "rs_seq",
+                    "backend",
+                    "mtp",
+                    "cache_type_k_draft",
+                    "cache_type_v_draft",
+                    "max_kv",
+                    "max_total",
+                    "min_ctx",
+                ),
+                *OUTPUT,
+            ),
+            estimate,
+        ),
+        Command(
+            "fit",
+            "what fits on GPUs: longest context, most sequences, cheapest cache",
+            "What fits on the GPUs for llama.cpp (or --engine vllm|sglang|trtllm): without a context, the "
+            "longest that fits; with --ctx-per-seq (or --max-model-len) alone, the most sequences; with both, a "
+            "check; --cache-types auto, the least lossy cache types.",
+            (MODEL,),
+            (
+                *_settings(
+                    "gpu",
+                    "memory",
+                    "gpus_file",
+                    "engine",
+                    *LLAMACPP_CONTEXT,
+                    "n_gpu_layers",
+                    "tensor_split",
+                    "no_kv_offload",
+                    "backend",
+                    *ENGINE,
+                    "weights",
+                    "weight_bytes",
+                    "params",
+                    "overhead",
+                    "cache_types",
+                    *BUDGETS,
+                ),
+                Option(
+                    "fit",
+                    ("-fit", "--fit"),
+                    "llama.cpp's automatic fit: off (kvplan plans the flags you give)",
+                    "llama.cpp",
+                    "off",
+                ),
+                *OUTPUT,
+            ),
+            fit,
+        ),
+        Command(
+            "compare",
+            "MHA / GQA / MQA what-ifs and every cache type, side by side",
+            "MODEL's attention layout next to MHA / GQA / MQA what-ifs and every cache type, side by side.",
+            (MODEL,),
+            (
+                CONTEXTS_COMPARE,
+                *_settings(*[d for d in LLAMACPP_CONTEXT if d not in ("ctx_size", "ctx_per_seq")]),
+                *OUTPUT,
+            ),
+            compare,
+        ),
+        Command(
+            "curve",
+            "bytes against context per cache; --svg for a chart",
+            "Bytes against context for each cache: padding steps, where windows stop growing, the slope.",
+            (MODEL,),
+            (
+                CONTEXTS_CURVE,
+                *_settings(*[d for d in LLAMACPP_CONTEXT if d not in ("ctx_size", "ctx_per_seq")], "rs_seq"),
+                Option("svg", ("--svg",), "also write the chart as an SVG file", "output", "FILE"),
+                *OUTPUT,
+            ),
+            curve,
+        ),
+        Command(
+            "check",
+            "every deployment of a file against its budgets (CI)",
+            "Every deployment of FILE against its budgets: exit 0 all pass, 1 a budget fails, 3 bad "
+            "input, 4 unsupported.",
+            (Positional("FILE", "the deployments file (README: CI checks)"),),
+            (Option("junit", ("--junit",), "also write a JUnit XML report to this file", "output", "FILE"), *OUTPUT),
+            check,
+        ),
+        Command(
+            "models",
+            "the built-in catalog of models",
+            "The built-in catalog of model specs.",
+            (),
+            (Option("arch", ("--arch",), "only models of this GGUF architecture", "command", "ARCH"), *OUTPUT),
+            models,
+        ),
+        Command(
+            "gpus",
+            "the GPU presets --gpu takes",
+            "The GPU presets --gpu takes, with the memory kvplan uses and where it comes from.",
+            (),
+            OUTPUT,
+            gpus,
+        ),
     )
 }

@@ -8,10 +8,10 @@ included.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from xml.sax.saxutils import escape
 
+from kvplan.report.document import Chart
 from kvplan.units import Units, format_size
 
 _IEC = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40))
@@ -19,22 +19,9 @@ _SI = (("B", 1), ("kB", 10**3), ("MB", 10**6), ("GB", 10**9), ("TB", 10**12))
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-@dataclass(frozen=True)
-class Series:
-    name: str
-    values: tuple[int, ...]  # bytes at each point
-
-
-@dataclass(frozen=True)
-class Chart:
-    title: str
-    xs: tuple[int, ...]  # contexts (tokens)
-    series: tuple[Series, ...]  # the last is the total
-    log_x: bool
-
-
-def bars(xs: Sequence[int], totals: Sequence[int], units: Units, width: int = 48) -> list[str]:
+def bars(chart: Chart, units: Units, width: int = 48) -> list[str]:
     """Text bars of the total at each context (linear scale)."""
+    xs, totals = chart.xs, chart.series[-1].values
     top = max(totals, default=0) or 1
     label = max((len(f"{x:,}") for x in xs), default=1)
     lines = []
@@ -50,11 +37,11 @@ def nice_step(span: float, target: int = 5) -> float:
     if span <= 0:
         return 1.0
     raw = span / target
-    power = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 2.5, 5, 10):
+    power = 10.0 ** math.floor(math.log10(raw))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
         if m * power >= raw:
             return m * power
-    return 10 * power
+    return 10.0 * power
 
 
 def y_scale(ymax: int, units: Units) -> tuple[str, int, list[float]]:
@@ -69,7 +56,7 @@ def y_scale(ymax: int, units: Units) -> tuple[str, int, list[float]]:
                 name, size = n, s
     top = ymax / size if ymax else 1.0
     step = nice_step(top)
-    ticks = [i * step for i in range(int(math.ceil(top / step - 1e-9)) + 1)]
+    ticks = [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
     return name, size, ticks
 
 
@@ -93,9 +80,12 @@ def svg(chart: Chart, units: Units) -> str:
     def fy(y: float) -> float:
         return top + (1 - y / yspan) * plot_h
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-           'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="{left}" y="22" font-size="14">{escape(chart.title)}</text>']  # fmt: skip
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+        'font-family="sans-serif" font-size="12">',
+        '<rect width="100%" height="100%" fill="white"/>',
+        f'<text x="{left}" y="22" font-size="14">{escape(chart.title)}</text>',
+    ]
     for t in ticks:
         y = fy(t * size)
         out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}" stroke="#e5e5e5"/>')
@@ -103,15 +93,17 @@ def svg(chart: Chart, units: Units) -> str:
     out.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{w - right}" y2="{top + plot_h}" stroke="black"/>')
     out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="black"/>')
     ytitle = f"KV / state memory ({unit})"
-    out.append(f'<text x="20" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-               f'transform="rotate(-90 20 {top + plot_h / 2:.1f})">{escape(ytitle)}</text>')  # fmt: skip
+    out.append(
+        f'<text x="20" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 20 {top + plot_h / 2:.1f})">{escape(ytitle)}</text>'
+    )
     for x in thin_labels(xs, fx):
-        out.append(f'<line x1="{fx(x):.1f}" y1="{top + plot_h}" x2="{fx(x):.1f}" y2="{top + plot_h + 4}" '
-                   'stroke="black"/>')  # fmt: skip
+        out.append(
+            f'<line x1="{fx(x):.1f}" y1="{top + plot_h}" x2="{fx(x):.1f}" y2="{top + plot_h + 4}" stroke="black"/>'
+        )
         out.append(f'<text x="{fx(x):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{x:,}</text>')
     scale = "log2 scale" if chart.log_x else "linear scale"
-    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{h - 16}" text-anchor="middle">context (tokens, {scale})'
-               "</text>")  # fmt: skip
+    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{h - 16}" text-anchor="middle">context (tokens, {scale})</text>')
     for i, s in enumerate(chart.series):
         total = i == len(chart.series) - 1
         color = "black" if total else COLORS[i % len(COLORS)]
@@ -122,9 +114,9 @@ def svg(chart: Chart, units: Units) -> str:
     return "\n".join(out) + "\n"
 
 
-def thin_labels(xs: Sequence[int], fx: object, char_px: float = 7.0, gap_px: float = 10.0) -> list[int]:
+def thin_labels(xs: Sequence[int], fx: Callable[[int], float], char_px: float = 7.0, gap_px: float = 10.0
+                ) -> list[int]:  # fmt: skip
     """The x values to label so that no two labels overlap; the first and the last are always labelled."""
-    assert callable(fx)
     if not xs:
         return []
 
@@ -134,8 +126,10 @@ def thin_labels(xs: Sequence[int], fx: object, char_px: float = 7.0, gap_px: flo
     last = xs[-1]
     kept = [xs[0]]
     for x in xs[1:-1]:
-        if fx(x) - half(x) >= fx(kept[-1]) + half(kept[-1]) + gap_px and fx(last) - half(last) >= fx(x) + half(
-                x) + gap_px:  # fmt: skip
+        if (
+            fx(x) - half(x) >= fx(kept[-1]) + half(kept[-1]) + gap_px
+            and fx(last) - half(last) >= fx(x) + half(x) + gap_px
+        ):
             kept.append(x)
     if last != xs[0]:
         if fx(last) - half(last) < fx(kept[-1]) + half(kept[-1]) + gap_px and len(kept) > 1:

@@ -41,8 +41,9 @@ def _line(cells: list[str], widths: list[int], cols: list[Column]) -> str:
 
 def _wrapped_rows(cells: list[str], widths: list[int], cols: list[Column]) -> list[str]:
     """A row whose wrapping text cells take several lines."""
-    split = [textwrap.wrap(cell, w) or [""] if c.wrap else [cell] for cell, w, c in zip(cells, widths, cols,
-                                                                                         strict=True)]  # fmt: skip
+    split = [
+        textwrap.wrap(cell, w) or [""] if c.wrap else [cell] for cell, w, c in zip(cells, widths, cols, strict=True)
+    ]
     height = max(len(s) for s in split)
     lines = []
     for i in range(height):
@@ -78,8 +79,14 @@ def render_table(table: Table, units: Units, width: int | None) -> tuple[list[st
     return _emit(table, cols, header, rows, total, widths), dropped
 
 
-def _emit(table: Table, cols: list[Column], header: list[str], rows: list[list[str]], total: list[str] | None,
-          widths: list[int]) -> list[str]:  # fmt: skip
+def _emit(
+    table: Table,
+    cols: list[Column],
+    header: list[str],
+    rows: list[list[str]],
+    total: list[str] | None,
+    widths: list[int],
+) -> list[str]:
     lines = [_line(header, widths, cols)]
     rule = INDENT + "─" * (sum(widths) + len(GAP) * (len(widths) - 1))
     lines.append(rule)
@@ -108,8 +115,11 @@ def _stacked(table: Table, cols: list[Column], units: Units) -> list[str]:
 def render(doc: Document, units: Units, width: int | None) -> str:
     out: list[str] = []
     if doc.headline:
-        out += textwrap.wrap(doc.headline, width, break_on_hyphens=False, break_long_words=False,
-                             subsequent_indent="  ") if width else [doc.headline]  # fmt: skip
+        out += (
+            textwrap.wrap(doc.headline, width, break_on_hyphens=False, break_long_words=False, subsequent_indent="  ")
+            if width
+            else [doc.headline]
+        )
     if doc.summary:
         label = max(len(k) for k, _ in doc.summary)
         for k, v in doc.summary:
@@ -117,8 +127,14 @@ def render(doc: Document, units: Units, width: int | None) -> str:
             if width is None:
                 out.append((first + v).rstrip())
             else:
-                out += textwrap.wrap(v, width, initial_indent=first, subsequent_indent=" " * len(first),
-                                     break_on_hyphens=False, break_long_words=False)  # fmt: skip
+                out += textwrap.wrap(
+                    v,
+                    width,
+                    initial_indent=first,
+                    subsequent_indent=" " * len(first),
+                    break_on_hyphens=False,
+                    break_long_words=False,
+                )
     notes = list(doc.notes)
     for table in doc.tables:
         if out:
@@ -129,9 +145,11 @@ def render(doc: Document, units: Units, width: int | None) -> str:
         out += lines
         if dropped:
             notes.append(f"left out at {width} columns: {', '.join(dropped)} (a wider terminal or -o csv has them)")
-    if doc.after:
+    if doc.chart is not None:
+        from kvplan.render.chart import bars
+
         out.append("")
-        out += [line.rstrip() for line in doc.after]
+        out += [line.rstrip() for line in bars(doc.chart, units)]
     if doc.warnings or notes:
         out.append("")
     out += _bullets("warning: ", doc.warnings, width)
@@ -146,6 +164,12 @@ def _bullets(prefix: str, items: tuple[str, ...] | list[str], width: int | None)
             lines.append(prefix + item)
         else:
             indent = " " * len(prefix) if prefix == "• " else "  "
-            lines += textwrap.wrap(item, width, initial_indent=prefix, subsequent_indent=indent,
-                                   break_on_hyphens=False, break_long_words=False)  # fmt: skip
+            lines += textwrap.wrap(
+                item,
+                width,
+                initial_indent=prefix,
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
     return lines

@@ -19,7 +19,14 @@ def catalog_document(entries: list[CatalogEntry]) -> Document:
         Column("state_bytes", "Fixed state", Kind.BYTES, drop=5),
         Column("hf_id", "Hugging Face id", drop=1),
     )
-    notes = (f"KV / token and fixed state (recurrent / compressor state) at llama.cpp's defaults: one sequence, "
-             f"f16, {REFERENCE_CTX:,} tokens", "MODEL takes a catalog name or its Hugging Face id")  # fmt: skip
-    return Document(kind="models", headline=f"kvplan catalog: {len(entries)} models",
-                    tables=(Table("models", columns, tuple(asdict(e) for e in entries)),), notes=notes)  # fmt: skip
+    notes = (
+        f"KV / token and fixed state (recurrent / compressor state) at llama.cpp's defaults: one sequence, "
+        f"f16, {REFERENCE_CTX:,} tokens",
+        "MODEL takes a catalog name or its Hugging Face id",
+    )
+    return Document(
+        kind="models",
+        headline=f"kvplan catalog: {len(entries)} models",
+        tables=(Table("models", columns, tuple(asdict(e) for e in entries)),),
+        notes=notes,
+    )

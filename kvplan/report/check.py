@@ -24,8 +24,16 @@ def check_document(results: list[DeploymentResult], exit_code: int, units: Units
     for r in results:
         if r.error is not None:
             rows.append({"deployment": r.name, "budget": "-", "status": "ERROR", "detail": str(r.error)})
-            deployments.append({"name": r.name, "status": "error", "exit_code": r.exit_code, "error": str(r.error),
-                                "budgets": [], "suggestion": None})  # fmt: skip
+            deployments.append(
+                {
+                    "name": r.name,
+                    "status": "error",
+                    "exit_code": r.exit_code,
+                    "error": str(r.error),
+                    "budgets": [],
+                    "suggestion": None,
+                }
+            )
             continue
         ev = r.evaluation
         assert ev is not None
@@ -36,14 +44,26 @@ def check_document(results: list[DeploymentResult], exit_code: int, units: Units
         if ev.suggestion is not None:
             notes.append(f"{r.name}: {budget_report.suggestion_text(ev.suggestion)}")
         fit = ev.fit
-        deployments.append({
-            "name": r.name, "status": r.status, "exit_code": r.exit_code, "error": None,
-            "runtime": ev.request.runtime, "kv_bytes": fit.kv_bytes if fit else ev.estimate.total_bytes if
-            ev.estimate else None, "ctx_per_seq": fit.ctx_per_seq if fit else None,
-            "n_seq": fit.n_seq if fit else None, "budgets": [f.to_dict() for f in ev.findings],
-            "suggestion": ev.suggestion.to_dict() if ev.suggestion else None,
-        })  # fmt: skip
+        deployments.append(
+            {
+                "name": r.name,
+                "status": r.status,
+                "exit_code": r.exit_code,
+                "error": None,
+                "runtime": ev.request.runtime,
+                "kv_bytes": fit.kv_bytes if fit else ev.estimate.total_bytes if ev.estimate else None,
+                "ctx_per_seq": fit.ctx_per_seq if fit else None,
+                "n_seq": fit.n_seq if fit else None,
+                "budgets": [f.to_dict() for f in ev.findings],
+                "suggestion": ev.suggestion.to_dict() if ev.suggestion else None,
+            }
+        )
     headline = f"kvplan check: {summary_line(results)}"
-    return Document(kind="check", headline=headline, tables=(Table("rows", columns, tuple(rows), json=False),),
-                    notes=tuple(notes), data={"exit_code": exit_code, "summary": summary_line(results),
-                                              "deployments": deployments}, exit_code=exit_code)  # fmt: skip
+    return Document(
+        kind="check",
+        headline=headline,
+        tables=(Table("rows", columns, tuple(rows), json=False),),
+        notes=tuple(notes),
+        data={"exit_code": exit_code, "summary": summary_line(results), "deployments": deployments},
+        exit_code=exit_code,
+    )

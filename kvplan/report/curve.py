@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from kvplan.analysis.curve import Curve
-from kvplan.render.chart import Chart, Series, bars
-from kvplan.report.document import Cell, Column, Document, Kind, Table
-from kvplan.units import Units
+from kvplan.report.document import Cell, Chart, Column, Document, Kind, Series, Table
 
 
 def chart(c: Curve) -> Chart:
@@ -16,23 +14,38 @@ def chart(c: Curve) -> Chart:
 
 def _caption(c: Curve) -> str:
     ctx, m = c.first.context, c.model
-    return (f"{m.name} ({m.arch}) · llama.cpp · {ctx.n_seq} seq · K {ctx.type_k.name} / V {ctx.type_v.name} · "
-            f"FA {ctx.flash_attn_asked.value}{' · swa-full' if ctx.swa_full else ''}")  # fmt: skip
+    return (
+        f"{m.name} ({m.arch}) · llama.cpp · {ctx.n_seq} seq · K {ctx.type_k.name} / V {ctx.type_v.name} · "
+        f"FA {ctx.flash_attn_asked.value}{' · swa-full' if ctx.swa_full else ''}"
+    )
 
 
-def curve_document(c: Curve, units: Units) -> Document:
-    columns = [Column("n_ctx", "Context", Kind.COUNT), Column("cells", "Cells", Kind.COUNT, drop=2),
-               Column("padding_cells", "Padding", Kind.COUNT, drop=1)]  # fmt: skip
+def curve_document(c: Curve) -> Document:
+    columns = [
+        Column("n_ctx", "Context", Kind.COUNT),
+        Column("cells", "Cells", Kind.COUNT, drop=2),
+        Column("padding_cells", "Padding", Kind.COUNT, drop=1),
+    ]
     columns += [Column(name, name, Kind.BYTES, drop=3) for name in c.caches]
     columns += [Column("total_bytes", "Total", Kind.BYTES), Column("per_token_bytes", "Per token", Kind.BYTES)]
     rows: list[dict[str, Cell]] = []
     for p in c.points:
-        row: dict[str, Cell] = {"n_ctx": p.n_ctx, "cells": p.cells, "padding_cells": p.padding_cells,
-                                "total_bytes": p.total_bytes, "per_token_bytes": p.per_token_bytes}  # fmt: skip
+        row: dict[str, Cell] = {
+            "n_ctx": p.n_ctx,
+            "cells": p.cells,
+            "padding_cells": p.padding_cells,
+            "total_bytes": p.total_bytes,
+            "per_token_bytes": p.per_token_bytes,
+        }
         row.update(zip(c.caches, p.cache_bytes, strict=True))
         rows.append(row)
-    after = tuple(bars([p.n_ctx for p in c.points], [p.total_bytes for p in c.points], units))
-    return Document(kind="curve", headline=f"kvplan curve: {c.model.name}", caption=_caption(c),
-                    tables=(Table("rows", tuple(columns), tuple(rows)),), notes=c.notes, warnings=c.warnings,
-                    after=after, data={"model": c.model.name, "series": list(c.caches),
-                                       "axis": "log2" if c.log_axis else "linear"})  # fmt: skip
+    return Document(
+        kind="curve",
+        headline=f"kvplan curve: {c.model.name}",
+        caption=_caption(c),
+        tables=(Table("rows", tuple(columns), tuple(rows)),),
+        notes=c.notes,
+        warnings=c.warnings,
+        chart=chart(c),
+        data={"model": c.model.name, "series": list(c.caches), "axis": "log2" if c.log_axis else "linear"},
+    )

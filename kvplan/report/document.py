@@ -64,6 +64,22 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Series:
+    name: str
+    values: tuple[int, ...]  # bytes at each point
+
+
+@dataclass(frozen=True)
+class Chart:
+    """Bytes against context: one series per cache and the total (last)."""
+
+    title: str
+    xs: tuple[int, ...]  # contexts (tokens)
+    series: tuple[Series, ...]
+    log_x: bool
+
+
+@dataclass(frozen=True)
 class Document:
     kind: str  # estimate, fit, compare, curve, check, models, gpus, error
     headline: str | None = None  # the answer, first line of every human format
@@ -72,7 +88,7 @@ class Document:
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)  # the JSON body besides tables, notes and warnings
-    after: tuple[str, ...] = ()  # lines a terminal shows after the tables (a bar chart)
+    chart: Chart | None = None  # drawn as bars on a terminal (and as an SVG with curve --svg)
     caption: str | None = None  # the Markdown caption when there is no headline
     exit_code: int = 0
 

@@ -6,5 +6,6 @@ from kvplan.report.document import Document
 
 
 def error_document(message: str, kind: str, exit_code: int) -> Document:
-    return Document(kind="error", data={"error": {"kind": kind, "message": message, "exit_code": exit_code}},
-                    exit_code=exit_code)  # fmt: skip
+    return Document(
+        kind="error", data={"error": {"kind": kind, "message": message, "exit_code": exit_code}}, exit_code=exit_code
+    )

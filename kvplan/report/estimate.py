@@ -74,9 +74,15 @@ def _context_line(p: MemoryPlan) -> str:
 
 def settings_line(p: MemoryPlan) -> str:
     ctx = p.context
-    parts = [f"{ctx.n_seq} seq", f"K {ctx.type_k.name}", f"V {ctx.type_v.name}",
-             f"flash-attn {ctx.flash_attn_asked.value}", f"swa-full {'on' if ctx.swa_full else 'off'}",
-             f"batch {ctx.n_batch}", f"ubatch {ctx.n_ubatch}"]  # fmt: skip
+    parts = [
+        f"{ctx.n_seq} seq",
+        f"K {ctx.type_k.name}",
+        f"V {ctx.type_v.name}",
+        f"flash-attn {ctx.flash_attn_asked.value}",
+        f"swa-full {'on' if ctx.swa_full else 'off'}",
+        f"batch {ctx.n_batch}",
+        f"ubatch {ctx.n_ubatch}",
+    ]
     if ctx.kv_unified:
         parts.insert(1, "kv-unified")
     if ctx.n_rs_seq:
@@ -88,8 +94,14 @@ def settings_line(p: MemoryPlan) -> str:
 def caption(plans: tuple[MemoryPlan, ...]) -> str:
     main = plans[0]
     ctx, m = main.context, main.model
-    parts = [f"{m.name} ({m.arch})", "llama.cpp", f"ctx {ctx.n_ctx_asked:,}", f"{ctx.n_seq} seq",
-             f"K {ctx.type_k.name} / V {ctx.type_v.name}", f"FA {ctx.flash_attn_asked.value}"]  # fmt: skip
+    parts = [
+        f"{m.name} ({m.arch})",
+        "llama.cpp",
+        f"ctx {ctx.n_ctx_asked:,}",
+        f"{ctx.n_seq} seq",
+        f"K {ctx.type_k.name} / V {ctx.type_v.name}",
+        f"FA {ctx.flash_attn_asked.value}",
+    ]
     if ctx.kv_unified:
         parts.append("kv-unified")
     if ctx.swa_full:
@@ -105,19 +117,31 @@ def cache_table(plans: tuple[MemoryPlan, ...]) -> Table:
     rows: list[dict[str, Cell]] = []
     for p in plans:
         for c in p.caches:
-            rows.append({
-                "context": context_label(p), "cache": c.name, "kind": c.kind.value, "layers": len(c.layers),
-                "cells": c.cells, "streams": c.streams, "type_k": c.type_k, "type_v": c.type_v or "-",
-                "k_bytes": c.k_bytes, "v_bytes": c.v_bytes, "bytes": c.buffer_bytes,
-                "per_token_bytes": c.per_token_bytes,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "context": context_label(p),
+                    "cache": c.name,
+                    "kind": c.kind.value,
+                    "layers": len(c.layers),
+                    "cells": c.cells,
+                    "streams": c.streams,
+                    "type_k": c.type_k,
+                    "type_v": c.type_v or "-",
+                    "k_bytes": c.k_bytes,
+                    "v_bytes": c.v_bytes,
+                    "bytes": c.buffer_bytes,
+                    "per_token_bytes": c.per_token_bytes,
+                }
+            )
     total: dict[str, Cell] = {
-        "context": "+".join(context_label(p) for p in plans), "cache": "total",
+        "context": "+".join(context_label(p) for p in plans),
+        "cache": "total",
         "layers": sum(len(p.layers) for p in plans),  # distinct layers: a DSA layer holds two caches
         "k_bytes": sum(c.k_bytes for p in plans for c in p.caches),
         "v_bytes": sum(c.v_bytes for p in plans for c in p.caches),
-        "bytes": sum(p.total_bytes for p in plans), "per_token_bytes": sum(p.per_token_bytes for p in plans),
-    }  # fmt: skip
+        "bytes": sum(p.total_bytes for p in plans),
+        "per_token_bytes": sum(p.per_token_bytes for p in plans),
+    }
     # the context column shows with an MTP draft context; CSV carries it always, so files line up
     context = Column("context", "Context", formats=ALL_FORMATS if len(plans) > 1 else frozenset({Format.CSV}))
     return Table("caches", (context, *CACHE_COLUMNS), tuple(rows), total, json=False)
@@ -146,8 +170,15 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
     notes += [n for p in plans for n in p.notes]
     tables = [cache_table(plans)]
     if ev.findings:
-        tables.append(Table("budgets", budget_report.COLUMNS, tuple(budget_report.row(f, units) for f in ev.findings),
-                            title="Budgets", csv=False))  # fmt: skip
+        tables.append(
+            Table(
+                "budgets",
+                budget_report.COLUMNS,
+                tuple(budget_report.row(f, units) for f in ev.findings),
+                title="Budgets",
+                csv=False,
+            )
+        )
     if ev.suggestion is not None:
         notes.append(budget_report.suggestion_text(ev.suggestion))
     data: dict[str, Any] = {
@@ -160,11 +191,21 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
     }
     if est.draft is not None:
         draft = est.draft
-        data["draft"] = {"runtime": {"engine": "llama.cpp", **draft.context.to_dict()}, "memory": draft.memory_dict(),
-                         "notes": list(draft.notes)}  # fmt: skip
+        data["draft"] = {
+            "runtime": {"engine": "llama.cpp", **draft.context.to_dict()},
+            "memory": draft.memory_dict(),
+            "notes": list(draft.notes),
+        }
         data["combined_total_bytes"] = total
     warnings = tuple(dict.fromkeys(w for p in plans for w in p.warnings))
-    return Document(kind="estimate", headline=headline, summary=summary, tables=tuple(tables),
-                    notes=tuple(dict.fromkeys(notes)), warnings=warnings, data=data, caption=caption(plans),
-                    exit_code=0 if ev.passed else 1)  # fmt: skip
-
+    return Document(
+        kind="estimate",
+        headline=headline,
+        summary=summary,
+        tables=tuple(tables),
+        notes=tuple(dict.fromkeys(notes)),
+        warnings=warnings,
+        data=data,
+        caption=caption(plans),
+        exit_code=0 if ev.passed else 1,
+    )

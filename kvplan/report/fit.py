@@ -34,15 +34,18 @@ def _why(s: Shortfall, units: Units) -> str:
     if s.constraint is Constraint.OVERHEAD:
         return f"the weights ({f(w)}) leave {f(m - w)} on {s.device}, less than the {f(o)} overhead"
     if s.constraint is Constraint.COMPUTE:
-        return (f"the compute buffer at this context ({f(c)}) exceeds the {f(m - w - o)} left on {s.device} "
-                "after weights and overhead")  # fmt: skip
+        return (
+            f"the compute buffer at this context ({f(c)}) exceeds the {f(m - w - o)} left on {s.device} "
+            "after weights and overhead"
+        )
     left = m - w - o - c
     return f"the KV cache ({f(s.kv_bytes)}) exceeds the {f(max(0, left))} left on {s.device} after weights" + (
-        ", compute and overhead" if c else " and overhead")
+        ", compute and overhead" if c else " and overhead"
+    )
 
 
 def headline(r: FitResult, units: Units) -> str:
-    who = "" if r.runtime == "llama.cpp" else f"{r.runtime_label}: "
+    who = f"{r.runtime_label}: "
     where = f"on {r.hardware_label} with {r.cache} KV"
     seqs = sequences(r.n_seq, r.ctx_per_seq, r.shared)
     if r.fits:
@@ -56,7 +59,9 @@ def headline(r: FitResult, units: Units) -> str:
         return f"{who}fits: {seqs} {where}"
     why = f": {_why(r.shortfall, units)}" if r.shortfall else ""
     if r.ctx_per_seq == 0:
-        return f"{who}does not fit: not one token of KV for {r.n_seq} sequence{'s' if r.n_seq != 1 else ''} {where}{why}"
+        return (
+            f"{who}does not fit: not one token of KV for {r.n_seq} sequence{'s' if r.n_seq != 1 else ''} {where}{why}"
+        )
     if r.mode is Mode.MAX_CTX:
         return f"{who}does not fit: not even {seqs} {where}{why}"
     return f"{who}does not fit: {seqs} {where}{why}"
@@ -76,8 +81,9 @@ def device_table(r: FitResult, kv_header: str) -> Table:
         Column("last_layer", "Last layer", Kind.INT, formats=DATA_FORMATS),
         Column("weight_bytes", "Weights", Kind.BYTES),
         Column("kv_bytes", kv_header, Kind.BYTES),
-        Column("compute_bytes", "Compute", Kind.BYTES, drop=2,
-               formats=frozenset(Format) if has_compute else DATA_FORMATS),  # fmt: skip
+        Column(
+            "compute_bytes", "Compute", Kind.BYTES, drop=2, formats=frozenset(Format) if has_compute else DATA_FORMATS
+        ),
         Column("overhead_bytes", "Overhead", Kind.BYTES, drop=3),
         Column("used_bytes", "Used", Kind.BYTES, formats=DATA_FORMATS),
         Column("free_bytes", "Free", Kind.BYTES),
@@ -89,15 +95,29 @@ def device_table(r: FitResult, kv_header: str) -> Table:
     rows: list[dict[str, Cell]] = []
     for d in r.devices:
         first, last = d.layers or (None, None)
-        rows.append({**d.to_dict(), "layers": _layers(d), "first_layer": first, "last_layer": last,
-                     "fits": r.fits, "ctx_per_seq": r.ctx_per_seq, "n_seq": r.n_seq, "cache": r.cache})  # fmt: skip
+        rows.append(
+            {
+                **d.to_dict(),
+                "layers": _layers(d),
+                "first_layer": first,
+                "last_layer": last,
+                "fits": r.fits,
+                "ctx_per_seq": r.ctx_per_seq,
+                "n_seq": r.n_seq,
+                "cache": r.cache,
+            }
+        )
     return Table("devices", columns, tuple(rows))
 
 
 def _alternatives(s: Shortfall, units: Units) -> list[str]:
     out = []
-    what = {"max-ctx": "the longest context", "max-parallel": "the most sequences", "cache-types": "a cheaper cache",
-            "gpu-layers": "fewer layers on the GPUs"}  # fmt: skip
+    what = {
+        "max-ctx": "the longest context",
+        "max-parallel": "the most sequences",
+        "cache-types": "a cheaper cache",
+        "gpu-layers": "fewer layers on the GPUs",
+    }
     parts = []
     for a in s.alternatives:
         label = what.get(a.what, a.what)
@@ -105,8 +125,10 @@ def _alternatives(s: Shortfall, units: Units) -> list[str]:
         parts.append(f"{' '.join(a.flags)} ({label}: {sequences(a.n_seq, a.ctx_per_seq)}{extra})")
     if parts:
         out.append("would fit: " + "; or ".join(parts))
-    out.append(f"{s.device} needs {format_size(s.need_bytes, units)} for this plan and has "
-               f"{format_size(s.memory_bytes, units)}: {format_size(s.short_bytes, units)} more memory would fit it")
+    out.append(
+        f"{s.device} needs {format_size(s.need_bytes, units)} for this plan and has "
+        f"{format_size(s.memory_bytes, units)}: {format_size(s.short_bytes, units)} more memory would fit it"
+    )
     return out
 
 
@@ -115,8 +137,10 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
     notes = []
     if f.placement.compute_basis:
         notes.append(f"compute per GPU: {f.placement.compute_basis}")
-    notes.append(f"KV / state: the exact llama.cpp layout ({p.context.backend.value} buffer rules), "
-                 f"{format_size(p.total_bytes, units)} in all")  # fmt: skip
+    notes.append(
+        f"KV / state: the exact llama.cpp layout ({p.context.backend.value} buffer rules), "
+        f"{format_size(p.total_bytes, units)} in all"
+    )
     notes.append("the input layer (token embeddings) stays in host memory, as llama.cpp keeps it")
     host = f.placement.host
     if host.layers:
@@ -132,13 +156,14 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
     unit = engine.block_unit
     ctx = f.ctx or cap.max_model_len
     notes = [
-        f"KV pool per GPU: {cap.tokens:,} tokens" + (f" + {cap.swa_tokens:,} SWA tokens" if cap.swa_tokens else "")
+        f"KV pool per GPU: {cap.tokens:,} tokens"
+        + (f" + {cap.swa_tokens:,} SWA tokens" if cap.swa_tokens else "")
         + f", {cap.blocks:,} {unit}s of {lay.block_tokens}; the engine logs {cap.concurrency:.2f}× concurrency at "
         f"{cap.max_model_len:,} tokens",
-        f"per token per GPU: {lay.bytes_per_token:,} B ({lay.basis})" + ("; KV replicated on every TP rank"
-                                                                          if lay.replicated else ""),
+        f"per token per GPU: {lay.bytes_per_token:,} B ({lay.basis})"
+        + ("; KV replicated on every TP rank" if lay.replicated else ""),
         f"capacity: {cap.basis}",
-    ]  # fmt: skip
+    ]
     if len(lay.groups) > 1 or lay.in_flight_tokens:
         by_spec: dict[CacheSpec, list[int]] = {}
         for g in lay.groups:
@@ -147,32 +172,63 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
         for spec, sizes in by_spec.items():
             need = spec.request_blocks(ctx, lay.in_flight_tokens)
             what = spec.kind.replace("_", " ") + (f" {spec.window:,}" if spec.window else "")
-            parts.append(f"{what}: {len(sizes)} group(s), {sum(sizes)} layers, {need:,} blocks of "
-                         f"{spec.block_tokens} per request" + (" each" if len(sizes) > 1 else ""))  # fmt: skip
-        flight = (f"; a window keeps W − 1 + {lay.in_flight_tokens:,} in-flight tokens (max_num_batched_tokens × "
-                  "concurrent batches) + 1 block") if lay.in_flight_tokens else ""  # fmt: skip
-        notes.append(f"vLLM hybrid KV groups of {max(len(g.layers) for g in lay.groups)} layers — "
-                     f"{'; '.join(parts)}{flight}")  # fmt: skip
+            parts.append(
+                f"{what}: {len(sizes)} group(s), {sum(sizes)} layers, {need:,} blocks of "
+                f"{spec.block_tokens} per request" + (" each" if len(sizes) > 1 else "")
+            )
+        flight = (
+            (
+                f"; a window keeps W − 1 + {lay.in_flight_tokens:,} in-flight tokens (max_num_batched_tokens × "
+                "concurrent batches) + 1 block"
+            )
+            if lay.in_flight_tokens
+            else ""
+        )
+        notes.append(
+            f"vLLM hybrid KV groups of {max(len(g.layers) for g in lay.groups)} layers — {'; '.join(parts)}{flight}"
+        )
     notes += list(lay.notes)
     waste = lay.block_tokens - 1
     notes.append(
         f"paging: up to {waste:,} tokens ({format_size(waste * lay.bytes_per_token, units)}) per sequence lost in "
-        f"the last partially filled {unit}" + (f" (about {lay.block_tokens // 2:,} on average)" if waste else "")
+        f"the last partially filled {unit}"
+        + (f" (about {lay.block_tokens // 2:,} on average)" if waste else "")
         + ("; one null block is reserved" if engine.null_blocks else "")
-    )  # fmt: skip
-    groups = [{"kind": g.spec.kind, "window": g.spec.window, "layers": len(g.layers),
-               "block_tokens": g.spec.block_tokens, "page_bytes": g.spec.page_bytes,
-               "request_blocks": g.spec.request_blocks(ctx, lay.in_flight_tokens)} for g in lay.groups]  # fmt: skip
+    )
+    groups = [
+        {
+            "kind": g.spec.kind,
+            "window": g.spec.window,
+            "layers": len(g.layers),
+            "block_tokens": g.spec.block_tokens,
+            "page_bytes": g.spec.page_bytes,
+            "request_blocks": g.spec.request_blocks(ctx, lay.in_flight_tokens),
+        }
+        for g in lay.groups
+    ]
     s = f.settings
-    data = {"engine": {
-        "name": engine.name, "version": engine.version, "cache_dtype": s.cache_dtype, "tensor_parallel_size": s.tp,
-        "pipeline_parallel_size": s.pp, "sequences_that_fit": f.requests, "kv_tokens_per_gpu": cap.tokens,
-        "swa_tokens_per_gpu": cap.swa_tokens, "blocks": cap.blocks, "block_tokens": lay.block_tokens,
-        "block_bytes": lay.block_bytes, "bytes_per_token": lay.bytes_per_token,
-        "concurrency": round(cap.concurrency, 4), "max_model_len": cap.max_model_len,
-        "kv_budget_bytes": cap.kv_budget_bytes, "max_num_batched_tokens": s.max_num_batched_tokens,
-        "gpu_memory_utilization": s.gpu_memory_utilization, "groups": groups,
-    }}  # fmt: skip
+    data = {
+        "engine": {
+            "name": engine.name,
+            "version": engine.version,
+            "cache_dtype": s.cache_dtype,
+            "tensor_parallel_size": s.tp,
+            "pipeline_parallel_size": s.pp,
+            "sequences_that_fit": f.requests,
+            "kv_tokens_per_gpu": cap.tokens,
+            "swa_tokens_per_gpu": cap.swa_tokens,
+            "blocks": cap.blocks,
+            "block_tokens": lay.block_tokens,
+            "block_bytes": lay.block_bytes,
+            "bytes_per_token": lay.bytes_per_token,
+            "concurrency": round(cap.concurrency, 4),
+            "max_model_len": cap.max_model_len,
+            "kv_budget_bytes": cap.kv_budget_bytes,
+            "max_num_batched_tokens": s.max_num_batched_tokens,
+            "gpu_memory_utilization": s.gpu_memory_utilization,
+            "groups": groups,
+        }
+    }
     return notes, data
 
 
@@ -187,11 +243,15 @@ def fit_document(ev: Evaluation, units: Units) -> Document:
         notes += _alternatives(r.shortfall, units)
     if r.capped_by_trained and isinstance(r.detail, LlamaCppFit):
         tight = min(r.gpus, key=lambda d: d.free_bytes or 0)
-        notes.append(f"the search stops at the model's trained context ({r.trained_ctx:,} tokens); "
-                     f"{format_size(tight.free_bytes or 0, units)} is still free on {tight.name}")  # fmt: skip
+        notes.append(
+            f"the search stops at the model's trained context ({r.trained_ctx:,} tokens); "
+            f"{format_size(tight.free_bytes or 0, units)} is still free on {tight.name}"
+        )
     elif r.capped_by_trained and isinstance(r.detail, EngineFit):
-        notes.append(f"the search stops at the model's trained context ({r.trained_ctx:,} tokens); the KV pool holds "
-                     f"{r.detail.requests:,} such sequences at once")  # fmt: skip
+        notes.append(
+            f"the search stops at the model's trained context ({r.trained_ctx:,} tokens); the KV pool holds "
+            f"{r.detail.requests:,} such sequences at once"
+        )
     notes.append(f"weights: {r.weights_basis}")
     notes.append(f"overhead per GPU: {r.overhead_basis}")
     if isinstance(r.detail, LlamaCppFit):
@@ -206,19 +266,48 @@ def fit_document(ev: Evaluation, units: Units) -> Document:
         notes.append(budget_report.suggestion_text(ev.suggestion))
     tables = [device_table(r, kv_header)]
     if any(f.budget != "fits" for f in ev.findings):
-        tables.append(Table("budgets", budget_report.COLUMNS, tuple(budget_report.row(f, units) for f in ev.findings),
-                            title="Budgets", csv=False))  # fmt: skip
+        tables.append(
+            Table(
+                "budgets",
+                budget_report.COLUMNS,
+                tuple(budget_report.row(f, units) for f in ev.findings),
+                title="Budgets",
+                csv=False,
+            )
+        )
     data: dict[str, Any] = {
-        "runtime": r.runtime, "mode": r.mode.value, "fits": r.fits, "passed": ev.passed,
-        "ctx_per_seq": r.ctx_per_seq, "n_seq": r.n_seq, "shared": r.shared, "cache": r.cache,
+        "runtime": r.runtime,
+        "mode": r.mode.value,
+        "fits": r.fits,
+        "passed": ev.passed,
+        "ctx_per_seq": r.ctx_per_seq,
+        "n_seq": r.n_seq,
+        "shared": r.shared,
+        "cache": r.cache,
         "hardware": r.hardware_label,
-        "trained_ctx": r.trained_ctx, "capped_by_trained": r.capped_by_trained, "kv_bytes": r.kv_bytes,
-        "used_bytes": r.used_bytes, "headroom": round(r.headroom, 6), "run_command": r.run_command,
-        "run_args": list(r.run_args), "weights_basis": r.weights_basis, "overhead_basis": r.overhead_basis,
-        "shortfall": r.shortfall.to_dict() if r.shortfall else None, "model": model_dict(ev.model),
+        "trained_ctx": r.trained_ctx,
+        "capped_by_trained": r.capped_by_trained,
+        "kv_bytes": r.kv_bytes,
+        "used_bytes": r.used_bytes,
+        "headroom": round(r.headroom, 6),
+        "run_command": r.run_command,
+        "run_args": list(r.run_args),
+        "weights_basis": r.weights_basis,
+        "overhead_basis": r.overhead_basis,
+        "shortfall": r.shortfall.to_dict() if r.shortfall else None,
+        "model": model_dict(ev.model),
         "budgets": [f.to_dict() for f in ev.findings],
-        "suggestion": ev.suggestion.to_dict() if ev.suggestion else None, **detail,
-    }  # fmt: skip
+        "suggestion": ev.suggestion.to_dict() if ev.suggestion else None,
+        **detail,
+    }
     caption = f"{ev.model.name} ({ev.model.arch}) · {r.runtime_label} · {r.hardware_label}"
-    return Document(kind="fit", headline=headline(r, units), tables=tuple(tables), notes=tuple(notes),
-                    warnings=r.warnings, data=data, caption=caption, exit_code=0 if ev.passed else 1)  # fmt: skip
+    return Document(
+        kind="fit",
+        headline=headline(r, units),
+        tables=tuple(tables),
+        notes=tuple(notes),
+        warnings=r.warnings,
+        data=data,
+        caption=caption,
+        exit_code=0 if ev.passed else 1,
+    )

@@ -165,16 +165,16 @@ class _Cursor:
         return value
 
     def u32(self, what: str) -> int:
-        return self.unpack("I", 4, what)
+        return int(self.unpack("I", 4, what))
 
     def i32(self, what: str) -> int:
-        return self.unpack("i", 4, what)
+        return int(self.unpack("i", 4, what))
 
     def u64(self, what: str) -> int:
-        return self.unpack("Q", 8, what)
+        return int(self.unpack("Q", 8, what))
 
     def i64(self, what: str) -> int:
-        return self.unpack("q", 8, what)
+        return int(self.unpack("q", 8, what))
 
     def string(self, what: str) -> str:
         start = self.pos
@@ -256,7 +256,9 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
     return ArrayValue(etype, count, None)
 
 
-def parse_gguf(buf: Any, path: str, size: int | None = None, check_data_bounds: bool = True) -> GGUFFile:
+def parse_gguf(  # noqa: C901 - gguf_init_from_file's checks, in its order
+    buf: Any, path: str, size: int | None = None, check_data_bounds: bool = True
+) -> GGUFFile:
     """Parse GGUF metadata from a bytes-like object (bytes, mmap, memoryview)."""
     end = len(buf) if size is None else size
     if len(buf) < min(8, end):

@@ -108,9 +108,16 @@ def _swa(c: _Config, kv: dict[str, Any]) -> None:
 
 def _deepseek(c: _Config, kv: dict[str, Any]) -> None:
     lora, rope = c.int("kv_lora_rank"), c.int("qk_rope_head_dim")
-    kv.update({"attention.head_count_kv": 1, "attention.key_length": lora + rope, "attention.value_length": lora,
-               "attention.key_length_mla": c.int("qk_nope_head_dim") + rope,
-               "attention.value_length_mla": c.int("v_head_dim"), "attention.kv_lora_rank": lora})  # fmt: skip
+    kv.update(
+        {
+            "attention.head_count_kv": 1,
+            "attention.key_length": lora + rope,
+            "attention.value_length": lora,
+            "attention.key_length_mla": c.int("qk_nope_head_dim") + rope,
+            "attention.value_length_mla": c.int("v_head_dim"),
+            "attention.kv_lora_rank": lora,
+        }
+    )
 
 
 def _deepseek32(c: _Config, kv: dict[str, Any]) -> None:
@@ -131,10 +138,16 @@ def _glm4moe(c: _Config, kv: dict[str, Any]) -> None:
 
 def _qwen3next(c: _Config, kv: dict[str, Any]) -> None:
     v_heads = c.int("linear_num_value_heads")
-    kv.update({"ssm.conv_kernel": c.int("linear_conv_kernel_dim"), "ssm.state_size": c.int("linear_key_head_dim"),
-               "ssm.group_count": c.int("linear_num_key_heads"), "ssm.time_step_rank": v_heads,
-               "ssm.inner_size": c.int("linear_value_head_dim") * v_heads,
-               "full_attention_interval": c.int("full_attention_interval", required=False, default=4)})  # fmt: skip
+    kv.update(
+        {
+            "ssm.conv_kernel": c.int("linear_conv_kernel_dim"),
+            "ssm.state_size": c.int("linear_key_head_dim"),
+            "ssm.group_count": c.int("linear_num_key_heads"),
+            "ssm.time_step_rank": v_heads,
+            "ssm.inner_size": c.int("linear_value_head_dim") * v_heads,
+            "full_attention_interval": c.int("full_attention_interval", required=False, default=4),
+        }
+    )
     types = c.first("layer_types", required=False)
     if isinstance(types, list):
         flags = tuple(t == "linear_attention" for t in types)
@@ -144,8 +157,9 @@ def _qwen3next(c: _Config, kv: dict[str, Any]) -> None:
 def _jamba(c: _Config, kv: dict[str, Any]) -> None:
     n = kv["block_count"]
     period, offset = c.int("attn_layer_period", default=8), c.int("attn_layer_offset", default=4)
-    heads = tuple(kv.get("attention.head_count_kv", kv["attention.head_count"]) if i % period == offset else 0
-                  for i in range(n))  # fmt: skip
+    heads = tuple(
+        kv.get("attention.head_count_kv", kv["attention.head_count"]) if i % period == offset else 0 for i in range(n)
+    )
     kv["attention.head_count_kv"] = ArrayValue(T_I32, n, heads)
     kv["ssm.conv_kernel"] = c.int("mamba_d_conv")
     kv["ssm.inner_size"] = c.int("mamba_expand") * kv["embedding_length"]
@@ -158,9 +172,14 @@ def _mamba(c: _Config, kv: dict[str, Any]) -> None:
     kv["attention.head_count"] = 0
     kv.pop("attention.head_count_kv", None)
     d_inner = c.int("intermediate_size", "d_inner", required=False) or 2 * kv["embedding_length"]
-    kv.update({"ssm.conv_kernel": c.int("conv_kernel", "d_conv"), "ssm.inner_size": d_inner,
-               "ssm.state_size": c.int("state_size", "d_state"),
-               "ssm.time_step_rank": c.int("time_step_rank", "dt_rank")})  # fmt: skip
+    kv.update(
+        {
+            "ssm.conv_kernel": c.int("conv_kernel", "d_conv"),
+            "ssm.inner_size": d_inner,
+            "ssm.state_size": c.int("state_size", "d_state"),
+            "ssm.time_step_rank": c.int("time_step_rank", "dt_rank"),
+        }
+    )
 
 
 def _mamba2(c: _Config, kv: dict[str, Any]) -> None:
@@ -171,9 +190,15 @@ def _mamba2(c: _Config, kv: dict[str, Any]) -> None:
     kv.pop("attention.value_length", None)
     d_inner = c.int("intermediate_size", "d_inner", required=False) or c.int("expand") * kv["embedding_length"]
     head_dim = c.int("mamba_d_head", "head_dim", required=False, default=64)
-    kv.update({"ssm.conv_kernel": c.int("conv_kernel", "d_conv", required=False, default=4), "ssm.inner_size": d_inner,
-               "ssm.state_size": c.int("state_size", "d_state", required=False, default=128),
-               "ssm.group_count": c.int("n_groups"), "ssm.time_step_rank": d_inner // head_dim})  # fmt: skip
+    kv.update(
+        {
+            "ssm.conv_kernel": c.int("conv_kernel", "d_conv", required=False, default=4),
+            "ssm.inner_size": d_inner,
+            "ssm.state_size": c.int("state_size", "d_state", required=False, default=128),
+            "ssm.group_count": c.int("n_groups"),
+            "ssm.time_step_rank": d_inner // head_dim,
+        }
+    )
 
 
 def _gemma3(c: _Config, kv: dict[str, Any]) -> None:
@@ -226,8 +251,10 @@ def config_to_metadata(cfg: dict[str, Any], path: str) -> dict[str, Any]:
     arch = ARCHITECTURES.get(hf_arch)
     if arch is None:
         known = ", ".join(sorted(ARCHITECTURES))
-        raise BadInputError(f"{path}: architectures[0] = {hf_arch!r} is not one kvplan maps yet (known: {known}); "
-                            "describe the model with a YAML spec")  # fmt: skip
+        raise BadInputError(
+            f"{path}: architectures[0] = {hf_arch!r} is not one kvplan maps yet (known: {known}); "
+            "describe the model with a YAML spec"
+        )
     text = cfg.get("text_config")
     if isinstance(text, dict):  # multimodal checkpoints keep the language model here (merged to the top level)
         cfg = {**cfg, **text}
@@ -261,5 +288,4 @@ def load_hf_config(path: str) -> ModelDescription:
     if not isinstance(cfg, dict):
         raise BadInputError(f"{file}: expected a JSON object")
     kv = config_to_metadata(cfg, file)
-    model = describe(kv, source=file, source_kind="hf-config", name=kv.get("general.name"))
-    return model
+    return describe(kv, source=file, source_kind="hf-config", name=kv.get("general.name"))

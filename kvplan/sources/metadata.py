@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.facts import archs
 from kvplan.errors import HParamsError, UnknownArchitectureError
+from kvplan.facts import archs
 from kvplan.model import Layer, ModelDescription, SwaType
 from kvplan.sources.gguf_reader import T_U32, VALUE_TYPE_NAMES, ArrayValue
 from kvplan.sources.state_hparams import load_state_hparams
@@ -56,8 +56,10 @@ class _Keys:
             return default  # type: ignore[return-value]
         gguf_type = self.kv_types.get(self.full(key), T_U32)
         if gguf_type != T_U32:  # llama.cpp's get_key reads these into uint32_t and checks the stored type
-            raise HParamsError(f"{self.source}: key {self.full(key)} has wrong type {VALUE_TYPE_NAMES[gguf_type]} "
-                               "but expected type u32 (llama.cpp refuses to load it)")  # fmt: skip
+            raise HParamsError(
+                f"{self.source}: key {self.full(key)} has wrong type {VALUE_TYPE_NAMES[gguf_type]} "
+                "but expected type u32 (llama.cpp refuses to load it)"
+            )
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._fail(key, f"expected an unsigned integer, found {value!r}")
         if value < 0 or value > 0xFFFFFFFF:
@@ -155,7 +157,7 @@ def _load_swa(keys: _Keys, arch: str, n_layer: int, n_layer_all: int) -> tuple[S
     return rule.swa_type, window, pattern
 
 
-def describe(
+def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as llama.cpp has them
     kv: Mapping[str, Any],
     *,
     source: str,

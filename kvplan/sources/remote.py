@@ -88,9 +88,13 @@ class RemoteReader:
                 status = resp.status
                 if status == 200:
                     length = resp.headers.get("Content-Length")
-                    raise GGUFError(self.url, None, "the server does not support HTTP Range requests (it answered "
-                                    f"200 with the whole file{f' of {length} bytes' if length else ''}); "
-                                    "download the file or use another mirror")  # fmt: skip
+                    raise GGUFError(
+                        self.url,
+                        None,
+                        "the server does not support HTTP Range requests (it answered "
+                        f"200 with the whole file{f' of {length} bytes' if length else ''}); "
+                        "download the file or use another mirror",
+                    )
                 if status != 206:
                     raise GGUFError(self.url, None, f"unexpected HTTP status {status} for a Range request")
                 content_range = resp.headers.get("Content-Range", "")
@@ -100,7 +104,7 @@ class RemoteReader:
                 if m.group(3) != "*":
                     self.size = int(m.group(3))
                 expected = int(m.group(2)) - start + 1
-                data = resp.read(expected + 1)
+                data: bytes = resp.read(expected + 1)
         except GGUFError:
             raise
         except urllib.error.HTTPError as exc:

@@ -72,13 +72,8 @@ def _to_gguf_value(path: str, key: str, node: Node) -> Any:
     raise SpecError(path, node.line, key, f"unsupported value {v!r}")
 
 
-def load_spec_text(
-    text: str,
-    path: str,
-    source_kind: str = "yaml",
-    default_name: str | None = None,
-) -> ModelDescription:
-    root = load_nodes(text, path, "the file is empty; expected a mapping with 'arch' and 'metadata'")
+def _top(root: Node, path: str) -> tuple[dict[str, Node], str, Node]:
+    """The top-level mapping, the architecture and the metadata node, each checked."""
     if not isinstance(root.value, dict):
         raise SpecError(path, root.line, None, "expected a mapping with 'arch' and 'metadata' at the top level")
     top: dict[str, Node] = root.value
@@ -91,12 +86,15 @@ def load_spec_text(
     arch_node = top["arch"]
     if not isinstance(arch_node.value, str) or not arch_node.value:
         raise SpecError(path, arch_node.line, "arch", "must be an architecture name such as 'llama'")
-    arch = arch_node.value
     if "metadata" not in top:
         raise SpecError(path, root.line, "metadata", "missing (the model's GGUF metadata)")
-    meta_node = top["metadata"]
-    if not isinstance(meta_node.value, dict):
-        raise SpecError(path, meta_node.line, "metadata", "must be a mapping of GGUF keys")
+    if not isinstance(top["metadata"].value, dict):
+        raise SpecError(path, top["metadata"].line, "metadata", "must be a mapping of GGUF keys")
+    return top, arch_node.value, top["metadata"]
+
+
+def _metadata(path: str, arch: str, meta_node: Node) -> tuple[dict[str, Any], dict[str, int]]:
+    """GGUF keys and values (the ``{arch}.`` prefix implied), and the line of each key."""
     flat: dict[str, Node] = {}
     _flatten(meta_node, "", flat)
     kv: dict[str, Any] = {"general.architecture": arch}
@@ -112,31 +110,42 @@ def load_spec_text(
             full = f"{arch}.{rel}"
         kv[full] = _to_gguf_value(path, f"metadata.{key}", node)
         lines[full] = node.line
+    return kv, lines
+
+
+def _params(path: str, top: dict[str, Node]) -> int | None:
+    if "params" not in top:
+        return None
+    value = top["params"].value
+    if isinstance(value, str):  # YAML 1.1 reads 12.2e9 (no sign in the exponent) as text
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e15:
+        raise SpecError(path, top["params"].line, "params", f"must be a positive number (got {value!r})")
+    return int(value)
+
+
+def load_spec_text(
+    text: str,
+    path: str,
+    source_kind: str = "yaml",
+    default_name: str | None = None,
+) -> ModelDescription:
+    root = load_nodes(text, path, "the file is empty; expected a mapping with 'arch' and 'metadata'")
+    top, arch, meta_node = _top(root, path)
+    kv, lines = _metadata(path, arch, meta_node)
     name = top["name"].value if "name" in top else default_name
     if name is not None and not isinstance(name, str):
         raise SpecError(path, top["name"].line, "name", "must be text")
-    params = None
-    if "params" in top:
-        p = top["params"].value
-        if isinstance(p, str):  # YAML 1.1 reads 12.2e9 (no sign in the exponent) as text
-            with contextlib.suppress(ValueError):
-                p = float(p)
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
-            raise SpecError(path, top["params"].line, "params", f"must be a positive number (got {p!r})")
-        params = int(p)
     try:
-        model = describe(kv, source=path, source_kind=source_kind, name=name, n_params=params)
+        model = describe(kv, source=path, source_kind=source_kind, name=name, n_params=_params(path, top))
     except HParamsError as exc:
         # point at the offending line when the message names a key of the spec
         message = str(exc)
         for full, line in lines.items():
             if f": {full}:" in message:
-                raise SpecError(
-                    path,
-                    line,
-                    f"metadata.{full.removeprefix(arch + '.')}",
-                    message.split(f": {full}: ", 1)[-1],
-                ) from None
+                key = f"metadata.{full.removeprefix(arch + '.')}"
+                raise SpecError(path, line, key, message.split(f": {full}: ", 1)[-1]) from None
         raise SpecError(path, meta_node.line, "metadata", message.removeprefix(f"{path}: ")) from None
     return dataclasses.replace(model, spec=_spec_info(path, top))
 

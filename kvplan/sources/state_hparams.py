@@ -8,8 +8,12 @@ compress ratios. All widths are elements (states are always f32).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.facts import archs
+
+if TYPE_CHECKING:
+    from kvplan.sources.metadata import _Keys
 
 # archs whose load_arch_hparams reads ssm.conv_kernel / inner_size / state_size (+ group_count)
 SSM_ARCHS = frozenset(
@@ -48,8 +52,8 @@ class StateHParams:
     compress_ratios: tuple[int, ...]
 
 
-def load_state_hparams(
-    keys,
+def load_state_hparams(  # noqa: C901 - load_arch_hparams of every recurrent family, in llama.cpp's order
+    keys: _Keys,
     arch: str,
     n_embd: int,
     n_layer: int,

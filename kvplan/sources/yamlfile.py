@@ -51,55 +51,63 @@ def read_text(path: str, what: str) -> str:
         raise SpecError(path, None, None, f"not a UTF-8 text file; expected {what}") from None
 
 
+class _Converter:
+    """PyYAML nodes → Nodes with lines, counting what aliases expand to and how deep the document nests."""
+
+    def __init__(self, text: str, path: str) -> None:
+        import yaml
+
+        self.yaml = yaml
+        self.constructor = yaml.SafeLoader(text)
+        self.path = path
+        self.count = 0
+
+    def convert(self, node: Any, depth: int) -> Node:
+        self.count += 1
+        line = node.start_mark.line + 1
+        if self.count > MAX_NODES:
+            raise SpecError(self.path, line, None, f"more than {MAX_NODES:,} values (aliases expanding?)")
+        if depth > MAX_DEPTH:
+            raise SpecError(self.path, line, None, f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, self.yaml.MappingNode):
+            return Node(self.mapping(node, depth), line)
+        if isinstance(node, self.yaml.SequenceNode):
+            return Node([self.convert(v, depth + 1) for v in node.value], line)
+        return Node(self.constructor.construct_object(node), line)
+
+    def mapping(self, node: Any, depth: int) -> dict[str, Node]:
+        out: dict[str, Node] = {}
+        for k, v in node.value:
+            key = self.constructor.construct_object(k)
+            if not isinstance(key, str):
+                raise SpecError(self.path, k.start_mark.line + 1, str(key), "keys must be strings")
+            if key in out:
+                raise SpecError(self.path, k.start_mark.line + 1, key, "duplicate key")
+            out[key] = self.convert(v, depth + 1)
+        return out
+
+
 def load_nodes(text: str, path: str, empty: str) -> Node:
     """The YAML document as nodes carrying their line numbers; ``empty`` is the message for an empty file."""
     import yaml
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(path, line, None, f"invalid YAML: {problem}") from None
+        if root is None:
+            raise SpecError(path, None, None, empty)
+        return _Converter(text, path).convert(root, 0)
+    except yaml.YAMLError as exc:  # bad syntax, or an unknown tag such as !!python/object
+        raise _invalid(path, exc) from None
     except RecursionError:
         raise SpecError(path, None, None, "invalid YAML: nested too deeply") from None
-    if root is None:
-        raise SpecError(path, None, None, empty)
-    constructor = yaml.SafeLoader(text)
-    count = 0
 
-    def convert(node: Any, depth: int) -> Node:
-        nonlocal count
-        count += 1
-        line = node.start_mark.line + 1
-        if count > MAX_NODES:
-            raise SpecError(path, line, None, f"more than {MAX_NODES:,} values (aliases expanding?)")
-        if depth > MAX_DEPTH:
-            raise SpecError(path, line, None, f"nested deeper than {MAX_DEPTH} levels")
-        if isinstance(node, yaml.MappingNode):
-            out: dict[str, Node] = {}
-            for k, v in node.value:
-                key = constructor.construct_object(k)
-                if not isinstance(key, str):
-                    raise SpecError(path, k.start_mark.line + 1, str(key), "keys must be strings")
-                if key in out:
-                    raise SpecError(path, k.start_mark.line + 1, key, "duplicate key")
-                out[key] = convert(v, depth + 1)
-            return Node(out, line)
-        if isinstance(node, yaml.SequenceNode):
-            return Node([convert(v, depth + 1) for v in node.value], line)
-        return Node(constructor.construct_object(node), line)
 
-    try:
-        return convert(root, 0)
-    except yaml.YAMLError as exc:  # e.g. an unknown tag such as !!python/object
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(path, line, None, f"invalid YAML: {problem}") from None
-    except RecursionError:
-        raise SpecError(path, None, None, "invalid YAML: nested too deeply") from None
+def _invalid(path: str, exc: Exception) -> SpecError:
+    """PyYAML's error as one line naming the file and line."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
+    return SpecError(path, line, None, f"invalid YAML: {problem}")
 
 
 def plain(node: Node) -> Any:

@@ -28,7 +28,13 @@ def test_llama_mha_gqa_mqa_ratios() -> None:
     assert rows["MHA"].totals[1] == 4 * gqa.totals[1]
     assert rows["MQA"].totals[1] * 8 == gqa.totals[1]
     assert [label for label in rows if label.startswith(("MHA", "GQA", "MQA"))] == [
-        "MHA", "GQA-16", "GQA-8 (model)", "GQA-4", "GQA-2", "MQA"]  # fmt: skip
+        "MHA",
+        "GQA-16",
+        "GQA-8 (model)",
+        "GQA-4",
+        "GQA-2",
+        "MQA",
+    ]
     assert rows["K q8_0 / V q8_0"].ratio == pytest.approx(34 / 64)  # q8_0: 34 bytes per 32 values
     assert rows["K fp8_e4m3 / V fp8_e4m3"].totals[0] == gqa.totals[0] // 2
 
@@ -62,8 +68,9 @@ def test_parse_contexts() -> None:
     # a stepped range ends at its end, on a linear axis: 1k, 5k, …, 61k, then 64k
     stepped = parse_contexts("1k:64k:4k")
     assert stepped.points[-2:] == (62464, 65536) and len(stepped.points) == 17 and not stepped.log_axis
-    for bad in ("8k:1k", "0:1k", "1k:2k:0", "x", "1:1000000:1"):
-        with pytest.raises(ValueError):
+    for bad, why in (("8k:1k", "up to its end"), ("0:1k", "below the minimum 1"), ("1k:2k:0", "below the minimum"),
+                     ("x", "not a count"), ("1:1000000:1", "more than 512 points")):  # fmt: skip
+        with pytest.raises(ValueError, match=why):
             parse_contexts(bad)
 
 
@@ -71,7 +78,8 @@ def test_curve_beyond_the_trained_context_warns() -> None:
     r = kv("curve", "phi-3-mini-4k", "-c", "2k:16k", "-o", "json")
     assert r.exit_code == 0 and r.json()["warnings"] == [
         "from 8,192 tokens on, each sequence's context exceeds the model's trained context 4,096 (llama.cpp warns: "
-        "possible training context overflow)"]  # fmt: skip
+        "possible training context overflow)"
+    ]
 
 
 def _golden(name: str, text: str) -> None:

@@ -13,9 +13,9 @@ from helpers import GIB, MIB, ORACLE
 
 from kvplan.capacity import llamacpp as fit
 from kvplan.capacity.hardware import parse_memory
+from kvplan.capacity.request import LlamaCppOptions, Request
 from kvplan.capacity.results import Constraint, Mode
 from kvplan.capacity.weights import bits_per_weight, model_weights
-from kvplan.request import LlamaCppOptions, Request
 from kvplan.runtimes.llamacpp import Backend, FlashAttn, LlamaCppSettings, derive_context, plan
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS
 from kvplan.sources import load_model
@@ -149,8 +149,10 @@ def test_compute_buffer_tracks_llamacpps_compute_buffer() -> None:
     wherever the scores dominate (≥ 512 MiB; below that llama.cpp reuses other intermediates' memory and the
     estimate stays on the safe side)."""
     doc = json.loads((ORACLE / "compute.json").read_text())
-    measured = {(c["gguf"], *(c["params"][k] for k in ("n_ctx", "n_ubatch", "fa", "n_seq_max"))): c["compute_bytes"]
-                for c in doc["cases"]}  # fmt: skip
+    measured = {
+        (c["gguf"], *(c["params"][k] for k in ("n_ctx", "n_ubatch", "fa", "n_seq_max"))): c["compute_bytes"]
+        for c in doc["cases"]
+    }
     models: dict[str, object] = {}
 
     def predicted(g: str, ctx: int, ub: int, fa: int, seqs: int) -> int:
@@ -162,11 +164,19 @@ def test_compute_buffer_tracks_llamacpps_compute_buffer() -> None:
     for (g, ctx, ub, fa, seqs), value in measured.items():
         pairs = []
         if ctx == 32768:
-            pairs.append((value - measured[(g, 4096, ub, fa, seqs)],
-                          predicted(g, ctx, ub, fa, seqs) - predicted(g, 4096, ub, fa, seqs)))  # fmt: skip
+            pairs.append(
+                (
+                    value - measured[(g, 4096, ub, fa, seqs)],
+                    predicted(g, ctx, ub, fa, seqs) - predicted(g, 4096, ub, fa, seqs),
+                )
+            )
         if fa == 0:
-            pairs.append((value - measured[(g, ctx, ub, 1, seqs)],
-                          predicted(g, ctx, ub, 0, seqs) - predicted(g, ctx, ub, 1, seqs)))  # fmt: skip
+            pairs.append(
+                (
+                    value - measured[(g, ctx, ub, 1, seqs)],
+                    predicted(g, ctx, ub, 0, seqs) - predicted(g, ctx, ub, 1, seqs),
+                )
+            )
         for real, estimate in pairs:
             assert estimate >= real * 0.97 - 8 * MIB, (g, ctx, ub, fa, seqs, real, estimate)
             if real >= 512 * MIB:

@@ -47,8 +47,12 @@ def test_suggestion_really_passes(tmp_path: Path) -> None:
     result = evaluate(dep)
     assert result.status == "fail" and result.evaluation.suggestion.flags == ("-ctk", "q8_0", "-ctv", "q5_1")
     o = dep.request.llamacpp
-    fixed = dataclasses.replace(dep, request=dataclasses.replace(
-        dep.request, llamacpp=dataclasses.replace(o, cache_type_k="q8_0", cache_type_v="q5_1")))  # fmt: skip
+    fixed = dataclasses.replace(
+        dep,
+        request=dataclasses.replace(
+            dep.request, llamacpp=dataclasses.replace(o, cache_type_k="q8_0", cache_type_v="q5_1")
+        ),
+    )
     assert evaluate(fixed).status == "pass"
     # a context suggestion is re-checked the same way: no cache type brings custom-spec under 0.5 GiB
     f.write_text(f.read_text().replace("max_kv: 2GiB", "max_kv: 512MiB"))
@@ -57,11 +61,19 @@ def test_suggestion_really_passes(tmp_path: Path) -> None:
     flags = result.evaluation.suggestion.flags
     assert result.status == "fail" and flags[0] == "-c" and flags[2:] == ("-np", "2")
     per_seq = int(flags[1]) // 2
-    fixed = dataclasses.replace(dep, request=dataclasses.replace(
-        dep.request, llamacpp=dataclasses.replace(dep.request.llamacpp, ctx_per_seq=per_seq)))  # fmt: skip
+    fixed = dataclasses.replace(
+        dep,
+        request=dataclasses.replace(
+            dep.request, llamacpp=dataclasses.replace(dep.request.llamacpp, ctx_per_seq=per_seq)
+        ),
+    )
     assert evaluate(fixed).status == "pass"
-    bigger = dataclasses.replace(dep, request=dataclasses.replace(
-        dep.request, llamacpp=dataclasses.replace(dep.request.llamacpp, ctx_per_seq=per_seq + 256)))  # fmt: skip
+    bigger = dataclasses.replace(
+        dep,
+        request=dataclasses.replace(
+            dep.request, llamacpp=dataclasses.replace(dep.request.llamacpp, ctx_per_seq=per_seq + 256)
+        ),
+    )
     assert evaluate(bigger).status == "fail"
 
 
@@ -75,9 +87,15 @@ def test_reports_are_deterministic_and_well_formed(tmp_path: Path) -> None:
     assert doc["schema_version"] == 2 and doc["exit_code"] == 0 and len(doc["deployments"]) == 5
     budgets = doc["deployments"][0]["budgets"]
     # every figure is a number: bytes as integers, never "8.50 GiB"
-    assert budgets[1] == {"budget": "max_kv", "passed": True, "actual": 32 * 2 * 1088 * 131072,
-                          "limit": 9 * (1 << 30), "unit": "bytes", "device": None,
-                          "capped_by_trained": False}  # fmt: skip
+    assert budgets[1] == {
+        "budget": "max_kv",
+        "passed": True,
+        "actual": 32 * 2 * 1088 * 131072,
+        "limit": 9 * (1 << 30),
+        "unit": "bytes",
+        "device": None,
+        "capped_by_trained": False,
+    }
     root = ET.parse(junit).getroot()
     suite = root.find("testsuite")
     assert root.tag == "testsuites" and suite is not None
@@ -110,8 +128,13 @@ def test_unreadable_model_fails_only_its_deployment(tmp_path: Path) -> None:
     r = kv("check", str(f), "-o", "json")
     assert r.exit_code == 3
     status = {d["name"]: d["status"] for d in r.json()["deployments"]}
-    assert status == {"chat-8b-llamacpp": "pass", "gemma-27b-two-gpus": "pass", "custom-spec": "error",
-                      "llama-70b-vllm-tp4": "pass", "gpt-oss-120b-vllm": "pass"}  # fmt: skip
+    assert status == {
+        "chat-8b-llamacpp": "pass",
+        "gemma-27b-two-gpus": "pass",
+        "custom-spec": "error",
+        "llama-70b-vllm-tp4": "pass",
+        "gpt-oss-120b-vllm": "pass",
+    }
     assert "custom-spec" in r.stderr and "missing.gguf: no such file" in r.stderr
 
 
@@ -147,8 +170,11 @@ def test_malformed_file_names_line_and_key(tmp_path: Path, text: str, line: int,
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(b"", "the file is empty; expected a 'deployments' list"), (b"GGUF\x03\x00", "a GGUF model, not a deployments"),
-     (b"\xff\xfe\x00", "not a UTF-8 text file")],  # fmt: skip
+    [
+        (b"", "the file is empty; expected a 'deployments' list"),
+        (b"GGUF\x03\x00", "a GGUF model, not a deployments"),
+        (b"\xff\xfe\x00", "not a UTF-8 text file"),
+    ],
 )
 def test_files_that_are_not_deployments_files(tmp_path: Path, content: bytes, message: str) -> None:
     f = tmp_path / "d.yaml"
@@ -205,7 +231,10 @@ def test_engine_deployments_use_the_engine_solver(tmp_path: Path) -> None:
     deps = load_deployments(str(f))
     ok, many, long = (evaluate(d) for d in deps)
     assert ok.status == "pass", ok.evaluation.findings
-    assert ok.evaluation.fit.n_seq == 2 and ok.evaluation.fit.kv_bytes == 2 * ok.evaluation.fit.detail.capacity.request_bytes(32768)
+    assert (
+        ok.evaluation.fit.n_seq == 2
+        and ok.evaluation.fit.kv_bytes == 2 * ok.evaluation.fit.detail.capacity.request_bytes(32768)
+    )
     assert many.status == "fail" and many.evaluation.suggestion.what == "ctx"
 
     def fits(dep, **engine: int) -> bool:

@@ -22,10 +22,20 @@ def test_estimate_catalog_json_schema() -> None:
     assert doc["memory"]["per_token_bytes"] == 131072
     assert doc["memory"]["total_bytes"] == 131072 * 32768
     cache = doc["memory"]["caches"][0]
-    assert cache == {"name": "attention", "kind": "attention", "layers": list(range(32)), "cells": 32768,
-                     "streams": 1, "type_k": "f16", "type_v": "f16", "k_bytes": 2 << 30, "v_bytes": 2 << 30,
-                     "bytes": 4 << 30, "per_token_bytes": 131072,
-                     "why": "n_ctx 32,768 padded to 256 → 32,768; 32,768 cells × 1 stream(s), one per sequence"}
+    assert cache == {
+        "name": "attention",
+        "kind": "attention",
+        "layers": list(range(32)),
+        "cells": 32768,
+        "streams": 1,
+        "type_k": "f16",
+        "type_v": "f16",
+        "k_bytes": 2 << 30,
+        "v_bytes": 2 << 30,
+        "bytes": 4 << 30,
+        "per_token_bytes": 131072,
+        "why": "n_ctx 32,768 padded to 256 → 32,768; 32,768 cells × 1 stream(s), one per sequence",
+    }
     assert doc["warnings"] == [] and doc["passed"] is True
 
 
@@ -81,8 +91,12 @@ def test_no_kv_architecture_reports_zero() -> None:
 
 
 def test_python_dash_m_and_the_console_entry_point() -> None:
-    out = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "-c", "4096", "-o", "json"],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "-c", "4096", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert '"total_bytes": 536870912' in out.stdout
     bad = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "nope"], capture_output=True, text=True)
     assert bad.returncode == 3 and bad.stderr.startswith("kvplan: error: nope:") and "Traceback" not in bad.stderr
@@ -92,17 +106,18 @@ def test_python_dash_m_and_the_console_entry_point() -> None:
 
 def test_writing_to_a_full_disk_or_a_closed_pipe(tmp_path: Path) -> None:
     """Environment errors are not bugs: a full disk is exit 74 with one line; a reader that went away is 141."""
-    full = subprocess.run(f"{sys.executable} -m kvplan models > /dev/full", shell=True, capture_output=True,
-                          text=True)  # fmt: skip
+    full = subprocess.run(f"{sys.executable} -m kvplan models > /dev/full", shell=True, capture_output=True, text=True)
     assert full.returncode == 74 and full.stderr == "kvplan: error: cannot write the output: No space left on device\n"
-    pipe = subprocess.run(f"{sys.executable} -m kvplan models -o csv | head -1", shell=True, capture_output=True,
-                          text=True)  # fmt: skip
+    pipe = subprocess.run(
+        f"{sys.executable} -m kvplan models -o csv | head -1", shell=True, capture_output=True, text=True
+    )
     assert pipe.stdout.startswith("name,") and pipe.stderr == ""
 
 
 def test_mtp_draft_and_rollback_snapshots_in_json() -> None:
-    doc = kv("estimate", "deepseek-v3.2-exp", "-c", "32k", "--mtp", "-ctkd", "q8_0", "-ctvd", "q8_0", "-o",
-             "json").json()  # fmt: skip
+    doc = kv(
+        "estimate", "deepseek-v3.2-exp", "-c", "32k", "--mtp", "-ctkd", "q8_0", "-ctvd", "q8_0", "-o", "json"
+    ).json()
     assert doc["runtime"]["context_type"] == "default" and doc["draft"]["runtime"]["context_type"] == "mtp"
     assert [c["kind"] for c in doc["memory"]["caches"]] == ["attention", "indexer"]
     # the draft: the single nextn layer, 576-wide K latent in q8_0 (18 blocks × 34 bytes) × 32768 cells

@@ -12,8 +12,10 @@ from helpers import ORACLE, kv
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["fit", "qwen3-32b", "--gpu", "RTX-4090x2", "-ctk", "q8", "-fa", "on"],
-         "-ctk: unknown cache type 'q8' (did you mean q8_0?)"),
+        (
+            ["fit", "qwen3-32b", "--gpu", "RTX-4090x2", "-ctk", "q8", "-fa", "on"],
+            "-ctk: unknown cache type 'q8' (did you mean q8_0?)",
+        ),
         (["fit", "qwen3-32b", "--gpu", "RTX-4090x2", "--backend", "gpu"], "--backend: unknown backend 'gpu'"),
         (["fit", "qwen3-32b", "--gpu", "RTX-4090x2", "-ctk", "fp8"], "-ctk: unknown cache type 'fp8'"),
         (["compare", "llama-3.1-8b", "-ctk", "q8"], "-ctk: unknown cache type 'q8'"),
@@ -79,14 +81,19 @@ def test_malformed_files(tmp_path: Path) -> None:
 def test_json_is_always_json() -> None:
     """A refusal, an unreadable model, a usage error and "does not fit" are JSON documents too."""
     r = kv("estimate", "llama-3.1-8b", "-ctv", "q4_0", "-fa", "off", "-o", "json")
-    assert r.exit_code == 4 and r.json()["error"] == {"kind": "refused", "exit_code": 4, "message": (
-        "llama.cpp refuses: quantized V cache (q4_0) requires flash attention (-fa on)")}  # fmt: skip
+    assert r.exit_code == 4 and r.json()["error"] == {
+        "kind": "refused",
+        "exit_code": 4,
+        "message": ("llama.cpp refuses: quantized V cache (q4_0) requires flash attention (-fa on)"),
+    }
     assert kv("estimate", "nope", "--format=json").json()["error"]["exit_code"] == 3
     assert kv("estimate", "llama-3.1-8b", "-ctk", "q8", "-o", "json").json()["error"]["kind"] == "usage"
     r = kv("fit", "llama-3.1-70b", "--gpu", "T4", "--weights", "bf16", "-o", "json")
     doc = r.json()
     assert r.exit_code == 1 and doc["fits"] is False and doc["shortfall"]["constraint"] == "weights"
-    assert doc["run_args"] == [] and doc["answer"].startswith("does not fit: not even 1 sequence of 256 tokens")
+    assert doc["run_args"] == [] and doc["answer"].startswith(
+        "llama.cpp: does not fit: not even 1 sequence of 256 tokens"
+    )
 
 
 def test_does_not_fit_says_why_and_what_would() -> None:
@@ -95,8 +102,10 @@ def test_does_not_fit_says_why_and_what_would() -> None:
     r = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-c", "128k")
     assert r.exit_code == 1
     first = r.stdout.splitlines()[0]
-    assert first == ("does not fit: 1 sequence of 131,072 tokens on RTX-4090 with f16 KV: the KV cache (32.00 GiB) "
-                     "exceeds the 4.61 GiB left on GPU0 after weights, compute and overhead")  # fmt: skip
+    assert first == (
+        "llama.cpp: does not fit: 1 sequence of 131,072 tokens on RTX-4090 with f16 KV: the KV cache (32.00 GiB) "
+        "exceeds the 4.61 GiB left on GPU0 after weights, compute and overhead"
+    )
     # the longest context: 4.738 GiB after weights and overhead ÷ (256 KiB of KV + 1 KiB of mask per token) = 19,330
     # tokens, 19,200 in steps of 256
     assert "would fit: -c 19200 -np 1 (the longest context: 1 sequence of 19,200 tokens)" in r.stdout

@@ -14,22 +14,23 @@ CASES = [
     ("gemma-3-12b", ["--gpu", "A10"], ["--cache-types", "auto", "-c", "128k"]),
     ("llama-3.1-8b", ["--gpu", "RTX-4090"], ["-c", "64k", "-ngl", "20", "-nkvo"]),
     ("llama-3.1-70b", ["--engine", "vllm", "--gpu", "H100-80GBx4"], ["-tp", "4", "--max-model-len", "32k"]),
-    ("gemma-3-27b", ["--engine", "vllm", "--gpu", "H100-80GB"],
-     ["--max-num-seqs", "4", "--max-num-batched-tokens", "4096", "--gpu-memory-utilization", "0.85"]),
-    ("gpt-oss-20b", ["--engine", "vllm", "--gpu", "A100-80GB", "--weights", "mxfp4"],
-     ["--disable-hybrid-kv-cache-manager", "--block-size", "32", "--kv-cache-dtype", "fp8"]),
-    ("deepseek-v3", ["--engine", "sglang", "--gpu", "H200x8", "--weights", "fp8"],
-     ["-tp", "8", "--mem-fraction-static", "0.85"]),
+    (
+        "gemma-3-27b",
+        ["--engine", "vllm", "--gpu", "H100-80GB"],
+        ["--max-num-seqs", "4", "--max-num-batched-tokens", "4096", "--gpu-memory-utilization", "0.85"],
+    ),
+    (
+        "gpt-oss-20b",
+        ["--engine", "vllm", "--gpu", "A100-80GB", "--weights", "mxfp4"],
+        ["--disable-hybrid-kv-cache-manager", "--block-size", "32", "--kv-cache-dtype", "fp8"],
+    ),
+    (
+        "deepseek-v3",
+        ["--engine", "sglang", "--gpu", "H200x8", "--weights", "fp8"],
+        ["-tp", "8", "--mem-fraction-static", "0.85"],
+    ),
     ("qwen3-32b", ["--engine", "trtllm", "--gpu", "H100-80GBx2"], ["-tp", "2", "--free-gpu-memory-fraction", "0.8"]),
-]  # fmt: skip
-
-
-def _feed_back(run_args: list[str]) -> list[str]:
-    """kvplan's reading of a run line: llama.cpp's -m becomes MODEL's place, an engine's model id is MODEL."""
-    args = list(run_args)
-    if args and args[0] == "-m":
-        return args[2:]
-    return args[1:]
+]
 
 
 @pytest.mark.parametrize(("model", "where", "question"), CASES)
@@ -37,7 +38,7 @@ def test_the_run_line_reproduces_the_plan(model: str, where: list[str], question
     first = kv("fit", model, *where, *question, "-o", "json")
     assert first.exit_code == 0, first.output
     doc = first.json()
-    again = kv("fit", model, *where, *_feed_back(doc["run_args"]), "-o", "json")
+    again = kv("fit", model, *where, *doc["run_args"], "-o", "json")
     assert again.exit_code == 0, (doc["run_args"], again.output)
     redo = again.json()
     assert redo["devices"] == doc["devices"]
@@ -48,4 +49,5 @@ def test_the_run_line_reproduces_the_plan(model: str, where: list[str], question
     else:
         # the pool is the plan; how many sequences it is asked to hold is the question (--max-num-seqs)
         assert {k: v for k, v in redo["engine"].items() if k != "sequences_that_fit"} == {
-            k: v for k, v in doc["engine"].items() if k != "sequences_that_fit"}  # fmt: skip
+            k: v for k, v in doc["engine"].items() if k != "sequences_that_fit"
+        }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -30,17 +31,22 @@ def test_labels_never_overlap() -> None:
     kept = thin_labels(xs, fx)
     assert kept[0] == xs[0] and kept[-1] == xs[-1]
     spans = [(fx(x) - len(f"{x:,}") * 3.5, fx(x) + len(f"{x:,}") * 3.5) for x in kept]
-    assert all(a[1] + 10 <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] + 10 <= b[0] for a, b in itertools.pairwise(spans))
 
 
-@pytest.mark.parametrize(("ctx", "axis"), [("1k:64k:4k", "linear"), ("1k:1M", "log2"), ("4k,8k,32k", "linear"), ("1k,8k,128k", "log2")])
+@pytest.mark.parametrize(
+    ("ctx", "axis"), [("1k:64k:4k", "linear"), ("1k:1M", "log2"), ("4k,8k,32k", "linear"), ("1k,8k,128k", "log2")]
+)
 def test_svg_for_any_range(tmp_path: Path, ctx: str, axis: str) -> None:
     svg = tmp_path / "c.svg"
     r = kv("curve", "gemma-3-27b", "-c", ctx, "--svg", str(svg), "-o", "json")
     assert r.exit_code == 0, r.output
     doc = r.json()
-    assert doc["axis"] == axis and doc["rows"][-1]["n_ctx"] == {"1k:64k:4k": 65536, "1k:1M": 1 << 20,
-                                                                "4k,8k,32k": 32768, "1k,8k,128k": 131072}[ctx]  # fmt: skip
+    assert (
+        doc["axis"] == axis
+        and doc["rows"][-1]["n_ctx"]
+        == {"1k:64k:4k": 65536, "1k:1M": 1 << 20, "4k,8k,32k": 32768, "1k,8k,128k": 131072}[ctx]
+    )
     root = ET.parse(svg).getroot()
     texts = [t.text or "" for t in root.iter(f"{SVG}text")]
     assert "KV / state memory (GiB)" in texts and any(f"{axis} scale" in t for t in texts)

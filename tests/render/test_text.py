@@ -24,7 +24,7 @@ COMMANDS = [
     ["check", str(EXAMPLES / "deployments.yaml")],
     ["models"],
     ["gpus"],
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:2]))

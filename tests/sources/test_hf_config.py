@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import kv, FIXTURES, oracle_cases
+from helpers import FIXTURES, kv, oracle_cases
 
 from kvplan.errors import KvplanError
 from kvplan.runtimes.llamacpp import LlamaCppSettings, plan
@@ -24,10 +24,19 @@ def test_config_equals_llama_cpp_on_the_converted_model(name: str) -> None:
     assert len(cases) > 40, name
     for case in cases:
         p = case["params"]
-        s = LlamaCppSettings(n_ctx=p["n_ctx"], n_seq=p["n_seq_max"], kv_unified=bool(p["kv_unified"]),
-                             n_batch=p["n_batch"], n_ubatch=p["n_ubatch"], type_k=p["type_k"], type_v=p["type_v"],
-                             flash_attn=FA[p["fa"]], swa_full=bool(p["swa_full"]), n_rs_seq=p["n_rs_seq"],
-                             mtp=bool(p["mtp"]))  # fmt: skip
+        s = LlamaCppSettings(
+            n_ctx=p["n_ctx"],
+            n_seq=p["n_seq_max"],
+            kv_unified=bool(p["kv_unified"]),
+            n_batch=p["n_batch"],
+            n_ubatch=p["n_ubatch"],
+            type_k=p["type_k"],
+            type_v=p["type_v"],
+            flash_attn=FA[p["fa"]],
+            swa_full=bool(p["swa_full"]),
+            n_rs_seq=p["n_rs_seq"],
+            mtp=bool(p["mtp"]),
+        )
         try:
             got = plan(model, s)
         except KvplanError:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from gguf_files import big_vocab_model, split_shard
-from helpers import kv
-
 import http.server
 import json
 import threading
@@ -12,15 +9,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import gguf
-import numpy as np
 import pytest
+from gguf_files import big_vocab_model, split_shard
+from helpers import kv
 
 from kvplan.errors import GGUFError
 from kvplan.runtimes.llamacpp import LlamaCppSettings, plan
 from kvplan.sources.gguf_source import load_gguf_model
 from kvplan.sources.remote import read_remote_gguf, resolve
-
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -68,7 +64,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.sent.append(len(body))
 
 
-@pytest.fixture()
+@pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, _Handler]]:
     handler = type("H", (_Handler,), {"root": tmp_path, "sent": [], "mode": {}})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import kv, ORACLE
+from helpers import ORACLE
 
 from kvplan.errors import SpecError, UnknownArchitectureError
 from kvplan.runtimes.llamacpp import LlamaCppSettings, plan

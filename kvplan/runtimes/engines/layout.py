@@ -50,60 +50,76 @@ def _attention_layers(model: ModelDescription, engine: Engine) -> list[Layer]:
     return [la for la in model.layers if not la.nextn and la.has_kv and la.n_head_kv > 0]
 
 
-def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> EngineLayout:
-    """Per-layer cache specs of one rank, grouped and paged as the engine does."""
+def _checked_trunk(model: ModelDescription, engine: Engine, s: EngineSettings) -> list[Layer]:
+    """The layers with a KV cache, after the refusals the engines make for the model and the parallel layout."""
     if s.tp < 1 or s.pp < 1:
         raise RefusedConfigError("--tensor-parallel-size and --pipeline-parallel-size must be at least 1")
-    elem = s.dtype_bytes
     trunk = _attention_layers(model, engine)
     if not trunk:
         raise RefusedConfigError(f"{engine.name}: {model.arch} has no attention layers with a KV cache")
-    n_hidden = model.n_layer  # vLLM splits num_hidden_layers over the stages, layers with no cache included
-    if s.pp > n_hidden:
-        raise RefusedConfigError(f"{engine.name}: --pipeline-parallel-size {s.pp} exceeds the {n_hidden} layers")
-    n_head, n_kv = trunk[0].n_head, trunk[0].n_head_kv
-    if n_head % s.tp:
-        raise RefusedConfigError(f"{engine.name}: total number of attention heads ({n_head}) must be divisible by "
-                                 f"tensor parallel size ({s.tp})")  # fmt: skip
-    engine.refuse(model, s, n_kv)
+    if s.pp > model.n_layer:
+        raise RefusedConfigError(f"{engine.name}: --pipeline-parallel-size {s.pp} exceeds the {model.n_layer} layers")
+    if trunk[0].n_head % s.tp:
+        raise RefusedConfigError(
+            f"{engine.name}: total number of attention heads ({trunk[0].n_head}) must be divisible by "
+            f"tensor parallel size ({s.tp})"
+        )
+    engine.refuse(model, s, trunk[0].n_head_kv)
+    return trunk
+
+
+def _mla_specs(model: ModelDescription, engine: Engine, s: EngineSettings, trunk: list[Layer], block: int
+               ) -> tuple[dict[LayerRef, CacheSpec], str]:  # fmt: skip
+    """One replicated latent per MLA layer (DeepSeek-V3.2: with its lightning-indexer row)."""
+    elem, dsa = s.dtype_bytes, model.memory == MemoryKind.DSA
+    latent = trunk[0].k_width  # kv_lora_rank + qk_rope_head_dim
+    per_layer = engine.latent_bytes(latent, elem, dsa)
+    specs: dict[LayerRef, CacheSpec] = {LayerRef(la.index): MLASpec(per_layer, block) for la in trunk}
+    packed = dsa and elem == 1 and engine.packs_fp8_mla
+    basis = f"MLA latent {f'{FP8_DS_MLA_BYTES} (fp8_ds_mla)' if packed else f'{latent} × {elem}'} B"
+    return specs, basis + (f" + DSA indexer {DSA_INDEXER_BYTES} B" if dsa else "")
+
+
+def _attention_specs(model: ModelDescription, engine: Engine, s: EngineSettings, trunk: list[Layer], block: int,
+                     notes: list[str]) -> tuple[dict[LayerRef, CacheSpec], str]:  # fmt: skip
+    """Each layer's K and V heads on one rank: full, sliding-window or chunked-local."""
+    elem = s.dtype_bytes
+    windows = model.swa_type != SwaType.NONE and engine.windowed(model, s)
+    specs: dict[LayerRef, CacheSpec] = {}
+    for la in trunk:
+        token_bytes = engine.heads_per_rank(la.n_head_kv, s.tp) * (la.head_k + la.head_v) * elem
+        spec: CacheSpec = FullSpec(token_bytes, block)
+        if la.swa and windows:
+            kind = ChunkedLocalSpec if model.swa_type == SwaType.CHUNKED else SlidingWindowSpec
+            spec = kind(token_bytes, block, model.n_swa)
+        specs[LayerRef(la.index)] = spec
+    if model.swa_type != SwaType.NONE and not windows:
+        notes.append(engine.full_window_note(model))
+    shapes = sorted({(la.head_k, la.head_v) for la in trunk})
+    heads = engine.heads_per_rank(trunk[0].n_head_kv, s.tp)
+    return specs, f"{heads} KV heads × {' / '.join(f'({k} + {v})' for k, v in shapes)} × {elem} B"
+
+
+def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> EngineLayout:
+    """Per-layer cache specs of one rank, grouped and paged as the engine does."""
+    trunk = _checked_trunk(model, engine, s)
     block, block_note = engine.block_size(model, s)
     notes: list[str] = [block_note] if block_note else []
-    specs: dict[LayerRef, CacheSpec] = {}
-    dsa = model.memory == MemoryKind.DSA
     heads: int | None
     if model.mla:
-        latent = trunk[0].k_width  # kv_lora_rank + qk_rope_head_dim
-        per_layer = engine.latent_bytes(latent, elem, dsa)
+        specs, basis = _mla_specs(model, engine, s, trunk, block)
         heads, replicated = None, s.tp > 1
-        for la in trunk:
-            specs[LayerRef(la.index)] = MLASpec(per_layer, block)
-        packed = dsa and elem == 1 and engine.packs_fp8_mla
-        basis = f"MLA latent {f'{FP8_DS_MLA_BYTES} (fp8_ds_mla)' if packed else f'{latent} × {elem}'} B"
-        if dsa:
-            basis += f" + DSA indexer {DSA_INDEXER_BYTES} B"
     else:
-        heads = engine.heads_per_rank(n_kv, s.tp)
-        replicated = s.tp > n_kv
-        windows = model.swa_type != SwaType.NONE and engine.windowed(model, s)
-        for la in trunk:
-            token_bytes = engine.heads_per_rank(la.n_head_kv, s.tp) * (la.head_k + la.head_v) * elem
-            spec: CacheSpec = FullSpec(token_bytes, block)
-            if la.swa and windows:
-                kind = ChunkedLocalSpec if model.swa_type == SwaType.CHUNKED else SlidingWindowSpec
-                spec = kind(token_bytes, block, model.n_swa)
-            specs[LayerRef(la.index)] = spec
-        shapes = sorted({(la.head_k, la.head_v) for la in trunk})
-        basis = f"{heads} KV heads × {' / '.join(f'({k} + {v})' for k, v in shapes)} × {elem} B"
-        if model.swa_type != SwaType.NONE and not windows:
-            notes.append(engine.full_window_note(model))
-    indexer = dsa and engine.separate_indexer  # vLLM: its own 'attention layer' per MLA layer, same group
+        specs, basis = _attention_specs(model, engine, s, trunk, block, notes)
+        heads, replicated = engine.heads_per_rank(trunk[0].n_head_kv, s.tp), s.tp > trunk[0].n_head_kv
+    indexer = model.memory == MemoryKind.DSA and engine.separate_indexer  # vLLM: its own layer, same group
     if indexer:
         specs.update({LayerRef(la.index, True): IndexerSpec(DSA_INDEXER_BYTES, block) for la in trunk})
-    parts = pipeline_stages(n_hidden, s.pp)
+    parts = pipeline_stages(model.n_layer, s.pp)  # num_hidden_layers, layers without a cache included
     stages, ranges, start = [], [], 0
     for n in parts:
         own = [LayerRef(i) for i in range(start, start + n) if LayerRef(i) in specs]
-        stages.append(tuple(own + [LayerRef(ref.index, True) for ref in own if indexer]))
+        stages.append(tuple(own + [LayerRef(ref.layer, True) for ref in own if indexer]))
         ranges.append((start, start + n - 1))
         start += n
     grouping = engine.group(specs)
@@ -116,8 +132,15 @@ def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> Engine
     )  # fmt: skip
 
 
-def capacity(model: ModelDescription, engine: Engine, s: EngineSettings, gpu_bytes: int, weight_bytes_per_rank: int,
-             overhead_bytes: int, lay: EngineLayout | None = None) -> Capacity:  # fmt: skip
+def capacity(
+    model: ModelDescription,
+    engine: Engine,
+    s: EngineSettings,
+    gpu_bytes: int,
+    weight_bytes_per_rank: int,
+    overhead_bytes: int,
+    lay: EngineLayout | None = None,
+) -> Capacity:
     """KV blocks / tokens one rank holds, and the engine's concurrency at max_model_len."""
     lay = lay or layout(model, engine, s)
     return engine.capacity(model, s, lay, gpu_bytes, weight_bytes_per_rank, overhead_bytes)

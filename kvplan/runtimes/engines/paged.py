@@ -18,8 +18,17 @@ from kvplan.model import ModelDescription
 from kvplan.units import cdiv
 
 #: bytes per K/V element by engine cache dtype ("auto" = the checkpoint dtype, bf16 here)
-CACHE_DTYPE_BYTES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2, "fp8": 1,
-                     "fp8_e4m3": 1, "fp8_e5m2": 1}  # fmt: skip
+CACHE_DTYPE_BYTES = {
+    "auto": 2,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+}
 #: DeepSeek-V3.2's lightning-indexer row: fp8 index_head_dim 128 + one fp32 scale per 128 values = 132 B
 DSA_INDEX_HEAD_DIM = 128
 DSA_INDEXER_BYTES = DSA_INDEX_HEAD_DIM + DSA_INDEX_HEAD_DIM // 128 * 4
@@ -48,8 +57,9 @@ class EngineSettings:
     def dtype_bytes(self) -> int:
         dtype = self.cache_dtype.lower()
         if dtype not in CACHE_DTYPE_BYTES:
-            raise UsageError(f"expected one of {', '.join(CACHE_DTYPE_BYTES)}, not {self.cache_dtype!r}",
-                             "--kv-cache-dtype")  # fmt: skip
+            raise UsageError(
+                f"expected one of {', '.join(CACHE_DTYPE_BYTES)}, not {self.cache_dtype!r}", "--kv-cache-dtype"
+            )
         return CACHE_DTYPE_BYTES[dtype]
 
 
@@ -122,7 +132,7 @@ class ChunkedLocalSpec(CacheSpec):
 class LayerRef(NamedTuple):
     """A cache-owning 'layer' of the engine: a model layer's attention, or its DSA indexer (vLLM)."""
 
-    index: int
+    layer: int
     indexer: bool = False
 
 
@@ -159,6 +169,11 @@ class Engine:
     block_unit: ClassVar[str] = "block"
     null_blocks: ClassVar[int] = 0  # blocks the pool can never hand out
     measures_overhead: ClassVar[bool] = True  # the budget subtracts a profiled overhead (SGLang: a fraction)
+    own_settings: ClassVar[frozenset[str]] = frozenset()  # request settings only this engine has
+
+    def command(self, model: str) -> str:
+        """How the engine is started with ``model``, before its arguments."""
+        raise NotImplementedError
 
     def resolve(self, s: EngineSettings, gpu_bytes: int, gpu_label: str) -> EngineSettings:
         """Settings with the engine's defaults for this GPU filled in."""
@@ -192,8 +207,15 @@ class Engine:
         """Tokens one request may have scheduled beyond its window (0: the pool reserves none)."""
         return 0
 
-    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, gpu_bytes: int,
-                 weight_bytes: int, overhead_bytes: int) -> Capacity:  # fmt: skip
+    def capacity(
+        self,
+        model: ModelDescription,
+        s: EngineSettings,
+        lay: EngineLayout,
+        gpu_bytes: int,
+        weight_bytes: int,
+        overhead_bytes: int,
+    ) -> Capacity:
         raise NotImplementedError
 
     def requests_that_fit(self, cap: Capacity, ctx: int) -> int:
@@ -332,4 +354,3 @@ def pipeline_stages(n_layers: int, pp: int) -> list[int]:
     for i in range(2, n_layers % pp + 2):
         parts[-i] += 1
     return parts
-

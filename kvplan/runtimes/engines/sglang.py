@@ -62,6 +62,10 @@ class SGLang(Engine):
     separate_swa_pool: ClassVar[bool] = True
     block_unit: ClassVar[str] = "page"
     measures_overhead: ClassVar[bool] = False  # activations and graphs live in the (1 − mem_fraction_static) slack
+    own_settings: ClassVar[frozenset[str]] = frozenset({"mem_fraction_static"})
+
+    def command(self, model: str) -> str:
+        return f"python -m sglang.launch_server --model-path {model}"
 
     def refuse(self, model: ModelDescription, s: EngineSettings, n_kv: int) -> None:
         VLLM().refuse(model, s, n_kv)  # the same attention modules split heads the same way
@@ -82,11 +86,20 @@ class SGLang(Engine):
         return model.arch in HYBRID_SWA_ARCHS
 
     def full_window_note(self, model: ModelDescription) -> str:
-        return (f"sglang keeps full-length KV for the {model.swa_type.value}-window layers "
-                f"(SGLang runs {model.arch} without hybrid SWA pools)")  # fmt: skip
+        return (
+            f"sglang keeps full-length KV for the {model.swa_type.value}-window layers "
+            f"(SGLang runs {model.arch} without hybrid SWA pools)"
+        )
 
-    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, gpu_bytes: int,
-                 weight_bytes: int, overhead_bytes: int) -> Capacity:  # fmt: skip
+    def capacity(
+        self,
+        model: ModelDescription,
+        s: EngineSettings,
+        lay: EngineLayout,
+        gpu_bytes: int,
+        weight_bytes: int,
+        overhead_bytes: int,
+    ) -> Capacity:
         """rest = (free − weights) − free × (1 − mem_fraction_static); tokens = rest ÷ cell, floored to pages."""
         max_len = s.max_model_len or model.n_ctx_train
         mfs = s.mem_fraction_static or mem_fraction_static(gpu_bytes, s.tp, s.pp, model.mla)
@@ -99,8 +112,10 @@ class SGLang(Engine):
         tokens = int(max(0, budget) // cell) // page * page
         swa_tokens = int(tokens * ratio) // page * page if swa else None
         split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
-        basis = (f"(free − weights) − free × (1 − mem_fraction_static {mfs}) = {budget:,} B; "
-                 f"÷ {cell:,.0f} B per token{split}")  # fmt: skip
+        basis = (
+            f"(free − weights) − free × (1 − mem_fraction_static {mfs}) = {budget:,} B; "
+            f"÷ {cell:,.0f} B per token{split}"
+        )
         return Capacity(lay, budget, tokens // page, tokens, max_len, tokens / max_len, basis, swa_tokens=swa_tokens)
 
     def requests_that_fit(self, cap: Capacity, ctx: int) -> int:
@@ -123,8 +138,16 @@ class SGLang(Engine):
 
     def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
         s = lay.settings
-        args = ["--tp-size", str(s.tp), "--pp-size", str(s.pp), "--context-length", str(max_model_len),
-                "--kv-cache-dtype", s.cache_dtype]  # fmt: skip
+        args = [
+            "--tp-size",
+            str(s.tp),
+            "--pp-size",
+            str(s.pp),
+            "--context-length",
+            str(max_model_len),
+            "--kv-cache-dtype",
+            s.cache_dtype,
+        ]
         if max_num_seqs is not None:
             args += ["--max-running-requests", str(max_num_seqs)]
         if s.mem_fraction_static:

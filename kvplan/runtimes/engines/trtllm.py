@@ -31,6 +31,10 @@ class TRTLLM(Engine):
     aliases: ClassVar[tuple[str, ...]] = ("trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm", "tensorrtllm")
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8")
     packs_fp8_mla: ClassVar[bool] = False  # kv_factor 1, one head of kv_lora_rank + rope, no packed layout
+    own_settings: ClassVar[frozenset[str]] = frozenset({"free_gpu_memory_fraction"})
+
+    def command(self, model: str) -> str:
+        return f"trtllm-serve {model}"
 
     def refuse(self, model: ModelDescription, s: EngineSettings, n_kv: int) -> None:
         if model.swa_type != SwaType.NONE:
@@ -49,8 +53,15 @@ class TRTLLM(Engine):
         """kv_factor 1, one head of kv_lora_rank + rope (no packed fp8 layout), plus the DSA indexer row."""
         return latent * elem + (DSA_INDEXER_BYTES if dsa else 0)
 
-    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, gpu_bytes: int,
-                 weight_bytes: int, overhead_bytes: int) -> Capacity:  # fmt: skip
+    def capacity(
+        self,
+        model: ModelDescription,
+        s: EngineSettings,
+        lay: EngineLayout,
+        gpu_bytes: int,
+        weight_bytes: int,
+        overhead_bytes: int,
+    ) -> Capacity:
         """kv = fraction × (memory − peak); tokens = kv ÷ bytes per token; whole blocks (Python floor)."""
         max_len = s.max_model_len or model.n_ctx_train
         fraction = s.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION
@@ -58,8 +69,10 @@ class TRTLLM(Engine):
         budget = int((gpu_bytes - used) * fraction)
         blocks = max(0, budget) // lay.bytes_per_token // lay.block_tokens
         tokens = blocks * lay.block_tokens
-        basis = (f"{fraction} × (memory − weights − overhead − CUDA context) = {budget:,} B; "
-                 f"÷ {lay.bytes_per_token:,} B per token, blocks of {lay.block_tokens}")  # fmt: skip
+        basis = (
+            f"{fraction} × (memory − weights − overhead − CUDA context) = {budget:,} B; "
+            f"÷ {lay.bytes_per_token:,} B per token, blocks of {lay.block_tokens}"
+        )
         return Capacity(lay, budget, blocks, tokens, max_len, tokens / max_len, basis)
 
     def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
@@ -67,15 +80,19 @@ class TRTLLM(Engine):
         args = ["--tp_size", str(s.tp), "--pp_size", str(s.pp), "--max_seq_len", str(max_model_len)]
         if max_num_seqs is not None:
             args += ["--max_batch_size", str(max_num_seqs)]
-        args += ["--kv_cache_free_gpu_memory_fraction",
-                 f"{s.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION:g}"]  # fmt: skip
+        args += [
+            "--kv_cache_free_gpu_memory_fraction",
+            f"{s.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION:g}",
+        ]
         return tuple(args)
 
     def run_notes(self, lay: EngineLayout) -> tuple[str, ...]:
         if lay.settings.cache_dtype == "auto":
             return ()
-        return (f"TensorRT-LLM takes the KV dtype from --extra_llm_api_options: "
-                f"kv_cache_config: {{dtype: {lay.settings.cache_dtype}}}",)  # fmt: skip
+        return (
+            f"TensorRT-LLM takes the KV dtype from --extra_llm_api_options: "
+            f"kv_cache_config: {{dtype: {lay.settings.cache_dtype}}}",
+        )
 
 
 ENGINE = TRTLLM()

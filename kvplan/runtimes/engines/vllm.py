@@ -66,6 +66,12 @@ class VLLM(Engine):
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8")
     separate_indexer: ClassVar[bool] = True  # DeepseekV32IndexerCache is its own full-attention "layer"
     null_blocks: ClassVar[int] = 1  # BlockPool reserves block 0 as the null block
+    own_settings: ClassVar[frozenset[str]] = frozenset(
+        {"gpu_memory_utilization", "max_num_batched_tokens", "disable_hybrid_kv_cache_manager"}
+    )
+
+    def command(self, model: str) -> str:
+        return f"vllm serve {model}"
 
     def resolve(self, s: EngineSettings, gpu_bytes: int, gpu_label: str) -> EngineSettings:
         return replace(
@@ -78,8 +84,9 @@ class VLLM(Engine):
     def refuse(self, model: ModelDescription, s: EngineSettings, n_kv: int) -> None:
         """Llama-style attention splits KV heads over TP only when one divides the other."""
         if not model.mla and (n_kv % s.tp if n_kv >= s.tp else s.tp % n_kv):
-            raise RefusedConfigError(f"vllm: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} "
-                                     "(one must divide the other)")  # fmt: skip
+            raise RefusedConfigError(
+                f"vllm: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} (one must divide the other)"
+            )
 
     def block_size(self, model: ModelDescription, s: EngineSettings) -> tuple[int, str | None]:
         if s.block_size:
@@ -101,8 +108,10 @@ class VLLM(Engine):
         return s.hybrid_kv_cache
 
     def full_window_note(self, model: ModelDescription) -> str:
-        return (f"vllm keeps full-length KV for the {model.swa_type.value}-window layers "
-                "(--disable-hybrid-kv-cache-manager)")  # fmt: skip
+        return (
+            f"vllm keeps full-length KV for the {model.swa_type.value}-window layers "
+            "(--disable-hybrid-kv-cache-manager)"
+        )
 
     def group(self, specs: dict[LayerRef, CacheSpec]) -> Grouping:
         """get_kv_cache_groups: one group when the specs allow it, else page unification and equal-size groups."""
@@ -121,8 +130,10 @@ class VLLM(Engine):
         unified: dict[LayerRef, CacheSpec] = {}
         for ref, v in specs.items():
             if biggest % v.page_bytes:
-                raise RefusedConfigError(f"vllm: page sizes {v.page_bytes} and {biggest} B cannot be unified by "
-                                         f"block size (vLLM: '{_UNIFY_REFUSAL}')")  # fmt: skip
+                raise RefusedConfigError(
+                    f"vllm: page sizes {v.page_bytes} and {biggest} B cannot be unified by "
+                    f"block size (vLLM: '{_UNIFY_REFUSAL}')"
+                )
             unified[ref] = v.with_block_tokens(v.block_tokens * (biggest // v.page_bytes))
         if any(u.block_tokens != v.block_tokens for u, v in zip(unified.values(), values, strict=True)):
             sizes = ", ".join(sorted({str(u.block_tokens) for u in unified.values()}))
@@ -132,7 +143,7 @@ class VLLM(Engine):
             buckets.setdefault(u, []).append(ref)
         sizes_ = [len(b) for b in buckets.values()]
         group_size = max(sizes_) if max(sizes_) < min(sizes_) * 1.5 else min(sizes_)
-        groups = []
+        groups: list[KVGroup] = []
         padding = 0
         for spec, layers in buckets.items():
             n = cdiv(len(layers), group_size)
@@ -148,18 +159,25 @@ class VLLM(Engine):
             return 0
         return max(ASYNC_CONCURRENT_BATCHES, s.pp) * (s.max_num_batched_tokens or BATCHED_TOKENS_DEFAULT)
 
-    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, gpu_bytes: int,
-                 weight_bytes: int, overhead_bytes: int) -> Capacity:  # fmt: skip
+    def capacity(
+        self,
+        model: ModelDescription,
+        s: EngineSettings,
+        lay: EngineLayout,
+        gpu_bytes: int,
+        weight_bytes: int,
+        overhead_bytes: int,
+    ) -> Capacity:
         max_len = s.max_model_len or model.n_ctx_train
         util = s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
         budget = math.ceil(gpu_bytes * util) - weight_bytes - overhead_bytes
         # a stage whose layers all reuse another layer's KV (Gemma 3n's last layers) holds no blocks
-        stage_blocks = tuple(max(0, budget) // lay.stage_block_bytes(i) for i in range(len(lay.stages))
-                             if lay.stage_block_bytes(i))  # fmt: skip
+        stage_blocks = tuple(
+            max(0, budget) // lay.stage_block_bytes(i) for i in range(len(lay.stages)) if lay.stage_block_bytes(i)
+        )
         blocks = min(stage_blocks)  # every rank takes the smallest count
         conc = blocks / lay.request_blocks(max_len)
-        basis = (f"ceil({util} × memory) − weights − overhead = {budget:,} B; "
-                 f"÷ {lay.block_bytes:,} B per block id")  # fmt: skip
+        basis = f"ceil({util} × memory) − weights − overhead = {budget:,} B; ÷ {lay.block_bytes:,} B per block id"
         return Capacity(lay, budget, blocks, int(conc * max_len), max_len, conc, basis, stage_blocks)
 
     def requests_that_fit(self, cap: Capacity, ctx: int) -> int:
@@ -170,8 +188,16 @@ class VLLM(Engine):
 
     def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
         s = lay.settings
-        args = ["--tensor-parallel-size", str(s.tp), "--pipeline-parallel-size", str(s.pp),
-                "--max-model-len", str(max_model_len), "--kv-cache-dtype", s.cache_dtype]  # fmt: skip
+        args = [
+            "--tensor-parallel-size",
+            str(s.tp),
+            "--pipeline-parallel-size",
+            str(s.pp),
+            "--max-model-len",
+            str(max_model_len),
+            "--kv-cache-dtype",
+            s.cache_dtype,
+        ]
         if max_num_seqs is not None:
             args += ["--max-num-seqs", str(max_num_seqs)]
         args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]

@@ -35,7 +35,7 @@ class LlamaCppSettings:
     backend: Backend = Backend.CPU  # buffer rules: cpu (alignment 32, verified) or cuda (128 + row padding)
 
 
-def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
+def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # noqa: C901 - llama.cpp's checks, in its order
     """llama_init_from_model's checks and the llama_context constructor's cparams, in order."""
     try:
         fa_asked, backend = FlashAttn(s.flash_attn), Backend(s.backend)
@@ -115,8 +115,20 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:
         n_ctx_seq = pad_to(n_ctx // n_seq, KV_PAD_CELLS)
         n_ctx = n_ctx_seq * n_seq
     return Context(
-        n_ctx_asked=n_ctx_asked, n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_seq=n_seq,
-        n_stream=1 if s.kv_unified else n_seq, n_batch=n_batch, n_ubatch=n_ubatch, n_rs_seq=n_rs_seq,
-        kv_unified=s.kv_unified, flash_attn=FlashAttn.OFF if fa is FlashAttn.OFF else FlashAttn.ON,
-        flash_attn_asked=fa_asked, type_k=type_k, type_v=type_v, swa_full=s.swa_full, mtp=s.mtp, backend=backend,
+        n_ctx_asked=n_ctx_asked,
+        n_ctx=n_ctx,
+        n_ctx_seq=n_ctx_seq,
+        n_seq=n_seq,
+        n_stream=1 if s.kv_unified else n_seq,
+        n_batch=n_batch,
+        n_ubatch=n_ubatch,
+        n_rs_seq=n_rs_seq,
+        kv_unified=s.kv_unified,
+        flash_attn=FlashAttn.OFF if fa is FlashAttn.OFF else FlashAttn.ON,
+        flash_attn_asked=fa_asked,
+        type_k=type_k,
+        type_v=type_v,
+        swa_full=s.swa_full,
+        mtp=s.mtp,
+        backend=backend,
     )

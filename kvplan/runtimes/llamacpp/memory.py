@@ -1,9 +1,10 @@
 """llama.cpp's memory layout, byte-exact.
 
-The context comes from kvplan.runtimes.llamacpp.context (src/llama-context.cpp); the memory modules follow llama_model::create_memory and the cache classes
-(llama_kv_cache, _iswa, llama_memory_recurrent, _hybrid, _hybrid_idx, llama_kv_cache_dsa, _dsa_iswa, _msa,
-_dsv4). ``MemoryPlan.total_bytes`` equals the ``context`` figure of ``llama_get_memory_breakdown()`` for
-the CPU backend (tensor alignment 32). See the README's "How kvplan computes llama.cpp memory".
+The context comes from kvplan.runtimes.llamacpp.context (src/llama-context.cpp); the memory modules follow
+llama_model::create_memory and the cache classes (llama_kv_cache, _iswa, llama_memory_recurrent, _hybrid,
+_hybrid_idx, llama_kv_cache_dsa, _dsa_iswa, _msa, _dsv4). ``MemoryPlan.total_bytes`` equals the ``context``
+figure of ``llama_get_memory_breakdown()`` for the CPU backend (tensor alignment 32). See the README's
+"How kvplan computes llama.cpp memory".
 """
 
 from __future__ import annotations
@@ -69,9 +70,18 @@ def _kv_cache(
             per_token += v_row
         layer_bytes.append(this)
     return CachePlan(
-        name=name, kind=kind, layers=tuple(r.index for r in rows), cells=cells, streams=streams,
-        type_k=tk.name, type_v=tv.name if has_v else None, k_bytes=k_bytes, v_bytes=v_bytes,
-        buffer_bytes=sum(layer_bytes), per_token_bytes=per_token if grows else 0, why=why,
+        name=name,
+        kind=kind,
+        layers=tuple(r.index for r in rows),
+        cells=cells,
+        streams=streams,
+        type_k=tk.name,
+        type_v=tv.name if has_v else None,
+        k_bytes=k_bytes,
+        v_bytes=v_bytes,
+        buffer_bytes=sum(layer_bytes),
+        per_token_bytes=per_token if grows else 0,
+        why=why,
         layer_bytes=tuple(layer_bytes),
     )
 
@@ -96,7 +106,8 @@ def _attention_rows(
 
 def _full_why(ctx: Context, cells: int | None = None) -> str:
     streams = "1 unified stream" if ctx.kv_unified else f"{ctx.n_stream} stream(s), one per sequence"
-    return f"n_ctx {ctx.n_ctx_asked:,} padded to {KV_PAD_CELLS} → {ctx.n_ctx:,}; {cells or ctx.n_ctx_seq:,} cells × {streams}"
+    cells = cells or ctx.n_ctx_seq
+    return f"n_ctx {ctx.n_ctx_asked:,} padded to {KV_PAD_CELLS} → {ctx.n_ctx:,}; {cells:,} cells × {streams}"
 
 
 def _swa_cells(model: ModelDescription, ctx: Context, unified: bool) -> tuple[int, bool, str]:
@@ -137,11 +148,15 @@ def _attention(
     out = []
     if base:
         rows = _attention_rows(model, ctx, base, k_only)
-        out.append(_kv_cache("full attention", CacheKind.ATTENTION, rows, ctx.n_ctx_seq, streams, ctx, True, _full_why(ctx)))
+        out.append(
+            _kv_cache("full attention", CacheKind.ATTENTION, rows, ctx.n_ctx_seq, streams, ctx, True, _full_why(ctx))
+        )
     if swa:
         cells, grows, why = _swa_cells(model, ctx, unified)
         out.append(
-            _kv_cache(label, CacheKind.ATTENTION, _attention_rows(model, ctx, swa, k_only), cells, streams, ctx, grows, why)
+            _kv_cache(
+                label, CacheKind.ATTENTION, _attention_rows(model, ctx, swa, k_only), cells, streams, ctx, grows, why
+            )
         )
     return out
 
@@ -174,9 +189,19 @@ def _recurrent(model: ModelDescription, ctx: Context, keep: Callable[[Layer], bo
     )
     return [
         CachePlan(
-            name="recurrent state", kind=CacheKind.RECURRENT, layers=tuple(layer.index for layer in layers),
-            cells=rows, streams=1, type_k="f32", type_v="f32", k_bytes=r_bytes, v_bytes=s_bytes,
-            buffer_bytes=sum(layer_bytes), per_token_bytes=0, why=why, layer_bytes=tuple(layer_bytes),
+            name="recurrent state",
+            kind=CacheKind.RECURRENT,
+            layers=tuple(layer.index for layer in layers),
+            cells=rows,
+            streams=1,
+            type_k="f32",
+            type_v="f32",
+            k_bytes=r_bytes,
+            v_bytes=s_bytes,
+            buffer_bytes=sum(layer_bytes),
+            per_token_bytes=0,
+            why=why,
+            layer_bytes=tuple(layer_bytes),
         )
     ]
 
@@ -211,6 +236,10 @@ def _every(layer: Layer) -> bool:
     return True
 
 
+def _indexer_layer(layer: Layer) -> bool:
+    return layer.indexer
+
+
 def _plain(model: ModelDescription, ctx: Context, notes: list[str]) -> list[CachePlan]:
     if ctx.mtp:
         return _attention(model, ctx, _nextn, model.mla)
@@ -223,39 +252,51 @@ def _plain(model: ModelDescription, ctx: Context, notes: list[str]) -> list[Cach
     return _attention(model, ctx, _every, model.mla)
 
 
+Filter = Callable[[Layer], bool]
+
+
+def _nemotron_attn(layer: Layer) -> bool:
+    return not layer.recurrent and layer.n_ff == 0
+
+
+def _nemotron_recr(layer: Layer) -> bool:
+    return layer.recurrent and layer.n_ff == 0
+
+
+def _trunk_attn(layer: Layer) -> bool:
+    return not layer.nextn and not layer.recurrent
+
+
+def _trunk_recr(layer: Layer) -> bool:
+    return not layer.nextn and layer.recurrent
+
+
+def _default_attn(layer: Layer) -> bool:
+    return not layer.recurrent  # over every layer: nextn layers included
+
+
+def _default_recr(layer: Layer) -> bool:
+    return layer.recurrent
+
+
+#: create_memory's layer filters for the hybrid memory (attention, recurrent), by architecture
+HYBRID_FILTERS: dict[str, tuple[Filter, Filter]] = {
+    "falcon-h1": (_every, _every),  # every layer is both
+    "nemotron_h": (_nemotron_attn, _nemotron_recr),  # blocks with n_ff == 0 are mixers
+    "nemotron_h_moe": (_nemotron_attn, _nemotron_recr),
+    **dict.fromkeys(("qwen3next", "qwen35", "qwen35moe", "qwen4exp", "minimax-01"), (_trunk_attn, _trunk_recr)),
+}
+
+
 def _hybrid(model: ModelDescription, ctx: Context, notes: list[str]) -> list[CachePlan]:
     arch = model.arch
     if ctx.mtp and arch in MTP_PLAIN_HYBRIDS:
         return _attention(model, ctx, _nextn, model.mla)
-    if arch == "falcon-h1":
-        attn, recr = _every, _every
-    elif arch in ("nemotron_h", "nemotron_h_moe"):
-
-        def attn(layer: Layer) -> bool:
-            return not layer.recurrent and layer.n_ff == 0
-
-        def recr(layer: Layer) -> bool:
-            return layer.recurrent and layer.n_ff == 0
-    elif arch in ("qwen3next", "qwen35", "qwen35moe", "qwen4exp", "minimax-01"):
-
-        def attn(layer: Layer) -> bool:
-            return not layer.nextn and not layer.recurrent
-
-        def recr(layer: Layer) -> bool:
-            return not layer.nextn and layer.recurrent
-    else:
-
-        def attn(layer: Layer) -> bool:
-            return not layer.recurrent  # over every layer: nextn layers included
-
-        def recr(layer: Layer) -> bool:
-            return layer.recurrent
-
-        if model.n_layer_nextn:
-            notes.append(
-                "this hybrid keeps its nextn/MTP layer(s) in the main attention cache (llama.cpp's "
-                "default hybrid filter)"
-            )
+    attn, recr = HYBRID_FILTERS.get(arch, (_default_attn, _default_recr))
+    if arch not in HYBRID_FILTERS and model.n_layer_nextn:
+        notes.append(
+            "this hybrid keeps its nextn/MTP layer(s) in the main attention cache (llama.cpp's default hybrid filter)"
+        )
     caches = _attention(model, ctx, attn, model.mla)
     if arch == "qwen4exp" and model.swa_type == SwaType.NONE and model.indexer_head_size:
         layers = [layer for layer in model.layers if attn(layer)]
@@ -301,7 +342,7 @@ def _dsa(model: ModelDescription, ctx: Context, notes: list[str]) -> list[CacheP
     if ctx.mtp and arch in ("deepseek32", "glm-dsa"):
         return _attention(model, ctx, _nextn, k_only=True)
     if arch == "hy_v4":
-        mla_keep, lid_keep = _every, (lambda layer: layer.indexer)
+        mla_keep, lid_keep = _every, _indexer_layer
     else:
         mla_keep = _trunk if model.n_layer_nextn > 0 else _every
         if arch == "glm-dsa":
@@ -325,7 +366,9 @@ def _dsa_iswa(model: ModelDescription, ctx: Context, notes: list[str]) -> list[C
     # the indexer hparams copy changes only the full head size: an SWA layer would keep its SWA width
     rows = [_Row(layer.index, layer.head_k if layer.swa else model.indexer_head_size, None) for layer in lid]
     if rows:
-        caches.append(_kv_cache("indexer", CacheKind.INDEXER, rows, ctx.n_ctx_seq, ctx.n_stream, ctx, True, _full_why(ctx)))
+        caches.append(
+            _kv_cache("indexer", CacheKind.INDEXER, rows, ctx.n_ctx_seq, ctx.n_stream, ctx, True, _full_why(ctx))
+        )
     return caches
 
 
@@ -412,9 +455,17 @@ def _dsv4(model: ModelDescription, ctx: Context, notes: list[str]) -> list[Cache
     if state_layers:
         caches.append(
             CachePlan(
-                name="compressor state", kind=CacheKind.COMPRESSED, layers=tuple(state_layers), cells=planes,
-                streams=1, type_k="f32", type_v=None, k_bytes=state_bytes, v_bytes=0,
-                buffer_bytes=sum(layer_bytes), per_token_bytes=0,
+                name="compressor state",
+                kind=CacheKind.COMPRESSED,
+                layers=tuple(state_layers),
+                cells=planes,
+                streams=1,
+                type_k="f32",
+                type_v=None,
+                k_bytes=state_bytes,
+                v_bytes=0,
+                buffer_bytes=sum(layer_bytes),
+                per_token_bytes=0,
                 why=f"kv + score f32 states per compressed layer, {planes} plane(s); independent of context",
                 layer_bytes=tuple(layer_bytes),
             )

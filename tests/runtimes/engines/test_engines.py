@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from helpers import kv
-
 import dataclasses
 import math
 
 import pytest
+from helpers import kv
 
 from kvplan.capacity.engines import EngineRuntime
 from kvplan.capacity.hardware import parse_gpus, parse_memory
+from kvplan.capacity.request import EngineOptions, Request
 from kvplan.capacity.results import FitResult
 from kvplan.errors import RefusedConfigError
-from kvplan.request import EngineOptions, Request
 from kvplan.runtimes.engines import ENGINES, EngineLayout, EngineSettings
 from kvplan.runtimes.engines import capacity as engine_capacity
 from kvplan.runtimes.engines import layout as engine_layout
@@ -34,13 +33,31 @@ def capacity(model, s: EngineSettings, gpu: int, weights: int, overhead: int, en
     return engine_capacity(model, ENGINES[engine], s, gpu, weights, overhead)
 
 
-def fit(model, engine: str, gpus: list[int], *, ctx: int | None = None, seqs: int | None = None, tp: int = 1,
-        weight_bytes: int | None = None, auto: bool = False, gpu: str | None = None, **options) -> FitResult:
+def fit(
+    model,
+    engine: str,
+    gpus: list[int],
+    *,
+    ctx: int | None = None,
+    seqs: int | None = None,
+    tp: int = 1,
+    weight_bytes: int | None = None,
+    auto: bool = False,
+    gpu: str | None = None,
+    **options,
+) -> FitResult:
     hw = parse_gpus(gpu) if gpu else parse_memory(tuple(gpus))
-    req = Request("m", engine, engine=EngineOptions(max_model_len=ctx, max_num_seqs=seqs, tensor_parallel_size=tp,
-                                                    **options),
-                  hardware=hw, weight_bytes=weight_bytes, cache_types_auto=auto)  # fmt: skip
+    req = Request(
+        "m",
+        engine,
+        engine=EngineOptions(max_model_len=ctx, max_num_seqs=seqs, tensor_parallel_size=tp, **options),
+        hardware=hw,
+        weight_bytes=weight_bytes,
+        cache_types_auto=auto,
+    )
     return EngineRuntime(ENGINES[engine]).fit(model, req)
+
+
 T = 80 * GIB
 W = 8_030_261_248 * 2  # Llama-3-8B bf16 weights
 X = 3 * GIB  # assumed profiled activations + graphs
@@ -138,10 +155,15 @@ def _swa_model(n_full: int, n_swa: int, swa_head: int = 64, full_head: int = 64,
     m = load_model("gpt-oss-20b")
     base = m.layers[0]
     layers = tuple(
-        dataclasses.replace(base, index=i, swa=i < n_swa, head_k=swa_head if i < n_swa else full_head,
-                            head_v=swa_head if i < n_swa else full_head)
+        dataclasses.replace(
+            base,
+            index=i,
+            swa=i < n_swa,
+            head_k=swa_head if i < n_swa else full_head,
+            head_v=swa_head if i < n_swa else full_head,
+        )
         for i in range(n_full + n_swa)
-    )  # fmt: skip
+    )
     return dataclasses.replace(m, layers=layers, n_layer_all=len(layers), n_swa=window)
 
 
@@ -173,7 +195,7 @@ def test_vllm_grouping_rules() -> None:
     assert any("8 padding layer" in n for n in lay.notes)
     # strided assignment: layers[k::6], so each group spans the whole depth (PP stages stay balanced)
     swa_groups = [g for g in lay.groups if g.spec.kind == "sliding_window"]
-    assert [ref.index for ref in swa_groups[0].layers[:2]] == [0, 7]
+    assert [ref.layer for ref in swa_groups[0].layers[:2]] == [0, 7]
     # 12 sliding + 13 full: max < 1.5 × min, so the group size is 13 (one padding layer), not 12
     lay = layout(_swa_model(13, 12), EngineSettings())
     assert [len(g.layers) for g in lay.groups] == [12, 13] and lay.block_bytes == 13 * 16 * 8 * 128 * 2
@@ -196,7 +218,10 @@ def test_vllm_page_unification() -> None:
 def test_vllm_mla_block_size_by_gpu() -> None:
     m = load_model("deepseek-v3")
     assert [layout(m, EngineSettings(gpu_family=f)).block_tokens for f in ("hopper", "blackwell", "other")] == [
-        64, 128, 16]  # fmt: skip
+        64,
+        128,
+        16,
+    ]
     assert layout(m, EngineSettings(gpu_family="blackwell", block_size=32)).block_tokens == 32
     assert gpu_family("H100-80GBx8") == "hopper" and gpu_family("B200") == "blackwell" and gpu_family("L40S") == "other"
     assert vllm_batched_tokens(80 * GIB, "H100-80GB") == 8192
@@ -265,8 +290,20 @@ def test_cache_types_auto_takes_the_least_lossy_dtype_that_fits() -> None:
 
 
 def test_fit_with_an_engine_through_the_cli() -> None:
-    r = kv("fit", "llama-3.1-70b", "--engine", "vllm", "--gpu", "H100-80GBx4", "-tp", "4", "--max-model-len", "32k",
-           "-o", "json")  # fmt: skip
+    r = kv(
+        "fit",
+        "llama-3.1-70b",
+        "--engine",
+        "vllm",
+        "--gpu",
+        "H100-80GBx4",
+        "-tp",
+        "4",
+        "--max-model-len",
+        "32k",
+        "-o",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     doc = r.json()
     e = doc["engine"]
@@ -279,8 +316,22 @@ def test_fit_with_an_engine_through_the_cli() -> None:
     assert r.exit_code == 2 and "2 GPU(s) for tensor parallel 4" in r.stderr
     r = kv("fit", "llama-3.1-70b", "--engine", "sglang", "--gpu", "L4", "--params", "70B")
     assert r.exit_code == 1 and "does not fit" in r.stdout and "the weights" in r.stdout
-    r = kv("fit", "gpt-oss-120b", "--engine", "vllm", "--gpu", "H100-80GB", "--weights", "mxfp4",
-           "--max-num-seqs", "4", "--cache-types", "auto", "-o", "json")  # fmt: skip
+    r = kv(
+        "fit",
+        "gpt-oss-120b",
+        "--engine",
+        "vllm",
+        "--gpu",
+        "H100-80GB",
+        "--weights",
+        "mxfp4",
+        "--max-num-seqs",
+        "4",
+        "--cache-types",
+        "auto",
+        "-o",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     doc = r.json()
     assert doc["mode"] == "cache-types" and doc["engine"]["cache_dtype"] == "fp8" and doc["n_seq"] == 4

@@ -15,8 +15,8 @@ import pytest
 from helpers import ORACLE, oracle_cases
 
 from kvplan.errors import HParamsError, KvplanError, RefusedConfigError
-from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings, plan
 from kvplan.model import ModelDescription
+from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings, plan
 from kvplan.sources.gguf_source import load_gguf_model
 
 FA = {-1: "auto", 0: "off", 1: "on"}

@@ -105,11 +105,13 @@ def _gpu_layers(value: object) -> int:
 
 def _proportions(value: object) -> tuple[float, ...]:
     """-ts 3,1 (llama.cpp also splits on /): finite, non-negative, not all zero."""
-    items: list[object] = list(value) if isinstance(value, (list, tuple)) else str(value).replace("/", ",").split(",")
+    items: list[object] = (
+        list(value) if isinstance(value, (list, tuple)) else list(str(value).replace("/", ",").split(","))
+    )
     out = []
     for item in items:
         try:
-            x = float(item) if not isinstance(item, bool) else math.nan
+            x = float(item) if isinstance(item, (int, float, str)) and not isinstance(item, bool) else math.nan
         except (TypeError, ValueError):
             raise ValueError(f"expected proportions such as 3,1, not {value!r}") from None
         if not math.isfinite(x) or x < 0 or x > 1e6:
@@ -186,7 +188,6 @@ class Setting:
     aliases: tuple[str, ...] = ()  # older or other file keys
     negate: tuple[str, ...] = ()  # flags that turn a switch off
     runtime: str | None = None  # "llama.cpp", "engine" or None (any)
-    engines: tuple[str, ...] = ()  # for engine settings: the engines that have it (empty: all)
 
     @property
     def file_key(self) -> str | None:
@@ -199,31 +200,33 @@ class Setting:
 
 
 _LL, _EN = LLAMACPP, "engine"
+# fmt: off
 SETTINGS: tuple[Setting, ...] = (
-    Setting("engine", ("--engine",), canonical_runtime, f"{', '.join(runtime_names())} (any case); default llama.cpp",
-            "runtime", "NAME"),
+    Setting("engine", ("--engine",), canonical_runtime,
+            f"{', '.join(runtime_names())} (any case); default llama.cpp", "runtime", "NAME"),
     # llama.cpp
     Setting("ctx_size", ("-c", "--ctx-size", "--ctx"), _count(0),
             "context size in tokens, shared by the -np sequences (llama.cpp's -c; 32k = 32768; 0 = the model's "
             "trained context)", "llama.cpp", runtime=_LL),
     Setting("ctx_per_seq", ("--ctx-per-seq",), _count(1),
             "tokens per sequence instead: llama.cpp's -c becomes N × -np", "llama.cpp", runtime=_LL),
-    Setting("parallel", ("-np", "--parallel"), _count(1), "parallel sequences (n_seq_max, at most 256)",
-            "llama.cpp", runtime=_LL),
-    Setting("kv_unified", ("-kvu", "--kv-unified"), _switch, "one KV stream shared by all sequences", "llama.cpp",
-            None, negate=("-no-kvu", "--no-kv-unified"), runtime=_LL),
-    Setting("batch_size", ("-b", "--batch-size", "--batch"), _count(1), "logical batch size (n_batch; 2048)",
-            "llama.cpp", aliases=("batch",), runtime=_LL),
-    Setting("ubatch_size", ("-ub", "--ubatch-size", "--ubatch"), _count(1), "physical batch size (n_ubatch; 512)",
-            "llama.cpp", aliases=("ubatch",), runtime=_LL),
+    Setting("parallel", ("-np", "--parallel"), _count(1),
+            "parallel sequences (n_seq_max, at most 256)", "llama.cpp", runtime=_LL),
+    Setting("kv_unified", ("-kvu", "--kv-unified"), _switch,
+            "one KV stream shared by all sequences", "llama.cpp", None, negate=("-no-kvu", "--no-kv-unified"),
+            runtime=_LL),
+    Setting("batch_size", ("-b", "--batch-size", "--batch"), _count(1),
+            "logical batch size (n_batch; 2048)", "llama.cpp", aliases=("batch",), runtime=_LL),
+    Setting("ubatch_size", ("-ub", "--ubatch-size", "--ubatch"), _count(1),
+            "physical batch size (n_ubatch; 512)", "llama.cpp", aliases=("ubatch",), runtime=_LL),
     Setting("cache_type_k", ("-ctk", "--cache-type-k"), _cache_type,
             f"K cache type: {', '.join(LLAMA_CPP_CACHE_TYPES)} (f16)", "llama.cpp", "TYPE", runtime=_LL),
-    Setting("cache_type_v", ("-ctv", "--cache-type-v"), _cache_type, "V cache type (same choices; f16)", "llama.cpp",
-            "TYPE", runtime=_LL),
-    Setting("flash_attn", ("-fa", "--flash-attn"), _flash_attn, "flash attention: on, off or auto (auto)",
-            "llama.cpp", "on|off|auto", runtime=_LL),
-    Setting("swa_full", ("--swa-full",), _switch, "full-size cache for sliding-window layers", "llama.cpp", None,
-            runtime=_LL),
+    Setting("cache_type_v", ("-ctv", "--cache-type-v"), _cache_type,
+            "V cache type (same choices; f16)", "llama.cpp", "TYPE", runtime=_LL),
+    Setting("flash_attn", ("-fa", "--flash-attn"), _flash_attn,
+            "flash attention: on, off or auto (auto)", "llama.cpp", "on|off|auto", runtime=_LL),
+    Setting("swa_full", ("--swa-full",), _switch,
+            "full-size cache for sliding-window layers", "llama.cpp", None, runtime=_LL),
     Setting("rs_seq", ("--rs-seq",), _count(0),
             "recurrent-state snapshots kept for speculative rollback (n_rs_seq; 0)", "llama.cpp", runtime=_LL),
     Setting("n_gpu_layers", ("-ngl", "--n-gpu-layers", "--gpu-layers"), _gpu_layers,
@@ -231,88 +234,93 @@ SETTINGS: tuple[Setting, ...] = (
             "llama.cpp", "N|auto|all", runtime=_LL),
     Setting("tensor_split", ("-ts", "--tensor-split"), _proportions,
             "layer split over the GPUs: 3,1 (default: by their memory)", "llama.cpp", "N0,N1,...", runtime=_LL),
-    Setting("no_kv_offload", ("-nkvo", "--no-kv-offload"), _switch, "keep the KV cache in host memory",
-            "llama.cpp", None, negate=("-kvo", "--kv-offload"), runtime=_LL),
+    Setting("no_kv_offload", ("-nkvo", "--no-kv-offload"), _switch,
+            "keep the KV cache in host memory", "llama.cpp", None, negate=("-kvo", "--kv-offload"), runtime=_LL),
     Setting("backend", ("--backend",), _backend,
             "buffer rules: cuda (128-byte alignment, padded quantized rows) or cpu (verified); fit: cuda",
             "llama.cpp", "cuda|cpu", runtime=_LL),
-    Setting("mtp", ("--mtp",), _switch, "also size the MTP draft context (nextn layers only)", "llama.cpp", None,
-            runtime=_LL),
-    Setting("cache_type_k_draft", ("-ctkd", "--cache-type-k-draft"), _cache_type, "MTP draft K cache type (f16)",
-            "llama.cpp", "TYPE", runtime=_LL),
-    Setting("cache_type_v_draft", ("-ctvd", "--cache-type-v-draft"), _cache_type, "MTP draft V cache type (f16)",
-            "llama.cpp", "TYPE", runtime=_LL),
+    Setting("mtp", ("--mtp",), _switch,
+            "also size the MTP draft context (nextn layers only)", "llama.cpp", None, runtime=_LL),
+    Setting("cache_type_k_draft", ("-ctkd", "--cache-type-k-draft"), _cache_type,
+            "MTP draft K cache type (f16)", "llama.cpp", "TYPE", runtime=_LL),
+    Setting("cache_type_v_draft", ("-ctvd", "--cache-type-v-draft"), _cache_type,
+            "MTP draft V cache type (f16)", "llama.cpp", "TYPE", runtime=_LL),
     # serving engines
     Setting("max_model_len", ("--max-model-len", "--context-length", "--max_seq_len"), _count(1),
             "tokens per sequence (SGLang --context-length, TensorRT-LLM --max_seq_len)", "engine", runtime=_EN),
     Setting("max_num_seqs", ("--max-num-seqs", "--max-running-requests", "--max_batch_size"), _count(1),
             "sequences that must fit at once (SGLang --max-running-requests, TensorRT-LLM --max_batch_size)",
             "engine", runtime=_EN),
-    Setting("tensor_parallel_size", ("-tp", "--tensor-parallel-size", "--tp-size", "--tp_size", "--tp"), _count(1),
-            "tensor parallel size (1)", "engine", aliases=("tp",), runtime=_EN),
+    Setting("tensor_parallel_size", ("-tp", "--tensor-parallel-size", "--tp-size", "--tp_size", "--tp"),
+            _count(1), "tensor parallel size (1)", "engine", aliases=("tp",), runtime=_EN),
     Setting("pipeline_parallel_size", ("-pp", "--pipeline-parallel-size", "--pp-size", "--pp_size", "--pp"),
             _count(1), "pipeline parallel size (1)", "engine", aliases=("pp",), runtime=_EN),
     Setting("kv_cache_dtype", ("--kv-cache-dtype",), _choice(tuple(CACHE_DTYPE_BYTES), "KV cache dtype"),
             "auto (the checkpoint's bf16), fp8, fp8_e4m3, fp8_e5m2, bf16, fp16", "engine", "DTYPE", runtime=_EN),
     Setting("block_size", ("--block-size", "--page-size", "--tokens_per_block"), _count(1),
             "tokens per block / page (default: the engine's choice for the model and GPU)", "engine", runtime=_EN),
-    Setting("gpu_memory_utilization", ("--gpu-memory-utilization",), _fraction, "vLLM's memory share (0.92)",
-            "engine", "FRACTION", runtime=_EN, engines=("vllm",)),
+    Setting("gpu_memory_utilization", ("--gpu-memory-utilization",), _fraction,
+            "vLLM's memory share (0.92)", "engine", "FRACTION", runtime=_EN),
     Setting("mem_fraction_static", ("--mem-fraction-static",), _fraction,
-            "SGLang's memory share (default: its heuristic)", "engine", "FRACTION", runtime=_EN, engines=("sglang",)),
+            "SGLang's memory share (default: its heuristic)", "engine", "FRACTION", runtime=_EN),
     Setting("free_gpu_memory_fraction",
             ("--free-gpu-memory-fraction", "--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction"),
-            _fraction, "TensorRT-LLM's share of the free memory (0.9)", "engine", "FRACTION", runtime=_EN,
-            engines=("trtllm",)),
+            _fraction, "TensorRT-LLM's share of the free memory (0.9)", "engine", "FRACTION", runtime=_EN),
     Setting("max_num_batched_tokens", ("--max-num-batched-tokens",), _count(1),
             "vLLM: tokens per step (default: 8192 on GPUs of 70 GiB or more but A100, else 2048)", "engine",
-            runtime=_EN, engines=("vllm",)),
+            runtime=_EN),
     Setting("disable_hybrid_kv_cache_manager", ("--disable-hybrid-kv-cache-manager",), _switch,
-            "vLLM: full-length KV for sliding-window layers too", "engine", None, runtime=_EN, engines=("vllm",)),
+            "vLLM: full-length KV for sliding-window layers too", "engine", None, runtime=_EN),
     # hardware
-    Setting("gpu", ("--gpu",), _gpu, "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`)",
-            "hardware", "NAME[xN]"),
-    Setting("memory", ("--memory",), _sizes, "memory per GPU instead: 24GiB or 24GiB,24GiB", "hardware",
-            "SIZE[,SIZE]"),
-    Setting("gpus_file", ("--gpus-file",), _text, "a YAML file of NAME: memory entries extending the GPU presets",
-            "hardware", "FILE", key=None),
+    Setting("gpu", ("--gpu",), _gpu,
+            "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`)", "hardware", "NAME[xN]"),
+    Setting("memory", ("--memory",), _sizes,
+            "memory per GPU instead: 24GiB or 24GiB,24GiB", "hardware", "SIZE[,SIZE]"),
+    Setting("gpus_file", ("--gpus-file",), _text,
+            "a YAML file of NAME: memory entries extending the GPU presets", "hardware", "FILE", key=None),
     # weights
-    Setting("weights", ("--weights",), weight_type, "weight type for an estimate: q4_k_m, q8_0, bf16, fp8, awq, …",
-            "weights", "TYPE"),
-    Setting("weight_bytes", ("--weight-bytes",), parse_size, "total weight bytes instead: 18.5GiB", "weights",
-            "SIZE"),
-    Setting("params", ("--params",), parse_params, "parameter count for the estimate: 32B, 7.6B, 8.03e9",
-            "weights", "N"),
+    Setting("weights", ("--weights",), weight_type,
+            "weight type for an estimate: q4_k_m, q8_0, bf16, fp8, awq, …", "weights", "TYPE"),
+    Setting("weight_bytes", ("--weight-bytes",), parse_size,
+            "total weight bytes instead: 18.5GiB", "weights", "SIZE"),
+    Setting("params", ("--params",), parse_params,
+            "parameter count for the estimate: 32B, 7.6B, 8.03e9", "weights", "N"),
     Setting("overhead", ("--overhead",), _size0,
             "memory per GPU besides weights and KV (default: an estimate, labelled as one)", "weights", "SIZE"),
     # solver
-    Setting("cache_types", ("--cache-types",), _cache_types, "auto: the least lossy cache types that fit",
-            "solver", "auto"),
+    Setting("cache_types", ("--cache-types",), _cache_types,
+            "auto: the least lossy cache types that fit", "solver", "auto"),
     # budgets
-    Setting("max_kv", ("--max-kv",), parse_size, "KV / state bytes at most this", "budgets", "SIZE",
-            key="budgets.max_kv"),
-    Setting("max_total", ("--max-total",), parse_size, "weights + KV + overhead at most this", "budgets", "SIZE",
-            key="budgets.max_total"),
-    Setting("min_ctx", ("--min-ctx",), _count(1), "each sequence gets at least this many tokens", "budgets", "N",
-            key="budgets.min_ctx"),
-    Setting("min_parallel", ("--min-parallel",), _count(1), "at least this many sequences fit", "budgets", "N",
-            key="budgets.min_parallel"),
+    Setting("max_kv", ("--max-kv",), parse_size,
+            "KV / state bytes at most this", "budgets", "SIZE", key="budgets.max_kv"),
+    Setting("max_total", ("--max-total",), parse_size,
+            "weights + KV + overhead at most this", "budgets", "SIZE", key="budgets.max_total"),
+    Setting("min_ctx", ("--min-ctx",), _count(1),
+            "each sequence gets at least this many tokens", "budgets", "N", key="budgets.min_ctx"),
+    Setting("min_parallel", ("--min-parallel",), _count(1),
+            "at least this many sequences fit", "budgets", "N", key="budgets.min_parallel"),
     Setting("headroom", ("--headroom",), _headroom,
             "free share kept on every GPU (engines: of the KV pool), e.g. 10%", "budgets", "SHARE",
             key="budgets.headroom"),
-)  # fmt: skip
+)
+# fmt: on
 SETTINGS_BY_DEST: dict[str, Setting] = {s.dest: s for s in SETTINGS}
 #: what to use instead when a flag belongs to the other kind of runtime
 _ENGINE_EQUIVALENT = {
-    "ctx_size": "--max-model-len (per sequence)", "ctx_per_seq": "--max-model-len", "parallel": "--max-num-seqs",
-    "cache_type_k": "--kv-cache-dtype", "cache_type_v": "--kv-cache-dtype",
+    "ctx_size": "--max-model-len (per sequence)",
+    "ctx_per_seq": "--max-model-len",
+    "parallel": "--max-num-seqs",
+    "cache_type_k": "--kv-cache-dtype",
+    "cache_type_v": "--kv-cache-dtype",
     "tensor_split": "-tp / -pp (the engines split tensors and stages, not layers)",
-}  # fmt: skip
+}
 _LLAMACPP_EQUIVALENT = {
-    "max_model_len": "--ctx-per-seq (or -c, shared by the -np sequences)", "max_num_seqs": "-np",
-    "kv_cache_dtype": "-ctk / -ctv", "tensor_parallel_size": "-ts (llama.cpp splits layers over the GPUs)",
+    "max_model_len": "--ctx-per-seq (or -c, shared by the -np sequences)",
+    "max_num_seqs": "-np",
+    "kv_cache_dtype": "-ctk / -ctv",
+    "tensor_parallel_size": "-ts (llama.cpp splits layers over the GPUs)",
     "pipeline_parallel_size": "-ts (llama.cpp splits layers over the GPUs)",
-}  # fmt: skip
+}
 
 
 # --- the typed request -------------------------------------------------------------------------------------
@@ -369,8 +377,7 @@ class Budgets:
 
     @property
     def any(self) -> bool:
-        return any(v is not None for v in (self.max_kv, self.max_total, self.min_ctx, self.min_parallel,
-                                           self.headroom))  # fmt: skip
+        return any(v is not None for v in (self.max_kv, self.max_total, self.min_ctx, self.min_parallel, self.headroom))
 
 
 @dataclass(frozen=True)
@@ -399,8 +406,14 @@ class Request:
         return self.origins.get(dest) or Origin(SETTINGS_BY_DEST[dest].flag if dest in SETTINGS_BY_DEST else dest)
 
 
-def build_request(model: str, raw: Mapping[str, Raw], *, gpu_table: Mapping[str, int] | None = None,
-                  need_hardware: bool = False, where: Origin | None = None) -> Request:  # fmt: skip
+def build_request(
+    model: str,
+    raw: Mapping[str, Raw],
+    *,
+    gpu_table: Mapping[str, int] | None = None,
+    need_hardware: bool = False,
+    where: Origin | None = None,
+) -> Request:
     """Parse and check raw values (from flags or a file) into a Request; every error names where it came from.
 
     ``where`` is the origin of the whole entry (errors not tied to one value); ``need_hardware`` makes the
@@ -418,12 +431,16 @@ def build_request(model: str, raw: Mapping[str, Raw], *, gpu_table: Mapping[str,
     runtime = values.get("engine", LLAMACPP)
     _check_runtime(runtime, raw)
     if "ctx_size" in raw and "ctx_per_seq" in raw:
-        raise raw["ctx_per_seq"].origin.error(f"give either {raw['ctx_size'].origin.key} (the context shared by the "
-                                              "sequences) or --ctx-per-seq, not both")  # fmt: skip
+        raise raw["ctx_per_seq"].origin.error(
+            f"give either {raw['ctx_size'].origin.key} (the context shared by the sequences) or --ctx-per-seq, not both"
+        )
     hardware = _hardware(values, raw, gpu_table)
     if hardware is None and (need_hardware or is_engine(runtime)):
-        raise entry.error("give the hardware: --gpu NAME[xN] or --memory SIZE[,SIZE]" if where is None else
-                          "give the hardware: gpu or memory")  # fmt: skip
+        raise entry.error(
+            "give the hardware: --gpu NAME[xN] or --memory SIZE[,SIZE]"
+            if where is None
+            else "give the hardware: gpu or memory"
+        )
     if hardware is not None and "tensor_split" in values and len(values["tensor_split"]) != hardware.count:
         raise raw["tensor_split"].origin.error(f"{len(values['tensor_split'])} proportions for {hardware.count} GPU(s)")
     for dest in ("min_parallel", "headroom"):
@@ -435,8 +452,10 @@ def build_request(model: str, raw: Mapping[str, Raw], *, gpu_table: Mapping[str,
         if hardware.count != ranks:
             origin = raw.get("tensor_parallel_size", raw.get("gpu", raw.get("memory")))
             at = origin.origin if origin else entry
-            raise at.error(f"{hardware.count} GPU(s) for tensor parallel {eng.tensor_parallel_size} × pipeline "
-                           f"parallel {eng.pipeline_parallel_size} = {ranks}")  # fmt: skip
+            raise at.error(
+                f"{hardware.count} GPU(s) for tensor parallel {eng.tensor_parallel_size} × pipeline "
+                f"parallel {eng.pipeline_parallel_size} = {ranks}"
+            )
         if len(set(hardware.memory_bytes)) != 1:
             at = raw["memory"].origin if "memory" in raw else entry
             raise at.error("every rank takes the smallest rank's capacity; give GPUs of one size")
@@ -468,9 +487,10 @@ def _check_runtime(runtime: str, raw: Mapping[str, Raw]) -> None:
             instead = _LLAMACPP_EQUIVALENT.get(dest)
             hint = f"; for llama.cpp use {instead}" if instead else "; give --engine vllm, sglang or trtllm"
             raise item.origin.error(f"is a serving-engine setting{hint}")
-        if setting.engines and runtime not in setting.engines:
-            owner = ", ".join(ENGINES[e].label for e in setting.engines)
-            raise item.origin.error(f"is {owner}'s; {ENGINES[runtime].label} does not have it")
+        owners = [e for e in ENGINES.values() if dest in e.own_settings]
+        if owners and is_engine(runtime) and dest not in ENGINES[runtime].own_settings:
+            names = ", ".join(e.label for e in owners)
+            raise item.origin.error(f"is {names}'s; {ENGINES[runtime].label} does not have it")
 
 
 def _hardware(values: dict[str, Any], raw: Mapping[str, Raw], gpu_table: Mapping[str, int] | None) -> Hardware | None:
