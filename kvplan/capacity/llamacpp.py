@@ -399,7 +399,7 @@ class LlamaCppRuntime:
             need_bytes=tight.used_bytes,
             have_bytes=tight.memory_bytes or 0,
             need_device=tight.name,
-            run_command=RUN_COMMAND,
+            run_command=run_command(model, req.model),
             run_args=run_args(model, target, placement) if fits else (),
             weights_basis=target.weights.basis,
             overhead_basis=(
