@@ -31,7 +31,7 @@ def _example(block: str) -> str:
     out = []
     for line in block.splitlines():
         if line.startswith("$ "):
-            stdout, want = _run(line[2:])
+            stdout, _ = _run(line[2:])
             out += [line, stdout.rstrip("\n")]
     return "\n".join(out) + "\n"
 

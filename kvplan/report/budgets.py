@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvplan.capacity.budgets import Finding
 from kvplan.capacity.deployment import Suggestion
-from kvplan.report.document import DATA_FORMATS, Column, Format, Kind
+from kvplan.report.document import DATA_FORMATS, Column, Format, Kind, Table
 from kvplan.units import Units, format_size
 
 HUMAN = frozenset({Format.TABLE, Format.MARKDOWN})
@@ -73,3 +73,9 @@ def row(f: Finding, units: Units) -> dict[str, str | int | float | bool | None]:
 
 def suggestion_text(s: Suggestion) -> str:
     return "passes with " + " ".join(s.flags)
+
+
+def table(findings: tuple[Finding, ...], units: Units) -> Table:
+    """The budgets of one plan (estimate, fit) as a table of their own."""
+    return Table("budget_rows", COLUMNS, tuple(row(f, units) for f in findings), title="Budgets", csv=False,
+                 json=False)  # fmt: skip

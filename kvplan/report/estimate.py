@@ -170,15 +170,7 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
     notes += [n for p in plans for n in p.notes]
     tables = [cache_table(plans)]
     if ev.findings:
-        tables.append(
-            Table(
-                "budgets",
-                budget_report.COLUMNS,
-                tuple(budget_report.row(f, units) for f in ev.findings),
-                title="Budgets",
-                csv=False,
-            )
-        )
+        tables.append(budget_report.table(ev.findings, units))
     if ev.suggestion is not None:
         notes.append(budget_report.suggestion_text(ev.suggestion))
     data: dict[str, Any] = {

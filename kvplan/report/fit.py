@@ -266,15 +266,7 @@ def fit_document(ev: Evaluation, units: Units) -> Document:
         notes.append(budget_report.suggestion_text(ev.suggestion))
     tables = [device_table(r, kv_header)]
     if any(f.budget != "fits" for f in ev.findings):
-        tables.append(
-            Table(
-                "budgets",
-                budget_report.COLUMNS,
-                tuple(budget_report.row(f, units) for f in ev.findings),
-                title="Budgets",
-                csv=False,
-            )
-        )
+        tables.append(budget_report.table(ev.findings, units))
     data: dict[str, Any] = {
         "runtime": r.runtime,
         "mode": r.mode.value,

@@ -31,6 +31,7 @@ from kvplan.runtimes.engines.paged import (
     IndexerSpec,
     LayerRef,
     MLASpec,
+    RankMemory,
     SlidingWindowSpec,
     pipeline_stages,
 )
@@ -143,4 +144,4 @@ def capacity(
 ) -> Capacity:
     """KV blocks / tokens one rank holds, and the engine's concurrency at max_model_len."""
     lay = lay or layout(model, engine, s)
-    return engine.capacity(model, s, lay, gpu_bytes, weight_bytes_per_rank, overhead_bytes)
+    return engine.capacity(model, s, lay, RankMemory(gpu_bytes, weight_bytes_per_rank, overhead_bytes))

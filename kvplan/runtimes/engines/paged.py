@@ -151,6 +151,26 @@ class Grouping:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class RankMemory:
+    """One rank's memory and what is spent before the KV pool: its share of the weights, the profiled overhead."""
+
+    gpu_bytes: int
+    weight_bytes: int
+    overhead_bytes: int
+
+
+#: how an engine spells the arguments every engine has (its run line)
+@dataclass(frozen=True)
+class Spelling:
+    tp: str
+    pp: str
+    max_model_len: str
+    max_num_seqs: str
+    kv_cache_dtype: str | None  # None: not a command-line argument of the engine
+    block_size: str
+
+
 # --- the engine interface -----------------------------------------------------------------------------
 
 
@@ -207,15 +227,7 @@ class Engine:
         """Tokens one request may have scheduled beyond its window (0: the pool reserves none)."""
         return 0
 
-    def capacity(
-        self,
-        model: ModelDescription,
-        s: EngineSettings,
-        lay: EngineLayout,
-        gpu_bytes: int,
-        weight_bytes: int,
-        overhead_bytes: int,
-    ) -> Capacity:
+    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         raise NotImplementedError
 
     def requests_that_fit(self, cap: Capacity, ctx: int) -> int:
@@ -230,9 +242,23 @@ class Engine:
         """KV bytes a rank of ``stage`` allocates."""
         return cap.blocks * cap.layout.stage_block_bytes(stage)
 
+    spelling: ClassVar[Spelling]
+
     def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
         """The engine's own arguments that reproduce the plan (every one the answer depends on)."""
-        raise NotImplementedError
+        s, say = lay.settings, self.spelling
+        args = [say.tp, str(s.tp), say.pp, str(s.pp), say.max_model_len, str(max_model_len)]
+        if say.kv_cache_dtype:
+            args += [say.kv_cache_dtype, s.cache_dtype]
+        if max_num_seqs is not None:
+            args += [say.max_num_seqs, str(max_num_seqs)]
+        if s.block_size:
+            args += [say.block_size, str(s.block_size)]
+        return (*args, *self.own_run_args(lay))
+
+    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
+        """The arguments only this engine has that the plan depends on."""
+        return ()
 
     def run_notes(self, lay: EngineLayout) -> tuple[str, ...]:
         """What the plan also needs that is not a command-line argument of the engine."""

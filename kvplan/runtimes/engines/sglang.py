@@ -16,6 +16,8 @@ from kvplan.runtimes.engines.paged import (
     Engine,
     EngineLayout,
     EngineSettings,
+    RankMemory,
+    Spelling,
 )
 from kvplan.runtimes.engines.vllm import VLLM
 from kvplan.units import GIB, MIB, cdiv
@@ -63,6 +65,9 @@ class SGLang(Engine):
     block_unit: ClassVar[str] = "page"
     measures_overhead: ClassVar[bool] = False  # activations and graphs live in the (1 − mem_fraction_static) slack
     own_settings: ClassVar[frozenset[str]] = frozenset({"mem_fraction_static"})
+    spelling: ClassVar[Spelling] = Spelling(
+        "--tp-size", "--pp-size", "--context-length", "--max-running-requests", "--kv-cache-dtype", "--page-size"
+    )
 
     def command(self, model: str) -> str:
         return f"python -m sglang.launch_server --model-path {model}"
@@ -91,20 +96,12 @@ class SGLang(Engine):
             f"(SGLang runs {model.arch} without hybrid SWA pools)"
         )
 
-    def capacity(
-        self,
-        model: ModelDescription,
-        s: EngineSettings,
-        lay: EngineLayout,
-        gpu_bytes: int,
-        weight_bytes: int,
-        overhead_bytes: int,
-    ) -> Capacity:
+    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         """rest = (free − weights) − free × (1 − mem_fraction_static); tokens = rest ÷ cell, floored to pages."""
         max_len = s.max_model_len or model.n_ctx_train
-        mfs = s.mem_fraction_static or mem_fraction_static(gpu_bytes, s.tp, s.pp, model.mla)
-        pre = gpu_bytes - CUDA_CONTEXT_BYTES
-        budget = int((pre - weight_bytes) - pre * (1 - mfs))
+        mfs = s.mem_fraction_static or mem_fraction_static(mem.gpu_bytes, s.tp, s.pp, model.mla)
+        pre = mem.gpu_bytes - CUDA_CONTEXT_BYTES
+        budget = int((pre - mem.weight_bytes) - pre * (1 - mfs))
         page = lay.block_tokens
         full, swa = lay.token_bytes_split(lay.busiest_stage)
         ratio = SWA_FULL_TOKENS_RATIO if swa else 0.0
@@ -136,25 +133,9 @@ class SGLang(Engine):
         full, swa = cap.layout.token_bytes_split(stage)
         return cap.tokens * full + (cap.swa_tokens or 0) * swa
 
-    def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
-        s = lay.settings
-        args = [
-            "--tp-size",
-            str(s.tp),
-            "--pp-size",
-            str(s.pp),
-            "--context-length",
-            str(max_model_len),
-            "--kv-cache-dtype",
-            s.cache_dtype,
-        ]
-        if max_num_seqs is not None:
-            args += ["--max-running-requests", str(max_num_seqs)]
-        if s.mem_fraction_static:
-            args += ["--mem-fraction-static", f"{s.mem_fraction_static:g}"]
-        if s.block_size:
-            args += ["--page-size", str(s.block_size)]
-        return tuple(args)
+    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
+        mfs = lay.settings.mem_fraction_static
+        return ("--mem-fraction-static", f"{mfs:g}") if mfs else ()
 
 
 ENGINE = SGLang()

@@ -16,6 +16,8 @@ from kvplan.runtimes.engines.paged import (
     Engine,
     EngineLayout,
     EngineSettings,
+    RankMemory,
+    Spelling,
 )
 from kvplan.units import GIB, cdiv
 
@@ -32,6 +34,9 @@ class TRTLLM(Engine):
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8")
     packs_fp8_mla: ClassVar[bool] = False  # kv_factor 1, one head of kv_lora_rank + rope, no packed layout
     own_settings: ClassVar[frozenset[str]] = frozenset({"free_gpu_memory_fraction"})
+    spelling: ClassVar[Spelling] = Spelling(
+        "--tp_size", "--pp_size", "--max_seq_len", "--max_batch_size", None, "--tokens_per_block"
+    )
 
     def command(self, model: str) -> str:
         return f"trtllm-serve {model}"
@@ -53,20 +58,12 @@ class TRTLLM(Engine):
         """kv_factor 1, one head of kv_lora_rank + rope (no packed fp8 layout), plus the DSA indexer row."""
         return latent * elem + (DSA_INDEXER_BYTES if dsa else 0)
 
-    def capacity(
-        self,
-        model: ModelDescription,
-        s: EngineSettings,
-        lay: EngineLayout,
-        gpu_bytes: int,
-        weight_bytes: int,
-        overhead_bytes: int,
-    ) -> Capacity:
+    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         """kv = fraction × (memory − peak); tokens = kv ÷ bytes per token; whole blocks (Python floor)."""
         max_len = s.max_model_len or model.n_ctx_train
         fraction = s.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION
-        used = weight_bytes + overhead_bytes + CUDA_CONTEXT_BYTES
-        budget = int((gpu_bytes - used) * fraction)
+        used = mem.weight_bytes + mem.overhead_bytes + CUDA_CONTEXT_BYTES
+        budget = int((mem.gpu_bytes - used) * fraction)
         blocks = max(0, budget) // lay.bytes_per_token // lay.block_tokens
         tokens = blocks * lay.block_tokens
         basis = (
@@ -75,16 +72,9 @@ class TRTLLM(Engine):
         )
         return Capacity(lay, budget, blocks, tokens, max_len, tokens / max_len, basis)
 
-    def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
-        s = lay.settings
-        args = ["--tp_size", str(s.tp), "--pp_size", str(s.pp), "--max_seq_len", str(max_model_len)]
-        if max_num_seqs is not None:
-            args += ["--max_batch_size", str(max_num_seqs)]
-        args += [
-            "--kv_cache_free_gpu_memory_fraction",
-            f"{s.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION:g}",
-        ]
-        return tuple(args)
+    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
+        fraction = lay.settings.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION
+        return ("--kv_cache_free_gpu_memory_fraction", f"{fraction:g}")
 
     def run_notes(self, lay: EngineLayout) -> tuple[str, ...]:
         if lay.settings.cache_dtype == "auto":

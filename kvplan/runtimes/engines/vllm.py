@@ -24,6 +24,8 @@ from kvplan.runtimes.engines.paged import (
     Grouping,
     KVGroup,
     LayerRef,
+    RankMemory,
+    Spelling,
 )
 from kvplan.units import GIB, cdiv
 
@@ -68,6 +70,14 @@ class VLLM(Engine):
     null_blocks: ClassVar[int] = 1  # BlockPool reserves block 0 as the null block
     own_settings: ClassVar[frozenset[str]] = frozenset(
         {"gpu_memory_utilization", "max_num_batched_tokens", "disable_hybrid_kv_cache_manager"}
+    )
+    spelling: ClassVar[Spelling] = Spelling(
+        "--tensor-parallel-size",
+        "--pipeline-parallel-size",
+        "--max-model-len",
+        "--max-num-seqs",
+        "--kv-cache-dtype",
+        "--block-size",
     )
 
     def command(self, model: str) -> str:
@@ -159,18 +169,10 @@ class VLLM(Engine):
             return 0
         return max(ASYNC_CONCURRENT_BATCHES, s.pp) * (s.max_num_batched_tokens or BATCHED_TOKENS_DEFAULT)
 
-    def capacity(
-        self,
-        model: ModelDescription,
-        s: EngineSettings,
-        lay: EngineLayout,
-        gpu_bytes: int,
-        weight_bytes: int,
-        overhead_bytes: int,
-    ) -> Capacity:
+    def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         max_len = s.max_model_len or model.n_ctx_train
         util = s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
-        budget = math.ceil(gpu_bytes * util) - weight_bytes - overhead_bytes
+        budget = math.ceil(mem.gpu_bytes * util) - mem.weight_bytes - mem.overhead_bytes
         # a stage whose layers all reuse another layer's KV (Gemma 3n's last layers) holds no blocks
         stage_blocks = tuple(
             max(0, budget) // lay.stage_block_bytes(i) for i in range(len(lay.stages)) if lay.stage_block_bytes(i)
@@ -186,23 +188,9 @@ class VLLM(Engine):
     def request_bytes(self, cap: Capacity, ctx: int) -> int:
         return cap.layout.request_blocks(ctx) * cap.layout.block_bytes
 
-    def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
+    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
         s = lay.settings
-        args = [
-            "--tensor-parallel-size",
-            str(s.tp),
-            "--pipeline-parallel-size",
-            str(s.pp),
-            "--max-model-len",
-            str(max_model_len),
-            "--kv-cache-dtype",
-            s.cache_dtype,
-        ]
-        if max_num_seqs is not None:
-            args += ["--max-num-seqs", str(max_num_seqs)]
-        args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]
-        if s.block_size:
-            args += ["--block-size", str(s.block_size)]
+        args = ["--gpu-memory-utilization", f"{s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]
         if lay.in_flight_tokens and s.max_num_batched_tokens:  # what a window layer reserves depends on it
             args += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
         if not s.hybrid_kv_cache:
