@@ -10,9 +10,9 @@ HUMAN_AND_DATA = frozenset({Format.MARKDOWN, Format.CSV, Format.JSON})
 
 def compare_document(c: Comparison) -> Document:
     columns = [
-        Column("section", "Section", drop=2),
+        Column("section", "Section", drop=1),
         Column("variant", "Variant"),
-        Column("status", "Status", drop=1),
+        Column("status", "Status", drop=3),
         Column("per_token_bytes", "Per token", Kind.BYTES),
     ]
     columns += [Column(f"bytes_at_{n}", f"@ {n:,}", Kind.BYTES) for n in c.contexts]

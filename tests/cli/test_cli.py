@@ -147,3 +147,36 @@ def test_pure_recurrent_models_have_no_cells() -> None:
     out = kv("estimate", "mamba-codestral-7b").stdout
     assert "Context       no KV cells: recurrent state only (1 row(s) per layer)" in out
     assert "1,048,576 cells" not in out
+
+
+def test_help_fits_80_columns_and_names_the_arguments() -> None:
+    from kvplan.cli.commands import COMMANDS
+
+    for args in [["--help"], *[[name, "--help"] for name in COMMANDS]]:
+        r = kv(*args)
+        assert r.exit_code == 0 and all(len(line) <= 80 for line in r.stdout.splitlines()), args
+        assert "{" not in r.stdout.splitlines()[0], r.stdout.splitlines()[0]
+    assert kv("fit", "--help").stdout.startswith("Usage: kvplan fit MODEL [options]")
+    assert "-ngl, --n-gpu-layers, --gpu-layers N|auto|all" in kv("fit", "--help").stdout
+
+
+def test_total_row_counts_distinct_layers() -> None:
+    # DeepSeek-V3.2: 61 trunk layers, each with an MLA cache and an indexer cache: 61 layers, not 122
+    rows = kv("estimate", "deepseek-v3.2-exp", "-c", "4k", "-o", "csv").stdout.splitlines()
+    assert rows[1].startswith("main,attention,attention,61,") and rows[2].startswith("main,indexer,indexer,61,")
+    assert rows[-1].startswith("main,total,,61,")
+
+
+def test_check_reports_the_context_that_really_fits() -> None:
+    """min_ctx reports the longest context that fits (searched up to the trained context), not the one asked."""
+    from helpers import EXAMPLES
+
+    doc = kv("check", str(EXAMPLES / "deployments.yaml"), "-o", "json").json()
+    chat = next(d for d in doc["deployments"] if d["name"] == "chat-8b-llamacpp")
+    min_ctx = next(b for b in chat["budgets"] if b["budget"] == "min_ctx")
+    assert min_ctx["limit"] == 32768 and min_ctx["actual"] == 70656 and min_ctx["unit"] == "tokens"
+    # the boundary: 4 sequences of 70,656 tokens fit on the RTX-4090, 70,912 do not
+    base = ["fit", "llama-3.1-8b", "--gpu", "RTX-4090", "--params", "8.03e9", "--weights", "q4_k_m", "-np", "4",
+            "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on"]  # fmt: skip
+    assert kv(*base, "--ctx-per-seq", "70656").exit_code == 0
+    assert kv(*base, "--ctx-per-seq", "70912").exit_code == 1
