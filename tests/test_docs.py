@@ -83,3 +83,17 @@ def test_ci_runs_the_readme_test_command(readme: str) -> None:
     assert test.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install '.[test]'")
     ci = (ROOT / ".ci" / "run").read_text()
     assert test in ci.splitlines()
+
+
+def test_yaml_examples_load(readme: str, tmp_path) -> None:
+    """The deployments file and the model spec shown in the README are valid files."""
+    from kvplan.check.deployments import load_deployments
+    from kvplan.sources.spec import load_spec_text
+
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    deployments = next(b for b in blocks if b.startswith("deployments:"))
+    path = tmp_path / "d.yaml"
+    path.write_text(deployments)
+    assert [d.name for d in load_deployments(str(path))] == ["chat-8b-llamacpp"]
+    spec = next(b for b in blocks if b.startswith("name: my-gqa-swa-model"))
+    assert load_spec_text(spec, "spec.yaml").arch == "gemma3"

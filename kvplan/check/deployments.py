@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from kvplan.capacity.request import SETTINGS, Origin, Raw, Request, build_request
+from kvplan.capacity.request import Origin, Raw, Request, build_request
+from kvplan.capacity.settings import SETTINGS
 from kvplan.errors import SpecError
 from kvplan.sources.yamlfile import Node, did_you_mean, load_nodes, read_text
 

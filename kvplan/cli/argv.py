@@ -9,7 +9,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvplan.capacity.request import GROUPS, Origin, Raw, Setting
+from kvplan.capacity.request import Origin, Raw
+from kvplan.capacity.settings import GROUPS, Setting
 from kvplan.errors import UsageError
 
 HELP_WIDTH = 80

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kvplan.capacity.request import SETTINGS_BY_DEST, Raw, Request, build_request
+from kvplan.capacity.request import Raw, Request, build_request
+from kvplan.capacity.settings import SETTINGS_BY_DEST
 from kvplan.cli.argv import Option, Parsed, Positional
 from kvplan.errors import OutputError, UsageError
 from kvplan.report.document import Document, Format
