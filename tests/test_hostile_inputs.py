@@ -198,3 +198,106 @@ def test_any_command_line_ends_in_a_documented_exit_code(argv: list[str]) -> Non
     assert code in (0, 1, 2, 3, 4), (argv, err.getvalue())
     if code >= 2:
         assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue(), (argv, err.getvalue())
+
+
+# --- crafted files: each ends in one line on stderr with a documented code, quickly ---------------------------
+
+import os  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from helpers import ORACLE, kv  # noqa: E402
+
+LLAMA = ('{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, '
+         '"max_position_embeddings": 4096, "num_hidden_layers": %s}')  # fmt: skip
+
+
+def _nested_yaml(depth: int) -> str:
+    return "arch: llama\nmetadata:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(depth)) + "  " * depth + "x"
+
+
+CRAFTED = [
+    # (file name, content, command, exit code, words in the message)
+    ("deep.yaml", _nested_yaml(500), "estimate", 3, "nested deeper than"),
+    ("bomb.yaml", "a: &a [" + ",".join(["x"] * 50) + "]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 50) + "]\n" for i in range(6)),
+     "estimate", 3, "aliases expanding"),
+    ("big.yaml", "arch: llama\n" + "# " + "x" * (17 << 20) + "\n", "estimate", 3, "too large"),
+    ("digits.yaml", "arch: llama\nmetadata:\n  block_count: " + "9" * 5000 + "\n", "estimate", 3, "invalid YAML"),
+    ("deep.json", "[" * 2000 + "]" * 2000, "estimate", 3, "nested deeper"),
+    ("nan.json", LLAMA % "NaN", "estimate", 3, "NaN is not a number JSON allows"),
+    ("inf.json", LLAMA % "Infinity", "estimate", 3, "Infinity is not a number JSON allows"),
+    ("huge.json", LLAMA % "1e400", "estimate", 3, "1e400 is out of range"),
+    ("digits.json", LLAMA % ("9" * 5000), "estimate", 3, "an integer of 5000 digits"),
+    ("layers.json", LLAMA % "1000000000", "estimate", 3, "more than llama.cpp's 512"),
+    ("jamba.json", '{"architectures": ["JambaForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, '
+     '"max_position_embeddings": 4096, "num_hidden_layers": 8, "attn_layer_period": 0}', "estimate", 3,
+     "attn_layer_period must be an integer from 1"),
+    ("mamba2.json", '{"architectures": ["Mamba2ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2, '
+     '"expand": 2, "n_groups": 1, "head_dim": 0}', "estimate", 3, "must be an integer from 1"),
+    ("latin1.yaml", "deployments:\n  - model: caf\xe9\n", "check", 3, "not a UTF-8 text file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "content", "command", "code", "words"), CRAFTED, ids=[c[0] for c in CRAFTED])
+def test_crafted_files(tmp_path: Path, name: str, content: str, command: str, code: int, words: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content.encode("latin-1") if name.startswith("latin1") else content.encode())
+    started = time.monotonic()
+    r = kv(command, str(path))
+    assert r.exit_code == code and words in r.stderr and r.stderr.count("\n") == 1, r.stderr[:300]
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(("command", "name"), [("estimate", "m.gguf"), ("estimate", "m.yaml"),
+                                               ("estimate", "config.json"), ("check", "d.yaml")])  # fmt: skip
+def test_fifos_and_devices_are_refused_without_reading(tmp_path: Path, command: str, name: str) -> None:
+    fifo = tmp_path / name
+    os.mkfifo(fifo)  # opening it would block forever
+    r = kv(command, str(fifo))
+    assert r.exit_code == 3 and "not a regular file" in r.stderr
+    zero = tmp_path / f"zero-{name}"
+    zero.symlink_to("/dev/zero")  # a device that never ends, behind a name that looks right
+    r = kv(command, str(zero))
+    assert r.exit_code == 3 and "not a regular file" in r.stderr, r.stderr
+    r = kv("fit", "llama-3.1-8b", "--gpus-file", "/dev/zero", "--gpu", "L4")
+    assert r.exit_code == 3 and "not a regular file" in r.stderr
+
+
+def test_a_big_sparse_gguf_under_an_address_space_limit(tmp_path: Path) -> None:
+    """Headers are read, never mapped: a 4 GiB model is sized by a process limited to 1 GiB of address space."""
+    import resource
+    import subprocess
+    import sys
+
+    src = (ORACLE / "real" / "llama-3.1-8b.gguf").read_bytes()
+    big = tmp_path / "big.gguf"
+    big.write_bytes(src)
+    with open(big, "r+b") as fh:
+        fh.truncate(4 << 30)  # sparse: no disk used
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    out = subprocess.run([sys.executable, "-m", "kvplan", "estimate", str(big), "-c", "4k", "-o", "csv"],
+                         capture_output=True, text=True, preexec_fn=limit, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1].endswith(",536870912,131072")
+
+
+JSON_TEXT = st.one_of(
+    st.text(max_size=200),
+    st.builds(lambda d: json.dumps(d), JSON_VALUES),
+    st.sampled_from([LLAMA % "NaN", LLAMA % "-1", LLAMA % "1e400", LLAMA % "0", LLAMA % "3.5", "[" * 3000, "{}", "1"]),
+)
+
+
+@settings(max_examples=100, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON_TEXT)
+def test_any_config_json_ends_in_a_documented_exit_code(tmp_path_factory, text: str) -> None:
+    path = tmp_path_factory.mktemp("c") / "config.json"
+    path.write_text(text)
+    r = kv("estimate", str(path), "-o", "json")
+    assert r.exit_code in (0, 3, 4), r.stderr
+    assert r.exit_code == 0 or r.stderr.count("\n") == 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from kvplan.capacity.request import Origin, Raw, Request, build_request
 from kvplan.capacity.settings import SETTINGS
 from kvplan.errors import SpecError
-from kvplan.sources.yamlfile import Node, did_you_mean, load_nodes, read_text
+from kvplan.sources.files import Node, did_you_mean, load_nodes, read_text
 
 #: file key → setting dest, for every setting with a file key (budgets live under ``budgets:``)
 _KEYS: dict[str, str] = {}
@@ -124,8 +124,9 @@ def _value(node: Node) -> object:
 
 
 def _model_ref(ref: str, base: str) -> str:
-    """A path relative to the deployments file, if it names a file there; else the reference as it is."""
+    """A path relative to the deployments file, if it names a file there (written relative to the working
+    directory, so that reports name no absolute path); else the reference as it is."""
     if "://" in ref or os.path.isabs(ref):
         return ref
     candidate = os.path.join(base, ref)
-    return candidate if os.path.exists(candidate) else ref
+    return os.path.relpath(candidate) if os.path.exists(candidate) else ref

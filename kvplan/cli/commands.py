@@ -95,7 +95,7 @@ def _request(inv: Invocation, *, need_hardware: bool = False, exclude: tuple[str
     path = inv.value("gpus_file")
     if path is not None:
         from kvplan.capacity.hardware import parse_gpu_table
-        from kvplan.sources.yamlfile import load_nodes, plain, read_text
+        from kvplan.sources.files import load_nodes, plain, read_text
 
         text = read_text(path, "a GPU table (NAME: memory)")
         try:

@@ -10,9 +10,10 @@ The checks follow llama.cpp's ``gguf_init_from_file`` (ggml/src/gguf.cpp); see t
 
 from __future__ import annotations
 
-import mmap
 import os
+import stat
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,14 @@ DEFAULT_ALIGNMENT = 32
 #: arrays with at most this many elements are decoded; longer ones keep only their count
 SMALL_ARRAY_ELEMENTS = 4096
 _INT64_MAX = (1 << 63) - 1
+#: no real header comes near this: a bound against hostile files and servers
+MAX_HEADER_BYTES = 512 << 20
+#: the first read of a local file; the buffer then doubles as the header needs
+FIRST_READ_BYTES = 1 << 20
+#: the size of a file whose size a server does not say (``Content-Range: bytes a-b/*``)
+UNKNOWN_SIZE = 1 << 62
+#: bytes [start, end) of the file, fewer only at its end
+Source = Callable[[int, int], bytes]
 
 # GGUF value types
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 = range(13)
@@ -132,19 +141,34 @@ class NeedMoreData(Exception):
 class _Cursor:
     """Bounds-checked reads over a buffer; every failure is a GGUFError with the offset.
 
-    ``end`` is the size of the file (what lengths and counts are checked against); the buffer may hold
-    only its first ``avail`` bytes, and a read past them raises NeedMoreData.
+    ``end`` is the size of the file (what lengths and counts are checked against); the buffer holds its first
+    ``avail`` bytes. A read past them grows the buffer from ``source`` (doubling, up to MAX_HEADER_BYTES), or
+    without a source raises NeedMoreData.
     """
 
-    __slots__ = ("avail", "buf", "end", "path", "pos", "prefix")
+    __slots__ = ("avail", "buf", "end", "path", "pos", "prefix", "source")
 
-    def __init__(self, buf: Any, end: int, path: str, big_endian: bool) -> None:
-        self.buf = buf
+    def __init__(self, buf: Any, end: int, path: str, source: Source | None = None) -> None:
+        self.buf = buf if source is None else bytearray(buf)
         self.end = end
         self.avail = min(len(buf), end)
         self.path = path
         self.pos = 0
-        self.prefix = ">" if big_endian else "<"
+        self.prefix = "<"
+        self.source = source
+
+    def grow(self, upto: int) -> None:
+        """Make the bytes before ``upto`` available, reading at least twice what is there."""
+        if self.source is None:
+            raise NeedMoreData(upto)
+        if upto > MAX_HEADER_BYTES:
+            raise self.fail(f"header larger than {MAX_HEADER_BYTES >> 20} MiB; refusing to read more", self.avail)
+        want = min(self.end, MAX_HEADER_BYTES, max(upto, 2 * self.avail))
+        chunk = self.source(self.avail, want)
+        if len(chunk) < upto - self.avail:
+            raise self.fail(f"file truncated: {self.avail + len(chunk)} bytes, the header needs {upto}", self.avail)
+        self.buf += chunk
+        self.avail = len(self.buf)
 
     def fail(self, message: str, offset: int | None = None) -> GGUFError:
         return GGUFError(self.path, self.pos if offset is None else offset, message)
@@ -156,7 +180,7 @@ class _Cursor:
         if n > self.end - self.pos:
             raise self.fail(f"file truncated: {what} needs {n} bytes, {self.end - self.pos} remain")
         if self.pos + n > self.avail:
-            raise NeedMoreData(self.pos + n)
+            self.grow(self.pos + n)
 
     def unpack(self, fmt: str, size: int, what: str) -> Any:
         self.need(size, what)
@@ -198,7 +222,8 @@ class _Cursor:
                 self.pos = pos
                 if pos + 8 > end:
                     raise self.fail(f"file truncated: {what} element {i} length")
-                raise NeedMoreData(pos + 8)
+                self.grow(pos + 8)
+                buf, avail = self.buf, self.avail
             n = unpack(buf, pos)[0]
             pos += 8
             if n > end - pos:
@@ -257,20 +282,22 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
 
 
 def parse_gguf(  # noqa: C901 - gguf_init_from_file's checks, in its order
-    buf: Any, path: str, size: int | None = None, check_data_bounds: bool = True
+    buf: Any, path: str, size: int | None = None, check_data_bounds: bool = True, source: Source | None = None
 ) -> GGUFFile:
-    """Parse GGUF metadata from a bytes-like object (bytes, mmap, memoryview)."""
-    end = len(buf) if size is None else size
-    if len(buf) < min(8, end):
-        raise NeedMoreData(8)
-    if end < 4 or bytes(buf[:4]) != GGUF_MAGIC:
-        got = bytes(buf[:4]) if end >= 4 else bytes(buf[:end])
-        raise GGUFError(path, 0, f"not a GGUF file (magic {got!r}, expected b'GGUF')")
+    """Parse GGUF metadata from a bytes-like object holding the start of the file (``size`` bytes in all; without
+    a size, the buffer is the file, or with a ``source`` the size is unknown). ``source`` reads more as needed."""
+    end = (UNKNOWN_SIZE if source is not None else len(buf)) if size is None else size
+    cur = _Cursor(buf, end, path, source)
+    if cur.avail < min(8, end):
+        cur.grow(min(8, end))
+    head = bytes(cur.buf[:8])
+    if end < 4 or head[:4] != GGUF_MAGIC:
+        raise GGUFError(path, 0, f"not a GGUF file (magic {head[:4]!r}, expected b'GGUF')")
     if end < 8:
         raise GGUFError(path, 4, "file truncated: version needs 4 bytes")
-    (version_le,) = struct.unpack_from("<I", buf, 4)
+    (version_le,) = struct.unpack_from("<I", head, 4)
     big_endian = (version_le & 0xFFFF) == 0 and version_le != 0
-    cur = _Cursor(buf, end, path, big_endian)
+    cur.prefix = ">" if big_endian else "<"
     cur.pos = 4
     version = cur.u32("version")
     if version == 1:
@@ -365,7 +392,7 @@ def parse_gguf(  # noqa: C901 - gguf_init_from_file's checks, in its order
         header_bytes = -(-cur.pos // alignment) * alignment
         if header_bytes > end:
             raise GGUFError(path, cur.pos, "file truncated: the tensor data section starts past the end of the file")
-        if check_data_bounds:
+        if check_data_bounds and end != UNKNOWN_SIZE:
             for t_info in tensors:
                 if header_bytes + t_info.offset + t_info.n_bytes > end:
                     raise GGUFError(
@@ -374,18 +401,33 @@ def parse_gguf(  # noqa: C901 - gguf_init_from_file's checks, in its order
                         f"tensor {t_info.name!r} data is not within the file bounds "
                         "(file truncated or incomplete download)",
                     )
-    return GGUFFile(path, version, big_endian, kv, kv_types, tensors, alignment, header_bytes, end, n_tensors)
+    file_size = cur.avail if end == UNKNOWN_SIZE else end
+    return GGUFFile(path, version, big_endian, kv, kv_types, tensors, alignment, header_bytes, file_size, n_tensors)
 
 
 def read_gguf(path: str | os.PathLike[str], check_data_bounds: bool = True) -> GGUFFile:
-    """Read the metadata of a local GGUF file (memory-mapped; tensor data is never read)."""
+    """Read the metadata of a local GGUF file: the header only, read as it is needed (never mapped, so a file
+    truncated underneath is an error, not a crash); tensor data is never read."""
     spath = os.fspath(path)
     try:
-        with open(spath, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
-                raise GGUFError(spath, 0, "file is empty")
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return parse_gguf(mm, spath, size, check_data_bounds)
+        st = os.stat(spath)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise GGUFError(spath, None, f"{kind}; expected a GGUF file")
+        if st.st_size == 0:
+            raise GGUFError(spath, 0, "file is empty")
+        fd = os.open(spath, os.O_RDONLY)
     except OSError as exc:
         raise GGUFError(spath, None, f"cannot read file: {exc.strerror or exc}") from None
+    try:
+
+        def source(start: int, stop: int) -> bytes:
+            try:
+                return os.pread(fd, stop - start, start)
+            except OSError as exc:
+                raise GGUFError(spath, start, f"cannot read file: {exc.strerror or exc}") from None
+
+        first = source(0, min(st.st_size, FIRST_READ_BYTES))
+        return parse_gguf(first, spath, st.st_size, check_data_bounds, source)
+    finally:
+        os.close(fd)

@@ -8,15 +8,17 @@ cannot read is an error naming it.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from typing import Any
 
 from kvplan.errors import BadInputError
 from kvplan.model import ModelDescription
+from kvplan.sources.files import read_json
 from kvplan.sources.gguf_reader import T_BOOL, T_I32, ArrayValue
-from kvplan.sources.metadata import describe
+from kvplan.sources.metadata import LLAMA_MAX_LAYERS, describe
+
+U32_MAX = 0xFFFFFFFF
 
 #: HF ``architectures[0]`` → GGUF architecture
 ARCHITECTURES: dict[str, str] = {
@@ -66,18 +68,22 @@ class _Config:
             raise BadInputError(f"{self.path}: none of {', '.join(names)} is set (needed for the KV layout)")
         return default
 
-    def int(self, *names: str, required: bool = True, default: int | None = None) -> Any:
+    def int(self, *names: str, required: bool = True, default: int | None = None, minimum: int = 0) -> Any:
+        """An unsigned 32-bit count (what the converter writes as u32), at least ``minimum``."""
         v = self.first(*names, required=required, default=default)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or int(v) != v:
-            raise BadInputError(f"{self.path}: {names[0]} must be a non-negative integer, not {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not minimum <= v <= U32_MAX or int(v) != v:
+            raise BadInputError(f"{self.path}: {names[0]} must be an integer from {minimum} to {U32_MAX}, not {v!r}")
         return int(v)
 
 
 def _common(c: _Config) -> dict[str, Any]:
+    n_layers = c.int("n_layers", "num_hidden_layers", "n_layer", "num_layers", minimum=1)
+    if n_layers > LLAMA_MAX_LAYERS:  # before any per-layer work
+        raise BadInputError(f"{c.path}: num_hidden_layers = {n_layers} is more than llama.cpp's {LLAMA_MAX_LAYERS}")
     kv: dict[str, Any] = {
-        "block_count": c.int("n_layers", "num_hidden_layers", "n_layer", "num_layers"),
+        "block_count": n_layers,
         "context_length": c.int(
             "max_position_embeddings",
             "n_ctx",
@@ -156,7 +162,8 @@ def _qwen3next(c: _Config, kv: dict[str, Any]) -> None:
 
 def _jamba(c: _Config, kv: dict[str, Any]) -> None:
     n = kv["block_count"]
-    period, offset = c.int("attn_layer_period", default=8), c.int("attn_layer_offset", default=4)
+    period = c.int("attn_layer_period", default=8, minimum=1)
+    offset = c.int("attn_layer_offset", default=4)
     heads = tuple(
         kv.get("attention.head_count_kv", kv["attention.head_count"]) if i % period == offset else 0 for i in range(n)
     )
@@ -189,7 +196,7 @@ def _mamba2(c: _Config, kv: dict[str, Any]) -> None:
     kv.pop("attention.key_length", None)
     kv.pop("attention.value_length", None)
     d_inner = c.int("intermediate_size", "d_inner", required=False) or c.int("expand") * kv["embedding_length"]
-    head_dim = c.int("mamba_d_head", "head_dim", required=False, default=64)
+    head_dim = c.int("mamba_d_head", "head_dim", required=False, default=64, minimum=1)
     kv.update(
         {
             "ssm.conv_kernel": c.int("conv_kernel", "d_conv", required=False, default=4),
@@ -278,13 +285,7 @@ def config_to_metadata(cfg: dict[str, Any], path: str) -> dict[str, Any]:
 def load_hf_config(path: str) -> ModelDescription:
     """A ``config.json`` file, or a model folder that holds one."""
     file = os.path.join(path, "config.json") if os.path.isdir(path) else path
-    try:
-        with open(file, encoding="utf-8") as fh:
-            cfg = json.load(fh)
-    except OSError as exc:
-        raise BadInputError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"{file}: not valid JSON: {exc}") from None
+    cfg = read_json(file, "a Hugging Face config.json")
     if not isinstance(cfg, dict):
         raise BadInputError(f"{file}: expected a JSON object")
     kv = config_to_metadata(cfg, file)

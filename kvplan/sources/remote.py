@@ -1,171 +1,293 @@
-"""Remote GGUF headers over HTTP Range requests: read the metadata of a 40 GB model without downloading it.
+"""Remote GGUF headers over HTTP Range requests: the metadata of a 40 GB model without downloading it — safely.
 
-``https://host/path/model.gguf`` is read with ``Range: bytes=…`` requests, starting with a 2 MiB window and
-doubling until the key/values and tensor infos parse. ``hf://org/repo[@revision]/path/file.gguf`` resolves
-the way the Hugging Face hub resolves files (``{HF_ENDPOINT}/{org}/{repo}/resolve/{revision}/{path}``,
-``HF_ENDPOINT`` defaulting to https://huggingface.co, ``HF_TOKEN`` sent as a bearer token). Split models
-fetch only the other shards' headers. Only the standard library is used.
+``https://host/path/model.gguf`` is read with ``Range: bytes=…`` requests, a 2 MiB window first, then as much
+more as the header needs (doubling, up to 512 MiB). ``hf://ORG/REPO[@REVISION]/PATH.gguf`` resolves the way the
+Hugging Face hub resolves files (``{HF_ENDPOINT}/{org}/{repo}/resolve/{revision}/{path}``).
+
+What is sent where (README, "Security"):
+- a Hugging Face token (``HF_TOKEN``, else the file ``HF_TOKEN_PATH`` or ``$HF_HOME/token`` names, as
+  huggingface_hub reads it) goes only with ``hf://`` sources, only to the endpoint's own scheme, host and port;
+  a redirect elsewhere drops it; no header value ever appears in an error;
+- redirects are followed by hand (at most 5): only to http(s), never from https down to http, and their bodies
+  are not read;
+- every read is bounded: a reply may carry at most what was asked for; each source has a deadline (120 s),
+  each read a time-out (30 s), and at most 32 requests; ``HF_HUB_OFFLINE=1`` refuses ``hf://``.
+Split models fetch the other shards' headers only after shard 1's ``split.count`` agrees with the name. Each
+source is read once per process.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
-import sys
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.errors import GGUFError, ModelNotFoundError
-from kvplan.sources.gguf_reader import GGUFFile, NeedMoreData, parse_gguf
+from kvplan.sources.gguf_reader import GGUFFile, parse_gguf
 
-FIRST_WINDOW_BYTES = 2 * 1024 * 1024
-MAX_HEADER_BYTES = 512 * 1024 * 1024  # no real header comes near; a bound against hostile files
-TIMEOUT_S = 30.0
-_CONTENT_RANGE_RE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+FIRST_WINDOW_BYTES = 2 << 20
+TIMEOUT_S = 30.0  # one read
+DEADLINE_S = 120.0  # one source, all its requests
+MAX_REQUESTS = 32  # one source (the header doubles from 2 MiB to 512 MiB in 9)
+MAX_REDIRECTS = 5
+MAX_SHARDS = 256
+DEFAULT_ENDPOINT = "https://huggingface.co"
+_CONTENT_RANGE_RE = re.compile(r"bytes (\d{1,15})-(\d{1,15})/(\d{1,15}|\*)")
+_SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+_SAFE_TOKEN_RE = re.compile(r"[\x21-\x7e]+")
+_READ_CHUNK = 1 << 16
 
 
 def is_remote(ref: str) -> bool:
     return ref.startswith(("http://", "https://", "hf://"))
 
 
-def resolve(ref: str) -> str:
-    """An http(s) URL for ``ref`` (hf:// references resolve through the hub's /resolve/ route)."""
+@dataclass(frozen=True)
+class Origin:
+    scheme: str
+    host: str
+    port: int
+
+    @classmethod
+    def of(cls, url: str) -> Origin:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return cls(parts.scheme, (parts.hostname or "").lower(), port)
+
+
+def _check_url(url: str, shown: str) -> None:
+    """A URL kvplan can send: http(s), a host, a valid port, no spaces or control characters."""
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ModelNotFoundError(f"{shown}: not a valid URL (spaces or control characters)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        _ = parts.port  # raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise ModelNotFoundError(f"{shown}: not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelNotFoundError(f"{shown}: not a valid http(s) URL")
+
+
+def hf_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
+
+
+def hf_token() -> str | None:
+    """The token huggingface_hub would use: HF_TOKEN, else the token file (HF_TOKEN_PATH, or $HF_HOME/token with
+    HF_HOME defaulting to ~/.cache/huggingface); None when there is none."""
+    token = os.environ.get("HF_TOKEN")
+    if token is None:
+        home = os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface"))
+        path = os.environ.get("HF_TOKEN_PATH", os.path.join(home, "token"))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                token = fh.read(4096)
+        except (OSError, UnicodeDecodeError):
+            return None
+    token = token.strip()
+    if not token:
+        return None
+    if not _SAFE_TOKEN_RE.fullmatch(token):
+        raise ModelNotFoundError("the Hugging Face token has characters a header cannot carry (check HF_TOKEN)")
+    return token
+
+
+def resolve(ref: str) -> tuple[str, bool]:
+    """An http(s) URL for ``ref``, and whether it is the Hugging Face endpoint's (and may carry the token)."""
     if not ref.startswith("hf://"):
-        return ref
-    rest = ref[len("hf://") :]
-    parts = rest.split("/")
-    if len(parts) < 3 or not all(parts):
+        _check_url(ref, ref)
+        return ref, False
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise ModelNotFoundError(f"{ref}: HF_HUB_OFFLINE is set; download the file and give its path")
+    parts = ref[len("hf://") :].split("/")
+    if len(parts) < 3 or not all(parts) or any(p in (".", "..") for p in parts):
         raise ModelNotFoundError(f"{ref}: expected hf://ORG/REPO[@REVISION]/PATH/FILE.gguf")
-    org, repo, path = parts[0], parts[1], "/".join(parts[2:])
+    org, repo, path = parts[0], parts[1], parts[2:]
     revision = "main"
     if "@" in repo:
         repo, revision = repo.split("@", 1)
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    quoted = "/".join(urllib.parse.quote(p) for p in path.split("/"))
-    return f"{endpoint}/{org}/{repo}/resolve/{urllib.parse.quote(revision, safe='')}/{quoted}"
-
-
-@dataclass
-class _Progress:
-    url: str
-    enabled: bool = field(default_factory=lambda: sys.stderr.isatty())
-
-    def update(self, fetched: int) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\rkvplan: reading header of {self.url}: {fetched / 1048576:.1f} MiB")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
+    if not revision or not repo:
+        raise ModelNotFoundError(f"{ref}: expected hf://ORG/REPO[@REVISION]/PATH/FILE.gguf")
+    quote = urllib.parse.quote
+    url = (f"{hf_endpoint()}/{quote(org, safe='')}/{quote(repo, safe='')}/resolve/{quote(revision, safe='')}/"
+           + "/".join(quote(p, safe="") for p in path))  # fmt: skip
+    _check_url(url, ref)
+    return url, True
 
 
 @dataclass
 class RemoteReader:
-    """Fetches byte ranges of one URL; counts the bytes transferred (for tests and the progress line)."""
+    """Fetches byte ranges of one source, within its deadline and request budget; counts what it transferred."""
 
     url: str
+    shown: str  # the reference as the user gave it (errors name it, never a header)
+    token: str | None = None
+    token_origin: Origin | None = None
+    hub: bool = False  # a Hugging Face source (401 / 403 mention the token)
     timeout: float = TIMEOUT_S
+    deadline_s: float = DEADLINE_S
+    max_requests: int = MAX_REQUESTS
     bytes_transferred: int = 0
     requests: int = 0
     size: int | None = None
+    started: float = field(default_factory=time.monotonic)
+    progress: Callable[[int], None] | None = None
 
-    def _headers(self, start: int, end: int) -> dict[str, str]:
-        headers = {"Range": f"bytes={start}-{end - 1}", "User-Agent": "kvplan", "Accept-Encoding": "identity"}
-        token = os.environ.get("HF_TOKEN")
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return headers
+    def _fail(self, message: str, offset: int | None = None) -> GGUFError:
+        return GGUFError(self.shown, offset, message)
+
+    def _left(self) -> float:
+        left = self.deadline_s - (time.monotonic() - self.started)
+        if left <= 0:
+            raise self._fail(f"gave up after {self.deadline_s:.0f} s (the server is too slow)")
+        return left
 
     def fetch(self, start: int, end: int) -> bytes:
-        """Bytes [start, end) of the file (fewer only at the end of the file)."""
-        req = urllib.request.Request(self.url, headers=self._headers(start, end))
+        """Bytes [start, end) of the file (fewer only at its end)."""
+        url = self.url
+        for _ in range(MAX_REDIRECTS + 1):
+            data, url = self._request(url, start, end)
+            if data is not None:
+                return data
+        raise self._fail(f"more than {MAX_REDIRECTS} redirects")
+
+    def _request(self, url: str, start: int, end: int) -> tuple[bytes | None, str]:
+        """One request: the bytes, or (None, where a redirect points)."""
         self.requests += 1
+        if self.requests > self.max_requests:
+            raise self._fail(f"more than {self.max_requests} requests for one header; giving up")
+        parts = urllib.parse.urlsplit(url)
+        headers = {"Range": f"bytes={start}-{end - 1}", "User-Agent": "kvplan", "Accept-Encoding": "identity"}
+        if self.token and self.token_origin == Origin.of(url):
+            headers["Authorization"] = f"Bearer {self.token}"
+        conn_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn = conn_type(parts.hostname or "", parts.port, timeout=min(self.timeout, self._left()))
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                status = resp.status
-                if status == 200:
-                    length = resp.headers.get("Content-Length")
-                    raise GGUFError(
-                        self.url,
-                        None,
-                        "the server does not support HTTP Range requests (it answered "
-                        f"200 with the whole file{f' of {length} bytes' if length else ''}); "
-                        "download the file or use another mirror",
-                    )
-                if status != 206:
-                    raise GGUFError(self.url, None, f"unexpected HTTP status {status} for a Range request")
-                content_range = resp.headers.get("Content-Range", "")
-                m = _CONTENT_RANGE_RE.fullmatch(content_range.strip())
-                if not m or int(m.group(1)) != start:
-                    raise GGUFError(self.url, None, f"bad Content-Range {content_range!r} for bytes {start}-{end - 1}")
-                if m.group(3) != "*":
-                    self.size = int(m.group(3))
-                expected = int(m.group(2)) - start + 1
-                data: bytes = resp.read(expected + 1)
+            conn.request("GET", target, headers=headers)
+            resp = conn.getresponse()
+            return self._reply(resp, url, start, end)
         except GGUFError:
             raise
-        except urllib.error.HTTPError as exc:
-            if exc.code == 416 and self.size is not None:
-                return b""
-            hint = " (set HF_TOKEN for a gated or private repository)" if exc.code in (401, 403) else ""
-            raise GGUFError(self.url, None, f"HTTP {exc.code} {exc.reason}{hint}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if "timed out" in str(reason):
-                raise GGUFError(self.url, None, f"timed out after {self.timeout:.0f} s") from None
-            raise GGUFError(self.url, None, f"cannot fetch: {reason}") from None
-        self.bytes_transferred += len(data)
+        except TimeoutError:
+            raise self._fail(f"timed out after {self.timeout:.0f} s") from None
+        except (http.client.HTTPException, ValueError) as exc:
+            raise self._fail(f"malformed HTTP reply ({type(exc).__name__})") from None
+        except OSError as exc:
+            raise self._fail(f"cannot fetch: {exc.strerror or type(exc).__name__}") from None
+        finally:
+            conn.close()
+
+    def _reply(self, resp: http.client.HTTPResponse, url: str, start: int, end: int) -> tuple[bytes | None, str]:
+        status = resp.status
+        if status in (301, 302, 303, 307, 308):
+            return None, self._redirect(url, resp.getheader("Location", ""))  # its body is never read
+        if status == 416 and self.size is not None and start >= self.size:
+            return b"", url
+        if status == 200:
+            length = resp.getheader("Content-Length")
+            raise self._fail("the server does not support HTTP Range requests (it answered 200 with the whole file"
+                             f"{f' of {length} bytes' if length and length.isdigit() else ''}); download the file "
+                             "or use another mirror")  # fmt: skip
+        if status in (401, 403):
+            hint = ""
+            if self.hub:
+                hint = (
+                    " (the token has no access)" if self.token else " (set HF_TOKEN for a gated or private repository)"
+                )
+            raise self._fail(f"HTTP {status} {resp.reason[:80]}{hint}")
+        if status != 206:
+            raise self._fail(f"HTTP {status} {resp.reason[:80]} for a Range request")
+        content_range = (resp.getheader("Content-Range") or "").strip()
+        m = _CONTENT_RANGE_RE.fullmatch(content_range)
+        if not m or int(m.group(1)) != start or not start <= int(m.group(2)) < end:
+            raise self._fail(f"bad Content-Range {content_range[:80]!r} for bytes {start}-{end - 1}")
+        if m.group(3) != "*":
+            self.size = int(m.group(3))
+            if int(m.group(2)) + 1 != min(end, self.size):
+                raise self._fail(f"short range: bytes {start}-{m.group(2)} of the {start}-{end - 1} asked for", start)
+        expected = int(m.group(2)) - start + 1
+        data = self._read(resp, expected)
         if len(data) != expected:
-            raise GGUFError(self.url, start + len(data), f"short read: got {len(data)} of {expected} bytes")
-        return data
+            raise self._fail(f"short read: got {len(data)} of {expected} bytes", start + len(data))
+        return data, url
+
+    def _read(self, resp: http.client.HTTPResponse, expected: int) -> bytes:
+        """At most ``expected`` + 1 bytes, chunk by chunk, within the deadline."""
+        chunks, got = [], 0
+        while got <= expected:
+            if resp.fp is not None:
+                sock = getattr(getattr(resp.fp, "raw", None), "_sock", None)
+                if sock is not None:
+                    sock.settimeout(min(self.timeout, self._left()))
+            chunk = resp.read1(min(_READ_CHUNK, expected + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            self.bytes_transferred += len(chunk)
+            if self.progress is not None:
+                self.progress(self.bytes_transferred)
+        return b"".join(chunks)
+
+    def _redirect(self, url: str, location: str) -> str:
+        if not location:
+            raise self._fail("a redirect without a Location")
+        target = urllib.parse.urljoin(url, location.strip())
+        scheme = urllib.parse.urlsplit(target).scheme
+        if scheme not in ("http", "https"):
+            raise self._fail(f"refusing a redirect to a {scheme or 'non-http'} URL")
+        if urllib.parse.urlsplit(url).scheme == "https" and scheme == "http":
+            raise self._fail("refusing a redirect from https to plain http")
+        _check_url(target, self.shown)
+        return target
 
 
-def read_remote_gguf(url: str, display: str | None = None) -> tuple[GGUFFile, RemoteReader]:
+def read_remote_gguf(url: str, shown: str | None = None, token: bool = False,
+                     progress: Callable[[int], None] | None = None) -> tuple[GGUFFile, RemoteReader]:  # fmt: skip
     """Parse a remote GGUF's metadata, fetching only as many leading bytes as the header needs."""
-    reader = RemoteReader(url)
-    progress = _Progress(display or url)
-    buf = bytearray(reader.fetch(0, FIRST_WINDOW_BYTES))
-    size = reader.size if reader.size is not None else len(buf)
-    try:
-        while True:
-            progress.update(len(buf))
-            try:
-                return parse_gguf(bytes(buf), display or url, size), reader
-            except NeedMoreData as need:
-                want = min(size, max(need.upto, 2 * len(buf)))
-                if want > MAX_HEADER_BYTES:
-                    raise GGUFError(
-                        display or url,
-                        len(buf),
-                        f"header larger than {MAX_HEADER_BYTES >> 20} MiB; refusing to read more",
-                    ) from None
-                if want <= len(buf):
-                    raise GGUFError(display or url, len(buf), "file truncated") from None
-                buf += reader.fetch(len(buf), want)
-    finally:
-        progress.done()
+    tok = hf_token() if token else None
+    reader = RemoteReader(url, shown or url, tok, Origin.of(url) if tok else None, token, TIMEOUT_S, DEADLINE_S,
+                          progress=progress)  # fmt: skip
+    first = reader.fetch(0, FIRST_WINDOW_BYTES)
+    return parse_gguf(first, shown or url, reader.size, source=reader.fetch), reader
 
 
 def shard_urls(url: str) -> list[str]:
     """All shard URLs of a split GGUF named like ``…-00001-of-00003.gguf`` (else just ``url``)."""
-    m = re.match(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf(?P<query>\?.*)?$", url)
+    path = urllib.parse.urlsplit(url)
+    m = _SPLIT_RE.match(path.path)
     if not m:
         return [url]
     count = int(m.group("count"))
-    query = m.group("query") or ""
-    return [f"{m.group('prefix')}-{i:05d}-of-{count:05d}.gguf{query}" for i in range(1, count + 1)]
+    return [urllib.parse.urlunsplit(path._replace(path=f"{m.group('prefix')}-{i:05d}-of-{count:05d}.gguf"))
+            for i in range(1, count + 1)]  # fmt: skip
 
 
-def read_remote_model_files(ref: str) -> tuple[list[GGUFFile], int]:
-    """Every shard's header (first shard first) and the total bytes transferred."""
-    url = resolve(ref)
-    files, transferred = [], 0
-    for i, shard in enumerate(shard_urls(url)):
-        shown = ref if i == 0 else shard
-        f, reader = read_remote_gguf(shard, shown)
-        files.append(f)
-        transferred += reader.bytes_transferred
+_CACHE: dict[str, tuple[list[GGUFFile], int]] = {}
+
+
+def read_remote_model_files(ref: str, progress: Callable[[int], None] | None = None) -> tuple[list[GGUFFile], int]:
+    """Every shard's header (first shard first) and the bytes transferred; each source once per process."""
+    if ref in _CACHE:
+        return _CACHE[ref]
+    url, is_hub = resolve(ref)
+    shards = shard_urls(url)
+    first, reader = read_remote_gguf(shards[0], ref, is_hub, progress)
+    files, transferred = [first], reader.bytes_transferred
+    if len(shards) > 1:
+        declared = first.kv.get("split.count")
+        if not isinstance(declared, int) or declared != len(shards) or len(shards) > MAX_SHARDS:
+            raise GGUFError(ref, None, f"the name says {len(shards)} shards, shard 1 says split.count = {declared}")
+        for shard in shards[1:]:
+            f, r = read_remote_gguf(shard, shard, is_hub, progress)
+            files.append(f)
+            transferred += r.bytes_transferred
+    _CACHE[ref] = (files, transferred)
     return files, transferred

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import struct
 import tracemalloc
 from pathlib import Path
@@ -192,8 +193,30 @@ def test_file_errors(tmp_path: Path) -> None:
         read_gguf(_touch(tmp_path / "e.gguf"))
     with pytest.raises(GGUFError, match="cannot read"):
         read_gguf(tmp_path / "missing.gguf")
-    with pytest.raises(GGUFError, match="cannot read"):
+    with pytest.raises(GGUFError, match="a folder; expected a GGUF file"):
         read_gguf(tmp_path)
+    fifo = tmp_path / "f.gguf"
+    os.mkfifo(fifo)
+    with pytest.raises(GGUFError, match="not a regular file"):  # refused before it is opened: no hang
+        read_gguf(fifo)
+
+
+def test_a_file_truncated_while_it_is_read(tmp_path: Path) -> None:
+    """The header is read as it is needed, never mapped: a file that shrinks underneath is an error, not SIGBUS."""
+    from kvplan.sources import gguf_reader
+
+    path = _write(tmp_path / "v.gguf", big_vocab=200_000)
+    real = os.pread
+
+    def shrinking(fd: int, n: int, offset: int) -> bytes:
+        return real(fd, n, offset) if offset == 0 else real(fd, n, offset)[: n // 3]
+
+    gguf_reader.os.pread = shrinking  # type: ignore[assignment]
+    try:
+        with pytest.raises(GGUFError, match="file truncated"):
+            read_gguf(path)
+    finally:
+        gguf_reader.os.pread = real  # type: ignore[assignment]
 
 
 def _touch(p: Path) -> Path:

@@ -109,8 +109,9 @@ def test_hf_references_resolve_like_the_hub(tmp_path: Path, server, monkeypatch)
     base, handler = server
     big_vocab_model(tmp_path / "model-q4.gguf", vocab=10, tensor_mib=1)
     monkeypatch.setenv("HF_ENDPOINT", base)
-    assert resolve("hf://org/repo/sub/file.gguf") == f"{base}/org/repo/resolve/main/sub/file.gguf"
-    assert resolve("hf://org/repo@v1.0/file.gguf") == f"{base}/org/repo/resolve/v1.0/file.gguf"
+    assert resolve("hf://org/repo/sub/file.gguf") == (f"{base}/org/repo/resolve/main/sub/file.gguf", True)
+    assert resolve("hf://org/repo@v1.0/file.gguf") == (f"{base}/org/repo/resolve/v1.0/file.gguf", True)
+    assert resolve(f"{base}/x.gguf") == (f"{base}/x.gguf", False)
     handler.mode["require_token"] = True
     r = kv(*["estimate", "hf://org/repo/model-q4.gguf", "-c", "4096"])
     assert r.exit_code == 3 and "HTTP 401" in r.stderr and "HF_TOKEN" in r.stderr
@@ -154,7 +155,7 @@ def test_timeout(tmp_path: Path, server, monkeypatch) -> None:
     from kvplan.sources import remote
 
     handler.mode["sleep"] = 1.0
-    reader = remote.RemoteReader(f"{base}/t.gguf", timeout=0.3)
+    reader = remote.RemoteReader(f"{base}/t.gguf", "t.gguf", timeout=0.3)
     with pytest.raises(GGUFError, match="timed out"):
         reader.fetch(0, 1024)
 

@@ -1,10 +1,13 @@
-"""Reading the YAML files people write (model specs, deployments files, GPU tables) with the line of every value,
-so that every error can name ``FILE:LINE: KEY``. Bounded: regular files only, a size cap, a depth cap, and a cap
-on the nodes that aliases can expand to."""
+"""Reading the text files people write: YAML (model specs, deployments files, GPU tables), with the line of every
+value so that every error can name ``FILE:LINE: KEY``, and JSON (config.json). Bounded: regular files only (a FIFO
+or a device is refused before it is opened), a size cap, a depth cap, a cap on the nodes that YAML aliases can
+expand to, and finite numbers of sane size in JSON."""
 
 from __future__ import annotations
 
 import difflib
+import json
+import math
 import os
 import stat
 from collections.abc import Iterable
@@ -15,7 +18,7 @@ from kvplan.errors import SpecError
 
 MAX_TEXT_BYTES = 16 << 20  # a spec or deployments file is kilobytes
 MAX_DEPTH = 64
-MAX_NODES = 1_000_000  # what aliases may expand to
+MAX_NODES = 200_000  # what YAML aliases may expand to (a spec or deployments file has hundreds)
 
 
 @dataclass
@@ -98,8 +101,10 @@ def load_nodes(text: str, path: str, empty: str) -> Node:
         return _Converter(text, path).convert(root, 0)
     except yaml.YAMLError as exc:  # bad syntax, or an unknown tag such as !!python/object
         raise _invalid(path, exc) from None
+    except (ValueError, OverflowError) as exc:  # a scalar PyYAML cannot build (an integer of 5000 digits)
+        raise SpecError(path, None, None, f"invalid YAML: {str(exc)[:120]}") from None
     except RecursionError:
-        raise SpecError(path, None, None, "invalid YAML: nested too deeply") from None
+        raise SpecError(path, None, None, f"invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _invalid(path: str, exc: Exception) -> SpecError:
@@ -116,3 +121,51 @@ def plain(node: Node) -> Any:
     if isinstance(node.value, list):
         return [plain(v) for v in node.value]
     return node.value
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def _depth(value: object, limit: int = MAX_DEPTH) -> int:
+    """How deeply ``value`` nests (raises ValueError past ``limit``)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    deepest = 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > limit:
+            raise ValueError(f"nested deeper than {limit} levels")
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return deepest
+
+
+def read_json(path: str, what: str) -> object:
+    """A JSON file: no NaN or Infinity, every float finite, integers of at most 30 digits, at most MAX_DEPTH deep."""
+    text = read_text(path, what)
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int)
+        _depth(value)
+    except RecursionError:
+        raise SpecError(path, None, None, f"not valid JSON: nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(path, exc.lineno, None, f"not valid JSON: {exc.msg}") from None
+    except ValueError as exc:
+        raise SpecError(path, None, None, f"not valid JSON: {exc}") from None
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 30:
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
