@@ -149,7 +149,7 @@ class _Cursor:
     __slots__ = ("avail", "buf", "end", "path", "pos", "prefix", "source")
 
     def __init__(self, buf: Any, end: int, path: str, source: Source | None = None) -> None:
-        self.buf = buf if source is None else bytearray(buf)
+        self.buf = buf if source is None or isinstance(buf, bytearray) else bytearray(buf)
         self.end = end
         self.avail = min(len(buf), end)
         self.path = path
@@ -427,7 +427,8 @@ def read_gguf(path: str | os.PathLike[str], check_data_bounds: bool = True) -> G
             except OSError as exc:
                 raise GGUFError(spath, start, f"cannot read file: {exc.strerror or exc}") from None
 
-        first = source(0, min(st.st_size, FIRST_READ_BYTES))
-        return parse_gguf(first, spath, st.st_size, check_data_bounds, source)
+        first = bytearray(min(st.st_size, FIRST_READ_BYTES))
+        got = os.preadv(fd, [first], 0)
+        return parse_gguf(first[:got], spath, st.st_size, check_data_bounds, source)
     finally:
         os.close(fd)
