@@ -63,6 +63,23 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class RecurrentParams:
+    """The recurrent-state hparams behind a model's state layers, in elements, as the GGUF keys carry them
+    (``ssm.*``, ``kda.head_dim``, ``shortconv.l_cache``, ``wkv.head_size``). llama.cpp folds them into
+    n_embd_r / n_embd_s; the serving engines shape their state pages from them (one shape per mixer kind)."""
+
+    d_conv: int = 0  # ssm.conv_kernel: the conv state keeps d_conv - 1 columns
+    d_inner: int = 0  # ssm.inner_size (Mamba d_inner; gated delta-net: value heads x value head size)
+    d_state: int = 0  # ssm.state_size (Mamba d_state; gated delta-net: key head size)
+    n_group: int = 0  # ssm.group_count (Mamba-2 groups; gated delta-net: key heads)
+    n_head: int = 0  # ssm.time_step_rank (Mamba-2 heads; gated delta-net: value heads; Mamba-1: dt rank)
+    kda_head: int = 0  # kda.head_dim (Kimi delta attention)
+    l_cache: int = 0  # shortconv.l_cache (LFM2 short convolution)
+    wkv_head: int = 0  # wkv.head_size (RWKV)
+    cache_dtype: str = ""  # the checkpoint's own mamba_ssm_cache_dtype (Nemotron-H configs name one)
+
+
+@dataclass(frozen=True)
 class TensorWeights:
     """A GGUF's tensor bytes by llama.cpp's placement unit (load_tensors): the input layer (token embeddings,
     kept in host memory), each repeating layer, and the output layer (with tied embeddings: a copy of them)."""
@@ -114,6 +131,13 @@ class ModelDescription:
     n_layer_dense_lead: int = 0
     tensor_weights: TensorWeights | None = None  # exact, from a GGUF's tensor infos
     spec: SpecInfo | None = None  # YAML specs and the catalog
+    recurrent_params: RecurrentParams | None = None  # state hparams (recurrent and hybrid models)
+    #: the sliding window the checkpoint declares for every attention layer where llama.cpp does not apply it
+    #: (Phi-3; Mistral / Llama configs): the serving engines do (vLLM's Llama and Phi-3 model classes)
+    declared_window: int = 0
+    #: a multimodal prefix-LM checkpoint (Gemma 3 with its vision tower): image tokens attend both ways, which
+    #: narrows vLLM's attention backends (ModelArchConfigConvertor.is_mm_prefix_lm)
+    mm_prefix_lm: bool = False
 
     @property
     def n_layer(self) -> int:

@@ -85,6 +85,9 @@ def settings_from(req: Request) -> EngineSettings:
         free_gpu_memory_fraction=e.free_gpu_memory_fraction,
         max_num_batched_tokens=e.max_num_batched_tokens,
         hybrid_kv_cache=not e.disable_hybrid_kv_cache_manager,
+        kv_cache_memory_bytes=e.kv_cache_memory_bytes,
+        enable_prefix_caching=e.enable_prefix_caching,
+        mamba_ssm_cache_dtype=e.mamba_ssm_cache_dtype,
     )
 
 
@@ -118,9 +121,10 @@ class EngineRuntime:
     def target(self, model: ModelDescription, req: Request) -> EngineTarget:
         assert req.hardware is not None  # build_request(need_hardware=True)
         hw = req.hardware
-        s = self.engine.resolve(settings_from(req), hw.memory_bytes[0], hw.label)
+        s = settings_from(req)
         if hw.model is not None:
-            s = replace(s, gpu_family=hw.family)
+            s = replace(s, gpu_family=hw.family, capability=hw.model.capability, gpu_name=hw.model.name)
+        s = self.engine.resolve(s, hw.memory_bytes[0], hw.label)
         if req.weight_bytes is not None:
             total, basis = req.weight_bytes, "given (--weight-bytes)"
         elif model.n_params:
@@ -178,7 +182,8 @@ class EngineRuntime:
     def _result(self, f: EngineFit, mode: Mode, ref: str, max_num_seqs: int | None) -> FitResult:
         t, cap, engine = f.target, f.capacity, self.engine
         lay = cap.layout
-        overhead = t.overhead_bytes if engine.measures_overhead else 0
+        budget_given = f.settings.kv_cache_memory_bytes is not None
+        overhead = t.overhead_bytes if engine.measures_overhead and not budget_given else 0
         devices = []
         for rank in range(t.n_gpus):
             stage = rank // f.settings.tp
@@ -219,7 +224,10 @@ class EngineRuntime:
             run_args=engine.run_args(lay, run_ctx, max_num_seqs) if f.fits else (),
             weights_basis=t.weights_basis,
             overhead_basis=(
-                "given (--overhead)"
+                "not needed: --kv-cache-memory-bytes sets the KV budget; activations and CUDA graphs must fit "
+                "in what is left"
+                if budget_given
+                else "given (--overhead)"
                 if t.overhead_given
                 else "estimate of profiled activations + CUDA graphs (the reference's worked example); read "
                 "the engine's startup log and pass --overhead"

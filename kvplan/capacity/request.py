@@ -86,6 +86,9 @@ class EngineOptions:
     free_gpu_memory_fraction: float | None = None
     max_num_batched_tokens: int | None = None
     disable_hybrid_kv_cache_manager: bool = False
+    kv_cache_memory_bytes: int | None = None
+    enable_prefix_caching: bool | None = None
+    mamba_ssm_cache_dtype: str | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from kvplan.capacity.weights import weight_type
 from kvplan.facts.ggml_types import LLAMA_CPP_CACHE_TYPES
 from kvplan.runtimes import LLAMACPP, canonical_runtime, runtime_names
 from kvplan.runtimes.engines import CACHE_DTYPE_BYTES
+from kvplan.runtimes.engines.vllm.state import SSM_DTYPES
 from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
 from kvplan.units import parse_count, parse_fraction, parse_params, parse_size
 
@@ -122,6 +123,13 @@ def _cache_types(value: object) -> bool:
     return True
 
 
+def _max_model_len(value: object) -> int | None:
+    """vLLM's --max-model-len: tokens per sequence; -1 (or auto) = the longest that fits (vLLM's auto-fit)."""
+    if str(value).strip().lower() in ("-1", "auto"):
+        return None
+    return parse_count(value, minimum=1)
+
+
 def _headroom(value: object) -> float:
     return parse_fraction(value, allow_percent=True, upper_inclusive=False)
 
@@ -215,8 +223,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cache_type_v_draft", ("-ctvd", "--cache-type-v-draft"), _cache_type,
             "MTP draft V cache type (f16)", "llama.cpp", "TYPE", runtime=_LL),
     # serving engines
-    Setting("max_model_len", ("--max-model-len", "--context-length", "--max_seq_len"), _count(1),
-            "tokens per sequence (SGLang --context-length, TensorRT-LLM --max_seq_len)", "engine", runtime=_EN),
+    Setting("max_model_len", ("--max-model-len", "--context-length", "--max_seq_len"), _max_model_len,
+            "tokens per sequence; -1 = the longest that fits, as vLLM's auto-fit (SGLang --context-length, "
+            "TensorRT-LLM --max_seq_len)", "engine", runtime=_EN),
     Setting("max_num_seqs", ("--max-num-seqs", "--max-running-requests", "--max_batch_size"), _count(1),
             "sequences that must fit at once (SGLang --max-running-requests, TensorRT-LLM --max_batch_size)",
             "engine", runtime=_EN),
@@ -240,6 +249,15 @@ SETTINGS: tuple[Setting, ...] = (
             runtime=_EN),
     Setting("disable_hybrid_kv_cache_manager", ("--disable-hybrid-kv-cache-manager",), _switch,
             "vLLM: full-length KV for sliding-window layers too", "engine", None, runtime=_EN),
+    Setting("kv_cache_memory_bytes", ("--kv-cache-memory-bytes",), parse_size,
+            "vLLM: the KV cache budget per GPU (bypasses --gpu-memory-utilization; the answer needs no "
+            "weight or overhead estimate)", "engine", "SIZE", runtime=_EN),
+    Setting("enable_prefix_caching", ("--enable-prefix-caching",), _switch,
+            "vLLM: prefix caching (on by default; hybrids keep 2–3 state pages per request with it)", "engine",
+            None, negate=("--no-enable-prefix-caching",), runtime=_EN),
+    Setting("mamba_ssm_cache_dtype", ("--mamba-ssm-cache-dtype",), _choice(SSM_DTYPES, "Mamba SSM cache dtype"),
+            "vLLM: the recurrent state's dtype: auto (the model's), float32, bfloat16, float16", "engine", "DTYPE",
+            runtime=_EN),
     # hardware
     Setting("gpu", ("--gpu",), _gpu,
             "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`)", "hardware", "NAME[xN]"),

@@ -61,6 +61,9 @@ ENGINE = (
     "free_gpu_memory_fraction",
     "max_num_batched_tokens",
     "disable_hybrid_kv_cache_manager",
+    "kv_cache_memory_bytes",
+    "enable_prefix_caching",
+    "mamba_ssm_cache_dtype",
 )
 BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
 

@@ -13,6 +13,7 @@ from kvplan.report import budgets as budget_report
 from kvplan.report.document import DATA_FORMATS, Cell, Column, Document, Format, Kind, Table
 from kvplan.report.estimate import model_dict
 from kvplan.runtimes.engines import CacheSpec
+from kvplan.runtimes.engines.paged import StateSpec
 from kvplan.units import Units, format_size
 
 CSV_ONLY = frozenset({Format.CSV})
@@ -164,6 +165,8 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
         + ("; KV replicated on every TP rank" if lay.replicated else ""),
         f"capacity: {cap.basis}",
     ]
+    if lay.backends:
+        notes.append(f"{engine.label} backends: {', '.join(lay.backends)}; {lay.backend_reason}")
     if len(lay.groups) > 1 or lay.in_flight_tokens:
         by_spec: dict[CacheSpec, list[int]] = {}
         for g in lay.groups:
@@ -172,6 +175,7 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
         for spec, sizes in by_spec.items():
             need = spec.request_blocks(ctx, lay.in_flight_tokens)
             what = spec.kind.replace("_", " ") + (f" {spec.window:,}" if spec.window else "")
+            what = spec.mixer if isinstance(spec, StateSpec) else what
             parts.append(
                 f"{what}: {len(sizes)} group(s), {sum(sizes)} layers, {need:,} blocks of "
                 f"{spec.block_tokens} per request" + (" each" if len(sizes) > 1 else "")
@@ -203,6 +207,7 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
             "block_tokens": g.spec.block_tokens,
             "page_bytes": g.spec.page_bytes,
             "request_blocks": g.spec.request_blocks(ctx, lay.in_flight_tokens),
+            **({"mixer": g.spec.mixer, "state_bytes": g.spec.state_bytes} if isinstance(g.spec, StateSpec) else {}),
         }
         for g in lay.groups
     ]
@@ -225,7 +230,12 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
             "max_model_len": cap.max_model_len,
             "kv_budget_bytes": cap.kv_budget_bytes,
             "max_num_batched_tokens": s.max_num_batched_tokens,
+            "max_num_seqs": s.max_num_seqs,
             "gpu_memory_utilization": s.gpu_memory_utilization,
+            "kv_cache_memory_bytes": s.kv_cache_memory_bytes,
+            "enable_prefix_caching": s.enable_prefix_caching,
+            "backends": list(lay.backends),
+            "state_bytes_per_request": max(lay.stage_state_bytes(i) for i in range(len(lay.stages))),
             "groups": groups,
         }
     }

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kvplan.errors import BadInputError
-from kvplan.model import ModelDescription
+from kvplan.model import ModelDescription, SwaType
 from kvplan.sources.files import read_json
 from kvplan.sources.gguf_reader import T_BOOL, T_I32, ArrayValue
 from kvplan.sources.metadata import LLAMA_MAX_LAYERS, describe
@@ -48,6 +49,11 @@ ARCHITECTURES: dict[str, str] = {
     "MambaForCausalLM": "mamba",
     "FalconMambaForCausalLM": "mamba",
     "Mamba2ForCausalLM": "mamba2",
+    "NemotronHForCausalLM": "nemotron_h",
+    "GraniteMoeHybridForCausalLM": "granitehybrid",
+    "FalconH1ForCausalLM": "falcon-h1",
+    "Lfm2ForCausalLM": "lfm2",
+    "KimiLinearForCausalLM": "kimi-linear",
     "MiniMaxM2ForCausalLM": "minimax-m2",
     "MiniMaxText01ForCausalLM": "minimax-01",
     "MiniMaxM1ForCausalLM": "minimax-01",
@@ -208,8 +214,118 @@ def _mamba2(c: _Config, kv: dict[str, Any]) -> None:
     )
 
 
+def _per_layer_kv_heads(kv: dict[str, Any], attention: list[bool]) -> None:
+    """head_count_kv as a per-layer array: the KV heads on attention layers, 0 on state layers."""
+    heads = kv.get("attention.head_count_kv") or kv["attention.head_count"]
+    flags = tuple(heads if a else 0 for a in attention)
+    kv["attention.head_count_kv"] = ArrayValue(T_I32, len(flags), flags)
+
+
+def _nemotron_h(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/nemotron.py NemotronHModel: M = Mamba-2, * = attention, - = MLP (per-layer n_ff)."""
+    pattern = c.first("hybrid_override_pattern", "layers_block_type")
+    if isinstance(pattern, str):
+        kinds = ["mamba" if ch == "M" else "attention" if ch == "*" else "mlp" for ch in pattern]
+    elif isinstance(pattern, list) and all(isinstance(t, str) for t in pattern):
+        kinds = ["mamba" if t in ("mamba", "linear_attention") else
+                 "attention" if t in ("attention", "full_attention") else "mlp" for t in pattern]  # fmt: skip
+    else:
+        raise BadInputError(f"{c.path}: hybrid_override_pattern must be a string such as 'M-M*-' or a list of types")
+    if len(kinds) != kv["block_count"]:
+        raise BadInputError(
+            f"{c.path}: hybrid_override_pattern has {len(kinds)} layers, num_hidden_layers {kv['block_count']}"
+        )
+    _per_layer_kv_heads(kv, [k == "attention" for k in kinds])
+    n_ff = c.int("intermediate_size", required=False, default=0)
+    flags = tuple(n_ff if k == "mlp" else 0 for k in kinds)
+    kv["feed_forward_length"] = ArrayValue(T_I32, len(flags), flags)
+    head_dim = c.int("head_dim", "attention_head_dim")
+    kv["attention.key_length"] = kv["attention.value_length"] = head_dim
+    heads = c.int("mamba_num_heads", minimum=1)
+    kv.update(
+        {
+            "ssm.conv_kernel": c.int("conv_kernel", "mamba_d_conv"),
+            "ssm.state_size": c.int("ssm_state_size", "state_size", "mamba_d_state"),
+            "ssm.group_count": c.int("n_groups", "mamba_n_groups"),
+            "ssm.inner_size": heads * c.int("mamba_head_dim"),
+            "ssm.time_step_rank": heads,
+        }
+    )
+
+
+def _granitehybrid(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/granite.py GraniteHybridModel: attention where layer_types says so (or by index / period)."""
+    n = kv["block_count"]
+    types = c.first("layer_types", required=False)
+    if isinstance(types, list):
+        attention = [t == "attention" for t in types]
+    elif isinstance(c.first("attn_layer_indices", required=False), list):
+        indices = set(c.first("attn_layer_indices"))
+        attention = [i in indices for i in range(n)]
+    else:
+        period, offset = c.int("attn_layer_period", minimum=1), c.int("attn_layer_offset")
+        attention = [i % period == offset for i in range(n)]
+    if len(attention) != n:
+        raise BadInputError(f"{c.path}: layer_types has {len(attention)} entries, num_hidden_layers {n}")
+    _per_layer_kv_heads(kv, attention)
+    kv.pop("attention.key_length", None)  # llama.cpp's Granite ignores head_dim (hidden / heads)
+    kv.pop("attention.value_length", None)
+    kv.update(
+        {
+            "ssm.conv_kernel": c.int("mamba_d_conv", "conv_kernel"),
+            "ssm.state_size": c.int("mamba_d_state", "state_size"),
+            "ssm.group_count": c.int("mamba_n_groups", "n_groups"),
+            "ssm.inner_size": c.int("mamba_expand", "expand") * kv["embedding_length"],
+            "ssm.time_step_rank": c.int("mamba_n_heads", "mamba_num_heads"),
+        }
+    )
+
+
+def _falcon_h1(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/falcon_h1.py: attention and Mamba-2 in every layer."""
+    d_inner = c.int("mamba_d_ssm")
+    kv.update(
+        {
+            "ssm.conv_kernel": c.int("mamba_d_conv", required=False, default=4),
+            "ssm.state_size": c.int("mamba_d_state", required=False, default=128),
+            "ssm.group_count": c.int("mamba_n_groups", required=False, default=1),
+            "ssm.inner_size": d_inner,
+            "ssm.time_step_rank": d_inner // c.int("mamba_d_head", required=False, default=64, minimum=1),
+        }
+    )
+
+
+def _lfm2(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/lfm2.py: KV heads on full_attention layers only; the conv layers keep L_cache - 1 columns."""
+    types = c.first("layer_types")
+    if not isinstance(types, list) or len(types) != kv["block_count"]:
+        raise BadInputError(f"{c.path}: layer_types must list num_hidden_layers entries")
+    _per_layer_kv_heads(kv, [t != "conv" for t in types])
+    kv["shortconv.l_cache"] = c.int("conv_L_cache")
+
+
+def _kimi_linear(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/kimi_linear.py: MLA (as one KV head) on linear_attn_config.full_attn_layers (1-based), KDA else."""
+    la = c.first("linear_attn_config")
+    if not isinstance(la, dict) or not isinstance(la.get("full_attn_layers"), list):
+        raise BadInputError(f"{c.path}: linear_attn_config.full_attn_layers is not set (needed for the layer kinds)")
+    full = set(la["full_attn_layers"])
+    kv["attention.head_count_kv"] = 1
+    _per_layer_kv_heads(kv, [i + 1 in full for i in range(kv["block_count"])])
+    sub = _Config(la, f"{c.path}: linear_attn_config")
+    kv["ssm.conv_kernel"] = sub.int("short_conv_kernel_size")
+    kv["kda.head_dim"] = sub.int("head_dim")
+    lora, rope = c.int("kv_lora_rank"), c.int("qk_rope_head_dim")
+    kv["attention.kv_lora_rank"] = lora
+    kv["attention.key_length"] = lora + rope
+    kv["attention.key_length_mla"] = c.int("qk_nope_head_dim") + rope
+    kv["attention.value_length_mla"] = c.int("v_head_dim")
+
+
 def _gemma3(c: _Config, kv: dict[str, Any]) -> None:
     # conversion/gemma.py: official Gemma 3 configs omit these; the transformers defaults apply
+    if kv.get("attention.head_count") is None:
+        kv["attention.head_count"] = 8  # Gemma3TextConfig.num_attention_heads (gemma-3-4b's config omits it)
     kv.setdefault("attention.head_count_kv", c.int("num_key_value_heads", required=False, default=4))
     kv.setdefault("attention.key_length", 256)
     kv.setdefault("attention.value_length", 256)
@@ -246,7 +362,26 @@ FAMILY_RULES: dict[str, Callable[[_Config, dict[str, Any]], None]] = {
     "mamba2": _mamba2,
     "command-r": _command_r,
     "minimax-01": _minimax01,
+    "nemotron_h": _nemotron_h,
+    "granitehybrid": _granitehybrid,
+    "falcon-h1": _falcon_h1,
+    "lfm2": _lfm2,
+    "kimi-linear": _kimi_linear,
 }
+
+#: families whose checkpoints may declare one sliding window for every layer that llama.cpp does not apply
+#: but vLLM's model classes do (Llama / Mistral, Phi-3; Qwen2 only with use_sliding_window)
+_DECLARED_WINDOW_ARCHS = frozenset({"llama", "phi3", "qwen2"})
+
+
+def declared_window(cfg: dict[str, Any], arch: str) -> int:
+    """The checkpoint's sliding window for every layer (transformers' rule: Qwen2 only with use_sliding_window)."""
+    if arch not in _DECLARED_WINDOW_ARCHS or cfg.get("use_sliding_window") is False:
+        return 0
+    window = cfg.get("sliding_window")
+    if isinstance(window, bool) or not isinstance(window, int) or not 0 < window <= U32_MAX:
+        return 0
+    return window
 
 
 def config_to_metadata(cfg: dict[str, Any], path: str) -> dict[str, Any]:
@@ -289,4 +424,19 @@ def load_hf_config(path: str) -> ModelDescription:
     if not isinstance(cfg, dict):
         raise BadInputError(f"{file}: expected a JSON object")
     kv = config_to_metadata(cfg, file)
-    return describe(kv, source=file, source_kind="hf-config", name=kv.get("general.name"))
+    model = describe(kv, source=file, source_kind="hf-config", name=kv.get("general.name"))
+    return replace(model, **_serving_facts(cfg, model))
+
+
+def _serving_facts(cfg: dict[str, Any], model: ModelDescription) -> dict[str, Any]:
+    """What the serving engines read from the config that the GGUF metadata does not carry."""
+    out: dict[str, Any] = {}
+    window = declared_window(cfg, model.arch)
+    if window and model.swa_type == SwaType.NONE:
+        out["declared_window"] = window
+    if cfg.get("model_type") in ("gemma3", "paligemma") and isinstance(cfg.get("vision_config"), dict):
+        out["mm_prefix_lm"] = True
+    ssm_dtype = cfg.get("mamba_ssm_cache_dtype")
+    if model.recurrent_params is not None and isinstance(ssm_dtype, str):
+        out["recurrent_params"] = replace(model.recurrent_params, cache_dtype=ssm_dtype)
+    return out

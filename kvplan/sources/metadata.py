@@ -249,8 +249,10 @@ def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as
         head_v_full = lora
 
     swa_type, n_swa, is_swa = _load_swa(keys, arch, n_layer, n_layer_all)
+    declared_window = 0
     if arch == "phi3" and keys.uint("attention.sliding_window", 0) > 0:
         notes.append("the GGUF sets a sliding window, but llama.cpp disables Phi-3 SWA: every layer is full")
+        declared_window = keys.uint("attention.sliding_window")
     if swa_type != SwaType.NONE and not any(is_swa):
         raise HParamsError(
             f"{source}: {arch} uses sliding-window attention but no layer is marked SWA (llama.cpp asserts on this)"
@@ -323,6 +325,8 @@ def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as
         notes=tuple(notes),
         weight_bytes=weight_bytes,
         n_params=n_params,
+        recurrent_params=state.params,
+        declared_window=declared_window,
         n_embd_r=state.n_embd_r,
         n_embd_s=state.n_embd_s,
         ple_conv_state=state.ple_conv_state,

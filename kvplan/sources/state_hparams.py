@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan.facts import archs
+from kvplan.model import RecurrentParams
 
 if TYPE_CHECKING:
     from kvplan.sources.metadata import _Keys
@@ -50,6 +51,7 @@ class StateHParams:
     indexer_full: tuple[bool, ...]
     n_layer_dense_lead: int
     compress_ratios: tuple[int, ...]
+    params: RecurrentParams | None
 
 
 def load_state_hparams(  # noqa: C901 - load_arch_hparams of every recurrent family, in llama.cpp's order
@@ -86,12 +88,12 @@ def load_state_hparams(  # noqa: C901 - load_arch_hparams of every recurrent fam
                 raise keys._fail("full_attention_interval", "must be greater than zero")
             recurrent = [il < n_layer and (il + 1) % interval != 0 for il in range(n_layer_all)]
 
-    d_conv = d_inner = d_state = n_group = 0
+    d_conv = d_inner = d_state = n_group = n_rank = 0
     if arch in SSM_ARCHS:
         d_conv = keys.uint("ssm.conv_kernel", required=True)
         d_inner = keys.uint("ssm.inner_size", required=True)
         d_state = keys.uint("ssm.state_size", required=True)
-        keys.uint("ssm.time_step_rank", required=True)
+        n_rank = keys.uint("ssm.time_step_rank", required=True)
         if arch not in NO_GROUP_ARCHS:
             n_group = keys.uint("ssm.group_count", required=True)
     kda = 0
@@ -175,7 +177,11 @@ def load_state_hparams(  # noqa: C901 - load_arch_hparams of every recurrent fam
         if items is None or len(items) < n_layer_all:
             raise keys._fail("attention.compress_ratios", "DeepSeek-V4 compress_ratios is shorter than block_count")
         ratios = [int(v) for v in items[:n_layer_all]]
+    params = None
+    if d_conv or kda or wkv or l_cache:
+        params = RecurrentParams(d_conv, d_inner, d_state, n_group, n_rank, kda, l_cache, wkv)
     return StateHParams(
+        params=params,
         recurrent=tuple(recurrent),
         n_ff=tuple(n_ff),
         n_embd_r=n_embd_r,

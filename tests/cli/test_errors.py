@@ -58,7 +58,7 @@ def test_bad_values_are_usage_errors(args: list[str], message: str) -> None:
         (["estimate", "deepseek-v3", "--mtp"], 4, "MTP draft context needs nextn/MTP layers"),
         (["estimate", "llama-3.1-8b", "-ctv", "q4_0", "-fa", "off"], 4, "requires flash attention"),
         (["estimate", "llama-3.1-8b", "-np", "300"], 4, "n_seq_max must be <= 256"),
-        (["fit", "qwen3-next-80b-a3b", "--engine", "vllm", "--gpu", "H100-80GB"], 4, "state pages"),
+        (["fit", "qwen3-next-80b-a3b", "--engine", "trtllm", "--gpu", "H100-80GB"], 4, "state pages"),
     ],
 )
 def test_bad_input_and_refusals(args: list[str], code: int, message: str) -> None:

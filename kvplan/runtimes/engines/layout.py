@@ -103,6 +103,9 @@ def _attention_specs(model: ModelDescription, engine: Engine, s: EngineSettings,
 
 def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> EngineLayout:
     """Per-layer cache specs of one rank, grouped and paged as the engine does."""
+    engine_layout = engine.build_layout(model, s)
+    if engine_layout is not None:
+        return engine_layout
     trunk = _checked_trunk(model, engine, s)
     block, block_note = engine.block_size(model, s)
     notes: list[str] = [block_note] if block_note else []
@@ -115,12 +118,12 @@ def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> Engine
         heads, replicated = engine.heads_per_rank(trunk[0].n_head_kv, s.tp), s.tp > trunk[0].n_head_kv
     indexer = model.memory == MemoryKind.DSA and engine.separate_indexer  # vLLM: its own layer, same group
     if indexer:
-        specs.update({LayerRef(la.index, True): IndexerSpec(DSA_INDEXER_BYTES, block) for la in trunk})
+        specs.update({LayerRef(la.index, "indexer"): IndexerSpec(DSA_INDEXER_BYTES, block) for la in trunk})
     parts = pipeline_stages(model.n_layer, s.pp)  # num_hidden_layers, layers without a cache included
     stages, ranges, start = [], [], 0
     for n in parts:
         own = [LayerRef(i) for i in range(start, start + n) if LayerRef(i) in specs]
-        stages.append(tuple(own + [LayerRef(ref.layer, True) for ref in own if indexer]))
+        stages.append(tuple(own + [LayerRef(ref.layer, "indexer") for ref in own if indexer]))
         ranges.append((start, start + n - 1))
         start += n
     grouping = engine.group(specs)

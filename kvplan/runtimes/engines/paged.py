@@ -52,6 +52,12 @@ class EngineSettings:
     max_num_batched_tokens: int | None = None  # vLLM: None = `vllm serve`'s default for the GPU
     hybrid_kv_cache: bool = True  # vLLM: False = --disable-hybrid-kv-cache-manager
     gpu_family: str = "hopper"  # the GPU generation kernels are picked by: hopper / blackwell / other
+    capability: tuple[int, int] | None = None  # CUDA compute capability (vLLM picks its kernels by it)
+    gpu_name: str = ""  # the GPU preset (vLLM keeps A100s on the small batch defaults)
+    kv_cache_memory_bytes: int | None = None  # vLLM: the KV budget per GPU, bypassing the utilization
+    max_num_seqs: int | None = None  # vLLM --max-num-seqs (None: its default for the GPU)
+    enable_prefix_caching: bool | None = None  # vLLM (None: on, its default)
+    mamba_ssm_cache_dtype: str | None = None  # vLLM (None: auto, or the checkpoint's own for Nemotron-H)
 
     @property
     def dtype_bytes(self) -> int:
@@ -73,13 +79,26 @@ class CacheSpec:
     token_bytes: int
     block_tokens: int
     window: int = 0  # sliding window W, or the chunk of chunked-local attention
+    padded_page: int = 0  # the page padded to a larger one (vLLM page_size_padded); 0: not padded
 
     kind: ClassVar[str] = "full"
     full_type: ClassVar[bool] = True  # holds every token of a request (no window)
+    mla_type: ClassVar[bool] = False  # an MLA latent (vLLM never pads one; it refuses instead)
+
+    @property
+    def content_bytes(self) -> int:
+        """The page's own content, before any padding."""
+        return self.token_bytes * self.block_tokens
 
     @property
     def page_bytes(self) -> int:
-        return self.token_bytes * self.block_tokens
+        return self.padded_page or self.content_bytes
+
+    @property
+    def uniform_key(self) -> tuple[object, ...]:
+        """Specs with equal keys may share one group whose layers' pages add up (vLLM's uniform-type base spec:
+        full attention and MLA together; sliding windows of one size; chunks of one size; states)."""
+        return ("full",)
 
     def request_blocks(self, max_model_len: int, in_flight_tokens: int) -> int:
         """Blocks one request of max_model_len tokens holds at most (vLLM max_memory_usage_bytes ÷ page)."""
@@ -99,6 +118,7 @@ class MLASpec(CacheSpec):
     """The compressed latent of an MLA layer (K only, replicated over TP)."""
 
     kind: ClassVar[str] = "mla"
+    mla_type: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -106,6 +126,7 @@ class IndexerSpec(CacheSpec):
     """DeepSeek-V3.2's lightning-indexer keys, a full-attention 'layer' of its own in vLLM."""
 
     kind: ClassVar[str] = "indexer"
+    mla_type: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -118,6 +139,10 @@ class SlidingWindowSpec(CacheSpec):
         # block because the window need not start at a block boundary
         return cdiv(min(self.window - 1 + in_flight_tokens, max_model_len), self.block_tokens) + 1
 
+    @property
+    def uniform_key(self) -> tuple[object, ...]:
+        return ("sliding_window", self.window)
+
 
 @dataclass(frozen=True)
 class ChunkedLocalSpec(CacheSpec):
@@ -128,12 +153,47 @@ class ChunkedLocalSpec(CacheSpec):
         # ChunkedLocalAttentionSpec.max_memory_usage_bytes
         return cdiv(min(self.window + in_flight_tokens, max_model_len), self.block_tokens)
 
+    @property
+    def uniform_key(self) -> tuple[object, ...]:
+        return ("chunked_local", self.window)
+
+
+@dataclass(frozen=True)
+class StateSpec(CacheSpec):
+    """A recurrent layer's state (Mamba, gated delta-net, short conv, KDA): one fixed page per request, whatever
+    its length (vLLM's MambaSpec). ``block_tokens`` is the state's block (vLLM mamba_block_size)."""
+
+    state_bytes: int = 0  # the state's content: every shape × its dtype
+    pages_per_request: int = 1  # 1; 2 (+ a checkpoint block) when prefix caching aligns states to blocks
+    mixer: str = ""  # mamba1, mamba2, gated delta-net, short conv, KDA
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+
+    kind: ClassVar[str] = "state"
+    full_type: ClassVar[bool] = False
+
+    @property
+    def content_bytes(self) -> int:
+        return self.state_bytes
+
+    def request_blocks(self, max_model_len: int, in_flight_tokens: int) -> int:
+        return self.pages_per_request
+
+    @property
+    def uniform_key(self) -> tuple[object, ...]:
+        return ("state",)
+
 
 class LayerRef(NamedTuple):
-    """A cache-owning 'layer' of the engine: a model layer's attention, or its DSA indexer (vLLM)."""
+    """A cache-owning 'layer' of the engine: a model layer's attention, its DSA indexer (vLLM), or its
+    recurrent state (a parallel hybrid such as Falcon-H1 has both attention and a state in one layer)."""
 
     layer: int
-    indexer: bool = False
+    part: str = ""  # "": attention; "indexer"; "state"
+
+    @property
+    def indexer(self) -> bool:
+        return self.part == "indexer"
 
 
 @dataclass(frozen=True)
@@ -198,6 +258,10 @@ class Engine:
     def resolve(self, s: EngineSettings, gpu_bytes: int, gpu_label: str) -> EngineSettings:
         """Settings with the engine's defaults for this GPU filled in."""
         return s
+
+    def build_layout(self, model: ModelDescription, s: EngineSettings) -> EngineLayout | None:
+        """The engine's own per-layer layout, or None for the shared one (kvplan.runtimes.engines.layout)."""
+        return None
 
     def refuse(self, model: ModelDescription, s: EngineSettings, n_kv: int) -> None:
         """Raise RefusedConfigError for layouts the engine does not run."""
@@ -284,6 +348,8 @@ class EngineLayout:
     in_flight_tokens: int = 0
     notes: tuple[str, ...] = field(default=())
     stage_ranges: tuple[tuple[int, int], ...] = ()  # first and last layer of each stage, caches or not
+    backends: tuple[str, ...] = ()  # the attention (and state) backends the engine picks, by name
+    backend_reason: str = ""  # why those, and the block size they set
 
     @property
     def swa_pool(self) -> bool:
@@ -308,13 +374,14 @@ class EngineLayout:
         return max(self.stage_bytes_per_token(i) for i in range(len(self.stages)))
 
     def stage_block_bytes(self, stage: int) -> int:
-        """Bytes one block id costs on a rank of ``stage``: the pages of its layers, or vLLM's group size × page
-        when the layers are split into equal groups."""
+        """Bytes one block id costs on a rank of ``stage``: the largest group's pages on that rank (every group
+        draws its blocks from one pool of that size; vLLM _get_kv_cache_bytes_per_block)."""
         own = set(self.stages[stage])
-        if self.uniform_type:
-            return sum(self.specs[ref].page_bytes for ref in own)
-        group_size = max(sum(1 for ref in g.layers if ref in own) for g in self.groups)
-        return group_size * self.groups[0].spec.page_bytes
+        return max(sum(self.specs[ref].page_bytes for ref in g.layers if ref in own) for g in self.groups)
+
+    def stage_state_bytes(self, stage: int) -> int:
+        """Recurrent-state bytes one request keeps on a rank of ``stage`` (before any page padding)."""
+        return sum(sp.content_bytes for ref in self.stages[stage] if isinstance(sp := self.specs[ref], StateSpec))
 
     @property
     def block_bytes(self) -> int:

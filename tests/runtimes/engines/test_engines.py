@@ -18,8 +18,7 @@ from kvplan.runtimes.engines import capacity as engine_capacity
 from kvplan.runtimes.engines import layout as engine_layout
 from kvplan.runtimes.engines import pipeline_stages as vllm_stages
 from kvplan.runtimes.engines.sglang import mem_fraction_static as sglang_mem_fraction
-from kvplan.runtimes.engines.vllm import default_batched_tokens as vllm_batched_tokens
-from kvplan.runtimes.engines.vllm import gpu_family
+from kvplan.runtimes.engines.vllm.engine import batch_defaults
 from kvplan.sources import load_model
 
 GIB = 1 << 30
@@ -92,7 +91,7 @@ def test_llama3_8b_capacity_per_engine() -> None:
 @pytest.mark.parametrize(
     ("name", "engine", "dtype", "per_token", "tokens_in_40gib"),
     [
-        ("deepseek-v3", "vllm", "auto", 70272, 611_136),
+        ("deepseek-v3", "vllm", "auto", 70272, 611_184),
         ("deepseek-v3", "sglang", "auto", 70272, 611_191),
         ("deepseek-v3", "trtllm", "auto", 70272, 611_168),
         ("deepseek-v3", "vllm", "fp8", 35136, 1_222_336),
@@ -113,7 +112,7 @@ def test_deepseek_mla_in_a_40gib_budget(
 
 
 def test_unsupported_layouts_are_refused() -> None:
-    for engine in ("vllm", "sglang", "trtllm"):
+    for engine in ("sglang", "trtllm"):
         with pytest.raises(RefusedConfigError, match="state pages"):
             layout(load_model("qwen3-next-80b-a3b"), engine=engine)
     with pytest.raises(RefusedConfigError, match="VSWA"):
@@ -211,21 +210,27 @@ def test_vllm_page_unification() -> None:
     assert blocks == {"sliding_window": 32, "full": 16}
     assert {g.spec.page_bytes for g in lay.groups} == {16 * 8 * 256 * 2}
     assert lay.block_tokens == 16 and any("page unification" in n for n in lay.notes)
-    with pytest.raises(RefusedConfigError, match="cannot be unified"):
-        layout(_swa_model(4, 4, swa_head=64, full_head=96), EngineSettings())
+    # a page that does not divide the largest is padded to it (vLLM 0.33; earlier versions refused)
+    odd = layout(_swa_model(4, 4, swa_head=64, full_head=96), EngineSettings())
+    assert {odd.specs[g.layers[0]].page_bytes for g in odd.groups} == {16 * 8 * 192 * 2}
+    assert {odd.specs[g.layers[0]].content_bytes for g in odd.groups} == {16 * 8 * 192 * 2, 16 * 8 * 128 * 2}
 
 
-def test_vllm_mla_block_size_by_gpu() -> None:
+def test_vllm_mla_block_size_follows_the_backend() -> None:
+    """The MLA kernel vLLM picks sets the block: FlashAttention-MLA (16) on Hopper with bf16, FlashMLA (64) with
+    fp8, FlashInfer-MLA (32) on Blackwell, Triton MLA (16) on Ampere / Ada (recorded from vLLM's selector)."""
     m = load_model("deepseek-v3")
-    assert [layout(m, EngineSettings(gpu_family=f)).block_tokens for f in ("hopper", "blackwell", "other")] == [
-        64,
-        128,
-        16,
-    ]
-    assert layout(m, EngineSettings(gpu_family="blackwell", block_size=32)).block_tokens == 32
-    assert gpu_family("H100-80GBx8") == "hopper" and gpu_family("B200") == "blackwell" and gpu_family("L40S") == "other"
-    assert vllm_batched_tokens(80 * GIB, "H100-80GB") == 8192
-    assert vllm_batched_tokens(80 * GIB, "A100-80GB") == 2048 and vllm_batched_tokens(24 * GIB, "L4") == 2048
+
+    def block(cap: tuple[int, int], dtype: str = "auto") -> tuple[int, tuple[str, ...]]:
+        lay = layout(m, EngineSettings(capability=cap, cache_dtype=dtype))
+        return lay.block_tokens, lay.backends
+
+    assert block((9, 0)) == (16, ("FLASH_ATTN_MLA",)) and block((9, 0), "fp8") == (64, ("FLASHMLA",))
+    assert block((10, 0)) == (32, ("FLASHINFER_MLA",)) and block((8, 0)) == (16, ("TRITON_MLA",))
+    assert layout(m, EngineSettings(capability=(10, 0), block_size=64)).block_tokens == 64
+    assert batch_defaults(80 * GIB, "H100-80GB", (9, 0)) == (8192, 1024)
+    assert batch_defaults(80 * GIB, "A100-80GB", (8, 0)) == (2048, 256) == batch_defaults(24 * GIB, "L4", (8, 9))
+    assert batch_defaults(180 * GIB, "B200", (10, 0)) == (16384, 1024)
 
 
 def test_sglang_hybrid_swa_pools_by_hand() -> None:
@@ -336,5 +341,5 @@ def test_fit_with_an_engine_through_the_cli() -> None:
     doc = r.json()
     assert doc["mode"] == "cache-types" and doc["engine"]["cache_dtype"] == "fp8" and doc["n_seq"] == 4
     assert [g["kind"] for g in doc["engine"]["groups"]] == ["sliding_window", "full"]
-    r = kv("fit", "qwen3-next-80b-a3b", "--engine", "vllm", "--gpu", "H100-80GB")
+    r = kv("fit", "qwen3-next-80b-a3b", "--engine", "trtllm", "--gpu", "H100-80GB")
     assert r.exit_code == 4 and "state pages" in r.stderr

@@ -1,0 +1,123 @@
+"""Record what SGLang 0.5.23's own pool sizing answers into test fixtures (tests/fixtures/engines/sglang.json).
+
+usage: python scripts/engines/record_sglang.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING]
+
+SGLANG_PYTHON is the interpreter of a venv with sglang==0.5.23 (scripts/engines/README.md). Each case runs
+sglang_case.py in a process of its own against a config in tests/fixtures/engines/configs/, as on the GPU named
+(facts from kvplan's GPU table). SGLang measures free memory; the case gives it: before the weights load, the
+GPU's memory less the CUDA context kvplan assumes, and after, that less the rank's weights. Never edit a
+recorded number by hand: change the case list here and re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from record_vllm import CONFIGS, GPUS, gpu  # noqa: E402
+
+from kvplan.runtimes.engines.sglang import CUDA_CONTEXT_BYTES  # noqa: E402
+from kvplan.units import GIB  # noqa: E402
+
+OUT = ROOT / "tests" / "fixtures" / "engines" / "sglang.json"
+SGLANG_VERSION = "0.5.23"
+DENSE = ["llama-3.1-8b", "qwen3-32b", "mistral-7b-v0.1", "qwen2.5-7b", "phi-3-mini-4k"]
+WINDOWED = ["gemma-2-9b", "gemma-3-1b", "gemma-3-27b", "gpt-oss-20b", "llama-4-scout"]
+MLA = ["deepseek-v2-lite", "deepseek-v3", "deepseek-v3.2-exp"]
+HYBRID = ["qwen3-next-80b-a3b", "nemotron-h-8b", "nemotron-nano-9b-v2", "granite-4.0-h-small", "falcon-h1-7b",
+          "lfm2-1.2b", "kimi-linear-48b-a3b", "jamba-1.5-mini", "falcon-mamba-7b", "mamba-codestral-7b",
+          "minimax-m1"]  # fmt: skip
+#: weights per rank for each case: a round figure per model (SGLang's numbers depend only on what is left)
+WEIGHTS_GIB = {"llama-3.1-8b": 15, "qwen3-32b": 61, "mistral-7b-v0.1": 14, "qwen2.5-7b": 15, "phi-3-mini-4k": 7,
+               "gemma-2-9b": 18, "gemma-3-1b": 2, "gemma-3-27b": 52, "gpt-oss-20b": 13, "llama-4-scout": 203,
+               "deepseek-v2-lite": 30, "deepseek-v3": 642, "deepseek-v3.2-exp": 642, "qwen3-next-80b-a3b": 149,
+               "nemotron-h-8b": 15, "nemotron-nano-9b-v2": 17, "granite-4.0-h-small": 60, "falcon-h1-7b": 14,
+               "lfm2-1.2b": 2, "kimi-linear-48b-a3b": 92, "jamba-1.5-mini": 97, "minimax-m1": 850,
+               "falcon-mamba-7b": 14, "mamba-codestral-7b": 14}  # fmt: skip
+
+
+def case(model: str, gpu_name: str = "H100-80GB", **args: Any) -> dict[str, Any]:
+    g = gpu(gpu_name)
+    ranks = args.get("tp_size", 1)
+    pre = g["mem"] - CUDA_CONTEXT_BYTES
+    weights = WEIGHTS_GIB[model] * GIB // ranks
+    return {"model": model, "gpu": g, "pre_bytes": pre, "available_bytes": pre - weights, "weight_bytes": weights,
+            **args}  # fmt: skip
+
+
+def cases() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    small = {"llama-3.1-8b", "mistral-7b-v0.1", "qwen2.5-7b", "phi-3-mini-4k", "gemma-2-9b", "gemma-3-1b",
+             "gpt-oss-20b", "nemotron-h-8b", "nemotron-nano-9b-v2", "falcon-h1-7b", "lfm2-1.2b", "falcon-mamba-7b",
+             "mamba-codestral-7b"}  # fmt: skip
+    for model in DENSE + WINDOWED + MLA + HYBRID:
+        tp = 1 if model in small else 8
+        for g in GPUS:
+            if tp == 8 and g in ("RTX-4090", "L40S"):
+                continue
+            out.append(case(model, g, tp_size=tp))
+    for model in DENSE + WINDOWED + ["deepseek-v2-lite"] + HYBRID[:-1]:
+        tp = 1 if model in small else 8
+        out.append(case(model, "H200", tp_size=tp, kv_cache_dtype="fp8_e4m3"))
+        out.append(case(model, "H100-80GB", tp_size=tp, mem_fraction_static=0.8))
+        out.append(case(model, "H100-80GB", tp_size=max(tp, 2), context_length=32768, max_running_requests=64))
+    for model in ["llama-3.1-8b", "qwen2.5-7b", "gemma-3-27b", "gpt-oss-20b", "nemotron-h-8b", "qwen3-next-80b-a3b"]:
+        for tp in (2, 4):
+            out.append(case(model, "H100-80GB", tp_size=tp))
+        out.append(case(model, "H100-80GB", tp_size=2, page_size=16))
+    for model in HYBRID[:-1]:
+        out.append(case(model, "H100-80GB", tp_size=1 if model in small else 8, disable_radix_cache=True))
+    return out
+
+
+def run_case(python: str, case: dict[str, Any]) -> dict[str, Any]:
+    arg = {**case, "model": str(CONFIGS / case["model"])}
+    for attempt in range(3):  # vLLM's model inspection occasionally races with a parallel case; try again
+        proc = subprocess.run([python, str(Path(__file__).with_name("sglang_case.py")), json.dumps(arg)],
+                              capture_output=True, text=True, timeout=900)  # fmt: skip
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("SGLANG_CASE_RESULT ")]
+        if not lines:
+            raise RuntimeError(f"{case}: no result\n{proc.stderr[-3000:]}")
+        result: dict[str, Any] = json.loads(lines[-1].removeprefix("SGLANG_CASE_RESULT "))
+        if "failed to be inspected" not in json.dumps(result) or attempt == 2:
+            return result
+        time.sleep(1)
+    raise AssertionError("unreachable")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("python", help="the Python of a venv with sglang==0.5.23")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", default="", help="record only the models whose name contains this")
+    args = ap.parse_args()
+    todo = [c for c in cases() if args.only in c["model"]]
+    done: list[dict[str, Any]] = []
+    start = time.time()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for i, (case, result) in enumerate(
+            zip(todo, pool.map(lambda c: run_case(args.python, c), todo), strict=True), 1
+        ):
+            done.append({"case": case, **result})
+            status = "ok" if "ok" in result else f"refused: {result['error']['message'][:80]}"
+            where = f"{case['model']} {case['gpu']['preset']} tp{case.get('tp_size', 1)}"
+            print(f"[{i}/{len(todo)} {time.time() - start:.0f}s] {where} {status}", flush=True)
+    if args.only and OUT.exists():  # keep the other models' cases
+        kept = [c for c in json.loads(OUT.read_text())["cases"] if args.only not in c["case"]["model"]]
+        done = kept + done
+    OUT.write_text(json.dumps({"sglang": SGLANG_VERSION, "cases": done}, indent=1) + "\n")
+    print(f"wrote {len(done)} cases to {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
