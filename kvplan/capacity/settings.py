@@ -14,7 +14,7 @@ from kvplan.capacity.weights import weight_type
 from kvplan.facts.ggml_types import LLAMA_CPP_CACHE_TYPES
 from kvplan.runtimes import LLAMACPP, canonical_runtime, runtime_names
 from kvplan.runtimes.engines import CACHE_DTYPE_BYTES
-from kvplan.runtimes.engines.vllm.state import SSM_DTYPES
+from kvplan.runtimes.engines.state import SSM_DTYPES
 from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
 from kvplan.units import parse_count, parse_fraction, parse_params, parse_size
 
@@ -253,8 +253,9 @@ SETTINGS: tuple[Setting, ...] = (
             "vLLM: the KV cache budget per GPU (bypasses --gpu-memory-utilization; the answer needs no "
             "weight or overhead estimate)", "engine", "SIZE", runtime=_EN),
     Setting("enable_prefix_caching", ("--enable-prefix-caching",), _switch,
-            "vLLM: prefix caching (on by default; hybrids keep 2–3 state pages per request with it)", "engine",
-            None, negate=("--no-enable-prefix-caching",), runtime=_EN),
+            "prefix caching, on by default (SGLang: --disable-radix-cache); hybrids keep 2–5 state slots per "
+            "request with it", "engine", None, negate=("--no-enable-prefix-caching", "--disable-radix-cache"),
+            runtime=_EN),
     Setting("mamba_ssm_cache_dtype", ("--mamba-ssm-cache-dtype",), _choice(SSM_DTYPES, "Mamba SSM cache dtype"),
             "vLLM: the recurrent state's dtype: auto (the model's), float32, bfloat16, float16", "engine", "DTYPE",
             runtime=_EN),

@@ -167,6 +167,11 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
     ]
     if lay.backends:
         notes.append(f"{engine.label} backends: {', '.join(lay.backends)}; {lay.backend_reason}")
+    if cap.state_slots:
+        notes.append(
+            f"state pool per GPU: {cap.state_slots:,} slots ({format_size(cap.state_pool_bytes, units)}); "
+            f"max_running_requests resolves to {cap.max_requests:,}"
+        )
     if len(lay.groups) > 1 or lay.in_flight_tokens:
         by_spec: dict[CacheSpec, list[int]] = {}
         for g in lay.groups:
@@ -236,6 +241,9 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
             "enable_prefix_caching": s.enable_prefix_caching,
             "backends": list(lay.backends),
             "state_bytes_per_request": max(lay.stage_state_bytes(i) for i in range(len(lay.stages))),
+            "state_slots": cap.state_slots,
+            "state_pool_bytes": cap.state_pool_bytes,
+            "max_running_requests": cap.max_requests,
             "groups": groups,
         }
     }

@@ -95,3 +95,60 @@ def test_config_errors_name_the_field(tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text("{not json")
     r = kv(*["estimate", str(tmp_path / "broken.json")])
     assert r.exit_code == 3 and "not valid JSON" in r.stderr
+
+
+ENGINE_CONFIGS = FIXTURES / "engines" / "configs"
+
+
+@pytest.mark.parametrize(
+    ("name", "gguf", "skip"),
+    [
+        ("falcon-h1-7b", "falcon-h1-7b-shape", ()),
+        # the shape GGUF keeps llama.cpp's converter's 2^20 context; the config says 131072 (only n_ctx 0 differs)
+        ("granite-4.0-h-small", "granite-4.0-h-small-shape", ("n_ctx=0",)),
+    ],
+)
+def test_hybrid_configs_equal_llama_cpp_on_the_shape_gguf(name: str, gguf: str, skip: tuple[str, ...]) -> None:
+    """Falcon-H1 and Granite-4.0-H configs read as llama.cpp's converter writes them: every oracle setting of the
+    realistic-shape GGUF of the same dimensions gives the same bytes."""
+    model = load_model(str(ENGINE_CONFIGS / name))
+    cases = [c for c in oracle_cases()["cases"] if c["gguf"] == f"real/{gguf}.gguf"]
+    assert len(cases) > 40
+    checked = 0
+    for case in cases:
+        p = case["params"]
+        if "n_ctx=0" in skip and p["n_ctx"] == 0:
+            continue
+        s = LlamaCppSettings(
+            n_ctx=p["n_ctx"], n_seq=p["n_seq_max"], kv_unified=bool(p["kv_unified"]), n_batch=p["n_batch"],
+            n_ubatch=p["n_ubatch"], type_k=p["type_k"], type_v=p["type_v"], flash_attn=FA[p["fa"]],
+            swa_full=bool(p["swa_full"]), n_rs_seq=p["n_rs_seq"], mtp=bool(p["mtp"]),
+        )  # fmt: skip
+        try:
+            got: object = plan(model, s).total_bytes
+        except KvplanError:
+            got = "error"
+        assert got == case.get("context_bytes", "error"), case["id"]
+        checked += 1
+    assert checked > 40
+
+
+def test_new_hybrid_families_by_hand() -> None:
+    """Nemotron-H (M / * / - pattern), LFM2 (conv layers), Kimi-Linear (MLA on full_attn_layers, KDA else)."""
+    n = load_model(str(ENGINE_CONFIGS / "nemotron-h-8b"))
+    attn = [la.index for la in n.layers if la.n_head_kv]
+    mamba = [la.index for la in n.layers if la.recurrent]
+    assert attn == [7, 18, 29, 40] and len(mamba) == 24 and n.recurrent_params is not None
+    assert (n.recurrent_params.d_inner, n.recurrent_params.n_head, n.recurrent_params.n_group) == (8192, 128, 8)
+    lfm = load_model(str(ENGINE_CONFIGS / "lfm2-1.2b"))
+    assert [la.index for la in lfm.layers if la.n_head_kv] == [2, 5, 8, 10, 12, 14]
+    assert lfm.recurrent_params is not None and lfm.recurrent_params.l_cache == 3
+    kimi = load_model(str(ENGINE_CONFIGS / "kimi-linear-48b-a3b"))
+    assert kimi.mla and [la.index + 1 for la in kimi.layers if la.n_head_kv] == [4, 8, 12, 16, 20, 24, 27]
+    assert kimi.recurrent_params is not None and kimi.recurrent_params.kda_head == 128
+    gemma = load_model(str(ENGINE_CONFIGS / "gemma-3-4b"))  # head counts left to Gemma3TextConfig's defaults
+    assert (gemma.layers[0].n_head, gemma.layers[0].n_head_kv, gemma.layers[0].head_k) == (8, 4, 256)
+    assert gemma.mm_prefix_lm
+    phi = load_model(str(ENGINE_CONFIGS / "phi-3-mini-4k"))  # llama.cpp ignores the window, vLLM applies it
+    assert phi.swa_type.value == "none" and phi.declared_window == 2047
+    assert load_model(str(ENGINE_CONFIGS / "qwen2.5-7b")).declared_window == 0  # use_sliding_window false

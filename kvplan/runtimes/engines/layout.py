@@ -1,17 +1,15 @@
 """The paged serving engines' KV layout: each layer's cache spec on one rank, grouped and staged.
 
-Builds the per-layer specs from the model description and asks the engine (an ``Engine`` of
-kvplan.runtimes.engines.vllm / sglang / trtllm) for what differs: block size, head split, MLA packing, windows,
-grouping. Formulas and defaults from ../shared/reference/serving-engines-kv.md (with the engines' source
-references). Each engine's capacity depends on profiled terms kvplan cannot measure (activations, CUDA graphs):
+vLLM builds its own layout (kvplan.runtimes.engines.vllm, a port of its planning); SGLang and TensorRT-LLM
+share this one: per-layer specs from the model description, with the engine (an ``Engine`` of
+kvplan.runtimes.engines.sglang / trtllm) asked for what differs: block size, head split, MLA packing, windows,
+grouping. Each engine's capacity depends on profiled terms kvplan cannot measure (activations, CUDA graphs):
 they enter as one explicit ``overhead`` figure, labelled as an estimate unless given.
 
-Scope:
-- every engine: MHA / GQA / MQA with any per-layer head sizes, MLA, DeepSeek-V3.2's indexer cache;
-- vLLM: sliding-window and chunked-local layers through its hybrid KV cache manager;
-- SGLang: the hybrid SWA pools for the architectures SGLang runs that way;
-- refused with the reason: recurrent / Mamba hybrids (their state pages are not modelled yet), TensorRT-LLM's
-  variable sliding-window pools, symmetric (non-causal) windows.
+Scope here: MHA / GQA / MQA with any per-layer head sizes, MLA, DeepSeek-V3.2's indexer cache, SGLang's hybrid
+SWA pools, and a hybrid's attention layers beside its state layers (``hybrid_attention_layout``, SGLang).
+Refused with the reason: TensorRT-LLM's state pages and its variable sliding-window pools, symmetric
+(non-causal) windows.
 """
 
 from __future__ import annotations
@@ -33,16 +31,27 @@ from kvplan.runtimes.engines.paged import (
     MLASpec,
     RankMemory,
     SlidingWindowSpec,
+    StateSpec,
     pipeline_stages,
 )
+from kvplan.runtimes.engines.state import State
 
 
-def _attention_layers(model: ModelDescription, engine: Engine) -> list[Layer]:
-    if any(la.recurrent for la in model.layers) or model.memory not in (MemoryKind.KV, MemoryKind.DSA):
+#: layers that hold both attention and a state (a parallel hybrid)
+PARALLEL_HYBRIDS = frozenset({"falcon-h1"})
+
+
+def _attention_layers(model: ModelDescription, engine: Engine, hybrid: bool = False) -> list[Layer]:
+    if not hybrid and (any(la.recurrent for la in model.layers) or model.memory not in (MemoryKind.KV, MemoryKind.DSA)):
         raise RefusedConfigError(
             f"{engine.name}: {model.arch} has {model.memory.value} memory (recurrent / Mamba state or a compressed "
-            "cache); kvplan sizes the serving engines' attention KV only and does not model their state pages"
+            f"cache); kvplan does not model {engine.label}'s state pages (it does vLLM's and SGLang's)"
         )
+    if hybrid:
+        return [
+            la for la in model.layers
+            if not la.nextn and la.has_kv and la.n_head_kv > 0 and (not la.recurrent or model.arch in PARALLEL_HYBRIDS)
+        ]  # fmt: skip
     if model.swa_type == SwaType.SYMMETRIC:
         raise RefusedConfigError(
             f"{engine.name}: {model.arch} uses a symmetric (non-causal) window; not a serving layout"
@@ -51,11 +60,11 @@ def _attention_layers(model: ModelDescription, engine: Engine) -> list[Layer]:
     return [la for la in model.layers if not la.nextn and la.has_kv and la.n_head_kv > 0]
 
 
-def _checked_trunk(model: ModelDescription, engine: Engine, s: EngineSettings) -> list[Layer]:
+def _checked_trunk(model: ModelDescription, engine: Engine, s: EngineSettings, hybrid: bool = False) -> list[Layer]:
     """The layers with a KV cache, after the refusals the engines make for the model and the parallel layout."""
     if s.tp < 1 or s.pp < 1:
         raise RefusedConfigError("--tensor-parallel-size and --pipeline-parallel-size must be at least 1")
-    trunk = _attention_layers(model, engine)
+    trunk = _attention_layers(model, engine, hybrid)
     if not trunk:
         raise RefusedConfigError(f"{engine.name}: {model.arch} has no attention layers with a KV cache")
     if s.pp > model.n_layer:
@@ -133,6 +142,39 @@ def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> Engine
         stages=tuple(stages), kv_heads_per_rank=heads, replicated=replicated,
         basis=f"{basis} per layer × {max(parts)} layers",
         in_flight_tokens=engine.in_flight_tokens(s, grouping.groups), notes=tuple(notes), stage_ranges=tuple(ranges),
+    )  # fmt: skip
+
+
+def hybrid_attention_layout(model: ModelDescription, engine: Engine, s: EngineSettings, state: State) -> EngineLayout:
+    """A hybrid's attention layers laid out as ``layout`` lays them, plus the state every state layer keeps (one
+    StateSpec each, in the same pool group)."""
+    trunk = _checked_trunk(model, engine, s, hybrid=True)
+    block, block_note = engine.block_size(model, s)
+    notes: list[str] = [block_note] if block_note else []
+    if model.mla:
+        specs, basis = _mla_specs(model, engine, s, trunk, block)
+        heads, replicated = None, s.tp > 1
+    else:
+        specs, basis = _attention_specs(model, engine, s, trunk, block, notes)
+        heads, replicated = engine.heads_per_rank(trunk[0].n_head_kv, s.tp), s.tp > trunk[0].n_head_kv
+    for la in model.layers:
+        if la.recurrent and not la.nextn:
+            specs[LayerRef(la.index, "state")] = StateSpec(
+                0, block, state_bytes=state.bytes, mixer=state.label, shapes=state.shapes, dtypes=state.dtypes
+            )
+    shapes = " + ".join("×".join(map(str, sh)) + f" {d}" for sh, d in zip(state.shapes, state.dtypes, strict=True))
+    notes.append(f"{state.label} state per layer per request: {shapes} = {state.bytes:,} B")
+    parts = pipeline_stages(model.n_layer, s.pp)
+    stages, ranges, start = [], [], 0
+    for n in parts:
+        stages.append(tuple(ref for ref in specs if start <= ref.layer < start + n))
+        ranges.append((start, start + n - 1))
+        start += n
+    grouping = engine.group(specs)
+    return EngineLayout(
+        engine=engine, settings=s, specs=specs, groups=grouping.groups, uniform_type=grouping.uniform_type,
+        stages=tuple(stages), kv_heads_per_rank=heads, replicated=replicated,
+        basis=f"{basis} per layer × {len(trunk)} attention layers", notes=tuple(notes), stage_ranges=tuple(ranges),
     )  # fmt: skip
 
 

@@ -408,6 +408,9 @@ class Capacity:
     basis: str
     stage_blocks: tuple[int, ...] = ()  # vLLM: blocks each stage could hold before the min over ranks
     swa_tokens: int | None = None  # SGLang hybrid SWA pool
+    state_slots: int = 0  # SGLang: recurrent-state slots (max_mamba_cache_size)
+    state_pool_bytes: int = 0  # SGLang: what the state pool takes beside the KV pool
+    max_requests: int | None = None  # SGLang: max_running_requests as it resolves it
 
     @property
     def engine(self) -> Engine:

@@ -1,14 +1,21 @@
-"""SGLang (0.5.23): page size, mem_fraction_static, the token pool, MLA and hybrid SWA pools.
+"""SGLang (0.5.23): mem_fraction_static, the page, the token pool, MLA, hybrid SWA pools and Mamba state pools.
 
-Source: ../shared/reference/serving-engines-kv.md §2 (SGLang 0.5.23 wheel, with line references) and SGLang's
-``model_config.is_hybrid_swa_model``.
+A port of SGLang 0.5.23's own sizing, proven against it (tests/fixtures/engines/sglang.json, recorded by
+scripts/engines/record_sglang.py): ``handle_gpu_memory_settings`` / ``reserve_for_graph_mb``
+(srt/arg_groups/memory_hook.py) for mem_fraction_static; ``KVCacheConfigurator._profile_available_bytes``,
+``_handle_max_mamba_cache`` and ``resolve_max_num_reqs`` (srt/mem_cache/kv_cache_configurator.py);
+``DefaultPoolConfigurator`` / ``HybridSWAPoolConfigurator`` (srt/model_executor/pool_configurator.py).
+SGLang works in GB floats; so does this module, to land on the same integers.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
+from kvplan.errors import RefusedConfigError
 from kvplan.model import MemoryKind, ModelDescription
+from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.paged import (
     DSA_INDEXER_BYTES,
     FP8_DS_MLA_BYTES,
@@ -18,41 +25,77 @@ from kvplan.runtimes.engines.paged import (
     EngineSettings,
     RankMemory,
     Spelling,
+    StateSpec,
 )
-from kvplan.runtimes.engines.vllm import VLLM
 from kvplan.units import GIB, MIB, cdiv
 
 DEFAULT_PAGE_SIZE = 1  # _page_size_default on CUDA
 DSA_PAGE_SIZE = 64  # DeepSeek DSA: 64 × index_kpool
 SWA_FULL_TOKENS_RATIO = 0.8  # ServerArgs.swa_full_tokens_ratio
+MAMBA_FULL_MEMORY_RATIO = 0.9  # ServerArgs.mamba_full_memory_ratio (fallback)
+#: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3, plus 2 tracking slots per request with the radix cache's
+#: extra buffer and the overlap schedule (get_mamba_tracking_slots); 1 without the radix cache
+MAMBA_SLOTS_PER_REQUEST, MAMBA_SLOTS_NO_RADIX = 5, 1
 CUDA_CONTEXT_BYTES = GIB // 2  # the CUDA context before the profile (the reference's worked example)
 #: model_config.is_hybrid_swa_model, as GGUF architecture names
 HYBRID_SWA_ARCHS = frozenset({"llama4", "gpt-oss", "mimo2", "step35", "gemma4"})
+#: hybrids SGLang 0.5.23 has its own model classes for (their pools hold the state); others fall back to the
+#: generic TransformersForCausalLM, which sizes every layer as attention — not numbers SGLang serves with
+STATE_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe", "falcon-h1",
+                         "granitehybrid", "lfm2", "lfm2moe", "kimi-linear"})  # fmt: skip
 
 
-def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = False) -> float:
-    """The mem_fraction_static heuristic (arg_groups/memory_hook.py), without graph extras."""
-    gib = gpu_bytes / GIB
-    if gib < 20:
-        chunked, bs = 2048, 8
-    elif gib < 35:
-        chunked, bs = 4096, 160 if tp >= 4 else 48
-    elif gib < 60:
-        chunked, bs = 4096, 160 if tp >= 4 else 32
-    elif gib < 160:
-        chunked, bs = 8192, 512 if tp >= 4 else 256
-    else:
-        chunked, bs = 16384, 512
-    graph_reserve = 2 * bs + (1536 if mla else 0)
-    reserved = 512 + 1.5 * max(chunked, 2048) + 1024 * tp * pp / 8 + graph_reserve
-    if gib > 60:
-        reserved = max(reserved, 10240)
-    total_mib = gpu_bytes / MIB
-    return round((total_mib - reserved) / total_mib, 3)
+def _prefill_graph_sizes(max_bs: int) -> int:
+    """len(generate_prefill_cuda_graph_batch_sizes(max_bs)) (srt/arg_groups/cuda_graph_hook.py)."""
+    sizes = [
+        *range(4, 33, 4),
+        *range(48, 257, 16),
+        *range(288, 513, 32),
+        *range(576, 1025, 64),
+        *range(1280, 4097, 256),
+        *range(4608, max_bs + 1, 512),
+    ]
+    return sum(1 for s in sizes if s <= max_bs)
+
+
+def memory_defaults(gpu_bytes: int, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, decode cuda-graph max_bs) by GPU memory (handle_gpu_memory_settings)."""
+    mib = gpu_bytes // MIB
+    if mib < 20 * 1024:
+        return 2048, 8
+    if mib < 35 * 1024:
+        return 4096, 48 if tp < 4 else 160
+    if mib < 60 * 1024:
+        return 4096, 32 if tp < 4 else 160
+    if mib < 160 * 1024:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = False,
+                        max_running_requests: int | None = None) -> float:  # fmt: skip
+    """SGLang's mem_fraction_static heuristic: (memory − reserved) / memory, in MiB as nvidia-smi reports it."""
+    mib = gpu_bytes // MIB
+    chunked, max_bs = memory_defaults(gpu_bytes, tp)
+    if max_running_requests is not None:
+        max_bs = min(max_bs, max_running_requests)
+    reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024
+    graph = max_bs * 2 + (1.5 * 1024 if mla else _prefill_graph_sizes(chunked) * 8)
+    reserved += graph
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((mib - reserved) / mib, 3)
 
 
 def _window(lay: EngineLayout, ctx: int) -> int:
-    return max((sp.window for sp in lay.specs.values() if not sp.full_type), default=ctx)
+    return max((sp.window for sp in lay.specs.values() if not sp.full_type and sp.window), default=ctx)
+
+
+@dataclass(frozen=True)
+class _Pools:
+    kv_bytes: int  # the KV budget after the state pool
+    state_slots: int  # max_mamba_cache_size (0: no state pool)
+    state_bytes: int  # what the state pool takes
 
 
 class SGLang(Engine):
@@ -64,7 +107,7 @@ class SGLang(Engine):
     separate_swa_pool: ClassVar[bool] = True
     block_unit: ClassVar[str] = "page"
     measures_overhead: ClassVar[bool] = False  # activations and graphs live in the (1 − mem_fraction_static) slack
-    own_settings: ClassVar[frozenset[str]] = frozenset({"mem_fraction_static"})
+    own_settings: ClassVar[frozenset[str]] = frozenset({"mem_fraction_static", "enable_prefix_caching"})
     spelling: ClassVar[Spelling] = Spelling(
         "--tp-size", "--pp-size", "--context-length", "--max-running-requests", "--kv-cache-dtype", "--page-size"
     )
@@ -73,7 +116,11 @@ class SGLang(Engine):
         return f"python -m sglang.launch_server --model-path {model}"
 
     def refuse(self, model: ModelDescription, s: EngineSettings, n_kv: int) -> None:
-        VLLM().refuse(model, s, n_kv)  # the same attention modules split heads the same way
+        """The attention modules split KV heads over TP only when one divides the other."""
+        if not model.mla and (n_kv % s.tp if n_kv >= s.tp else s.tp % n_kv):
+            raise RefusedConfigError(
+                f"sglang: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} (one must divide the other)"
+            )
 
     def block_size(self, model: ModelDescription, s: EngineSettings) -> tuple[int, str | None]:
         if s.block_size:
@@ -96,46 +143,123 @@ class SGLang(Engine):
             f"(SGLang runs {model.arch} without hybrid SWA pools)"
         )
 
+    def build_layout(self, model: ModelDescription, s: EngineSettings) -> EngineLayout | None:
+        """Hybrids with a state pool: the shared attention layout plus one StateSpec per state layer."""
+        if not any(la.recurrent for la in model.layers):
+            return None
+        if model.arch not in STATE_ARCHS:
+            raise RefusedConfigError(
+                f"sglang: SGLang 0.5.23 has no model class for {model.arch}: it falls back to the generic "
+                "TransformersForCausalLM, which sizes every layer as attention — not numbers SGLang serves with"
+            )
+        from kvplan.runtimes.engines.layout import hybrid_attention_layout
+
+        state = st.state(model, s.tp, "bfloat16", self.ssm_dtype(model), self.name)
+        return hybrid_attention_layout(model, self, s, state)
+
+    @staticmethod
+    def ssm_dtype(model: ModelDescription) -> str:
+        """mamba2_state_dtype: the config's mamba_ssm_dtype, else float32 (the conv state stays bfloat16)."""
+        declared = model.recurrent_params.cache_dtype if model.recurrent_params else ""
+        return declared if declared in st.DTYPE_BYTES else "float32"
+
+    # --- memory -------------------------------------------------------------------------------------------
+
+    def _pools(self, lay: EngineLayout, rest_gb: float, mfs: float) -> _Pools:
+        """_handle_max_mamba_cache: the state pool takes ratio / (1 + ratio) of the rest, in whole slots."""
+        per_req = max(lay.stage_state_bytes(i) for i in range(len(lay.stages)))
+        if not per_req:
+            return _Pools(int(rest_gb * (1 << 30)), 0, 0)
+        ratio = MAMBA_FULL_MEMORY_RATIO
+        budget = rest_gb * ratio / (1 + ratio) * (1 << 30)
+        slots = int((budget - per_req) // per_req)
+        if slots <= 0:
+            raise RefusedConfigError(
+                "sglang: Not enough GPU memory for hybrid (mamba/linear-attention) state cache "
+                f"(max_mamba_cache_size {slots})"
+            )
+        used = (slots + 1) * per_req
+        return _Pools(int((rest_gb - used / (1 << 30)) * (1 << 30)), slots, used)
+
     def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
-        """rest = (free − weights) − free × (1 − mem_fraction_static); tokens = rest ÷ cell, floored to pages."""
+        """rest = free after weights − free before × (1 − mem_fraction_static); tokens = rest ÷ cell, in pages."""
         max_len = s.max_model_len or model.n_ctx_train
-        mfs = s.mem_fraction_static or mem_fraction_static(mem.gpu_bytes, s.tp, s.pp, model.mla)
+        mfs = s.mem_fraction_static or mem_fraction_static(mem.gpu_bytes, s.tp, s.pp, model.mla, s.max_num_seqs)
         pre = mem.gpu_bytes - CUDA_CONTEXT_BYTES
-        budget = int((pre - mem.weight_bytes) - pre * (1 - mfs))
+        pre_gb, available_gb = pre / (1 << 30), (pre - mem.weight_bytes) / (1 << 30)
+        rest_gb = available_gb - pre_gb * (1 - mfs)
+        if rest_gb <= 0:
+            budget = int(rest_gb * (1 << 30))
+            return Capacity(lay, budget, 0, 0, max_len, 0.0, f"no memory left for the KV pool ({budget:,} B)")
+        pools = self._pools(lay, rest_gb, mfs)
         page = lay.block_tokens
         full, swa = lay.token_bytes_split(lay.busiest_stage)
         ratio = SWA_FULL_TOKENS_RATIO if swa else 0.0
         cell = full + ratio * swa
-        tokens = int(max(0, budget) // cell) // page * page
+        tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else 0
         swa_tokens = int(tokens * ratio) // page * page if swa else None
         split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
-        basis = (
-            f"(free − weights) − free × (1 − mem_fraction_static {mfs}) = {budget:,} B; "
-            f"÷ {cell:,.0f} B per token{split}"
-        )
-        return Capacity(lay, budget, tokens // page, tokens, max_len, tokens / max_len, basis, swa_tokens=swa_tokens)
+        basis = f"free after weights − free × (1 − mem_fraction_static {mfs}) = {int(rest_gb * (1 << 30)):,} B"
+        if pools.state_slots:
+            basis += (
+                f"; state pool ({pools.state_slots:,} + 1 padding) slots × {lay.stage_state_bytes(lay.busiest_stage):,} B "
+                f"(mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO})"
+            )
+        basis += f"; ÷ {cell:,.0f} B per token{split}"
+        return Capacity(
+            lay, pools.kv_bytes, tokens // page, tokens, max_len, tokens / max_len, basis, swa_tokens=swa_tokens,
+            state_slots=pools.state_slots, state_pool_bytes=pools.state_bytes,
+            max_requests=self.max_running_requests(
+                tokens, s.max_model_len or model.n_ctx_train, s.max_num_seqs, pools.state_slots,
+                s.enable_prefix_caching is not False,
+            ),
+        )  # fmt: skip
+
+    @staticmethod
+    def max_running_requests(tokens: int, context_len: int, asked: int | None, state_slots: int,
+                             radix_cache: bool = True) -> int:  # fmt: skip
+        """resolve_max_num_reqs: the asked number or an estimate from the pool, at most half the tokens, and for
+        hybrids at most the state slots ÷ the slots a request holds."""
+        estimated = max(min(int(tokens / context_len * 512), 4096), 2048)
+        n = min(asked if asked is not None else estimated, tokens // 2)
+        if state_slots:
+            n = min(n, state_slots // (MAMBA_SLOTS_PER_REQUEST if radix_cache else MAMBA_SLOTS_NO_RADIX))
+        return n
 
     def requests_that_fit(self, cap: Capacity, ctx: int) -> int:
-        """Pages of the full pool; for hybrid SWA also the request's window in the SWA pool."""
+        """Pages of the full pool; for hybrid SWA also the request's window in the SWA pool; at most
+        max_running_requests."""
         page = cap.layout.block_tokens
-        n = cap.blocks // cdiv(ctx, page)
+        n = cap.blocks // cdiv(ctx, page) if cap.tokens else 0
         if cap.swa_tokens is not None:
             n = min(n, cap.swa_tokens // (cdiv(min(ctx, _window(cap.layout, ctx)), page) * page))
+        if cap.state_slots:
+            n = min(n, cap.state_slots // self.state_slots_per_request(cap.layout.settings))
         return n
+
+    @staticmethod
+    def state_slots_per_request(s: EngineSettings) -> int:
+        """_calculate_mamba_ratio: 3 + the radix cache's 2 tracking slots, or 1 without the radix cache."""
+        return MAMBA_SLOTS_NO_RADIX if s.enable_prefix_caching is False else MAMBA_SLOTS_PER_REQUEST
 
     def request_bytes(self, cap: Capacity, ctx: int) -> int:
         lay = cap.layout
         page = lay.block_tokens
         full, swa = lay.token_bytes_split(lay.busiest_stage)
-        return cdiv(ctx, page) * page * full + cdiv(min(ctx, _window(lay, ctx)), page) * page * swa
+        slots = self.state_slots_per_request(lay.settings) if cap.state_slots else 0
+        state = lay.stage_state_bytes(lay.busiest_stage) * slots
+        return cdiv(ctx, page) * page * full + cdiv(min(ctx, _window(lay, ctx)), page) * page * swa + state
 
     def kv_bytes(self, cap: Capacity, stage: int) -> int:
         full, swa = cap.layout.token_bytes_split(stage)
-        return cap.tokens * full + (cap.swa_tokens or 0) * swa
+        return cap.tokens * full + (cap.swa_tokens or 0) * swa + cap.state_pool_bytes
 
     def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
         mfs = lay.settings.mem_fraction_static
-        return ("--mem-fraction-static", f"{mfs:g}") if mfs else ()
+        args = ["--mem-fraction-static", f"{mfs:g}"] if mfs else []
+        if lay.settings.enable_prefix_caching is False:
+            args.append("--disable-radix-cache")
+        return tuple(args)
 
 
 ENGINE = SGLang()

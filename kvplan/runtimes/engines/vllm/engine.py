@@ -38,7 +38,7 @@ from kvplan.runtimes.engines.paged import (
     pipeline_stages,
 )
 from kvplan.runtimes.engines.vllm import backends as bk
-from kvplan.runtimes.engines.vllm import state as st
+from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.vllm.grouping import group_layers
 from kvplan.units import GIB, cdiv
 
@@ -50,6 +50,15 @@ PARALLEL_HYBRIDS = frozenset({"falcon-h1"})
 #: memory kinds vLLM's layer classes are modelled for here
 SIZED_MEMORY = frozenset({MemoryKind.KV, MemoryKind.DSA, MemoryKind.RECURRENT, MemoryKind.HYBRID})
 MODEL_DTYPE = "bfloat16"  # dtype auto: the checkpoint's bf16
+#: recurrent architectures vLLM 0.33 does not run, with the reason
+UNSUPPORTED: dict[str, str] = {
+    "minimax-01": "vLLM removed MiniMaxText01ForCausalLM in 0.23.0 (registry _PREVIOUSLY_SUPPORTED_MODELS)",
+    "plamo2": "vLLM removed Plamo2ForCausalLM in 0.26.0",
+    "rwkv6": "vLLM has no RWKV model class",
+    "rwkv6qwen2": "vLLM has no RWKV model class",
+    "rwkv7": "vLLM has no RWKV model class",
+    "arwkv7": "vLLM has no RWKV model class",
+}
 
 
 def batch_defaults(gpu_bytes: int, gpu_name: str, capability: tuple[int, int] | None) -> tuple[int, int]:
@@ -124,6 +133,8 @@ class VLLM(Engine):
     def _check(self, model: ModelDescription, s: EngineSettings, attn: list[Layer], states: list[Layer]) -> None:
         if s.tp < 1 or s.pp < 1:
             raise RefusedConfigError("--tensor-parallel-size and --pipeline-parallel-size must be at least 1")
+        if model.arch in UNSUPPORTED:
+            raise RefusedConfigError(f"vllm: {model.arch}: {UNSUPPORTED[model.arch]}")
         if model.memory not in SIZED_MEMORY:
             raise RefusedConfigError(
                 f"vllm: {model.arch} keeps {model.memory.value} memory, which kvplan does not model for vLLM"
@@ -211,7 +222,8 @@ class VLLM(Engine):
         state_block = max_len
         state_padded = 0
         if states:
-            state = st.state(model, s.tp, s.mamba_ssm_cache_dtype, MODEL_DTYPE)
+            ssm = st.vllm_ssm_dtype(model, s.mamba_ssm_cache_dtype, MODEL_DTYPE)
+            state = st.state(model, s.tp, MODEL_DTYPE, ssm, self.name)
             head_k = model.recurrent_params.d_state if model.recurrent_params else 0
             if attn:
                 token = self._attn_token_bytes(model, s, attn[0])

@@ -1,11 +1,12 @@
-"""vLLM 0.33's recurrent-state pages: one shape set per mixer kind, split over tensor parallel.
+"""The serving engines' recurrent-state shapes: one shape set per mixer kind, split over tensor parallel.
 
-A port of ``MambaStateShapeCalculator`` / ``MambaStateDtypeCalculator``
-(vllm/model_executor/layers/mamba/mamba_utils.py) and of each model class's
-``get_mamba_state_shape_from_config`` (mamba.py, mamba2.py, jamba.py, nemotron_h.py, granitemoehybrid.py,
-falcon_h1.py, qwen3_next.py, lfm2.py, kimi_linear.py), fed from the model description's state hparams (the
-GGUF ``ssm.*`` keys carry every number these need). Conv states are laid out (d_conv - 1, dim), vLLM's default
-"SD" layout; shapes are elements, dtypes vLLM's names.
+A port of vLLM 0.33's ``MambaStateShapeCalculator`` (vllm/model_executor/layers/mamba/mamba_utils.py) and each
+model class's ``get_mamba_state_shape_from_config`` (mamba.py, mamba2.py, jamba.py, nemotron_h.py,
+granitemoehybrid.py, falcon_h1.py, qwen3_next.py, lfm2.py, kimi_linear.py); SGLang 0.5.23 builds states of
+the same sizes (``Mamba2StateShape.create`` / ``create_full_rank``, ``KimiLinearStateShape.create`` in
+sglang/srt/configs/mamba_utils.py). Fed from the model description's state hparams (the GGUF ``ssm.*`` keys
+carry every number these need). Conv states are laid out (d_conv - 1, dim), vLLM's default "SD" layout;
+shapes are elements. Each engine picks the dtypes (its own module says how).
 """
 
 from __future__ import annotations
@@ -47,15 +48,6 @@ STATE_BACKENDS = {
     "short_conv": "SHORT_CONV_ATTN",
     "kda": "GDN_ATTN",
 }
-#: recurrent architectures vLLM 0.33 does not run, with the reason
-UNSUPPORTED: dict[str, str] = {
-    "minimax-01": "vLLM removed MiniMaxText01ForCausalLM in 0.23.0 (registry _PREVIOUSLY_SUPPORTED_MODELS)",
-    "plamo2": "vLLM removed Plamo2ForCausalLM in 0.26.0",
-    "rwkv6": "vLLM has no RWKV model class",
-    "rwkv6qwen2": "vLLM has no RWKV model class",
-    "rwkv7": "vLLM has no RWKV model class",
-    "arwkv7": "vLLM has no RWKV model class",
-}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 #: --mamba-ssm-cache-dtype values
 SSM_DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -91,17 +83,15 @@ def _extra_groups(groups: int, tp: int) -> int:
     return 0 if groups % tp == 0 else tp - groups
 
 
-def mixer_of(model: ModelDescription) -> str:
-    if model.arch in UNSUPPORTED:
-        raise RefusedConfigError(f"vllm: {model.arch}: {UNSUPPORTED[model.arch]}")
+def mixer_of(model: ModelDescription, engine: str) -> str:
     mixer = MIXERS.get(model.arch)
     if mixer is None or model.recurrent_params is None:
-        raise RefusedConfigError(f"vllm: kvplan does not know how vLLM shapes {model.arch}'s recurrent state")
+        raise RefusedConfigError(f"{engine}: kvplan does not know how {engine} shapes {model.arch}'s recurrent state")
     return mixer
 
 
-def ssm_dtype(model: ModelDescription, requested: str | None, model_dtype: str = "bfloat16") -> str:
-    """The temporal (SSM) state's dtype: --mamba-ssm-cache-dtype, where auto means the model's dtype — except
+def vllm_ssm_dtype(model: ModelDescription, requested: str | None, model_dtype: str = "bfloat16") -> str:
+    """vLLM's temporal (SSM) state dtype: --mamba-ssm-cache-dtype, where auto means the model's dtype — except
     Nemotron-H, whose config hook takes the checkpoint's own (float32 when it names none), and KDA (float32)."""
     if requested not in (None, "auto"):
         return requested
@@ -113,12 +103,10 @@ def ssm_dtype(model: ModelDescription, requested: str | None, model_dtype: str =
     return model_dtype
 
 
-def state(model: ModelDescription, tp: int, requested_ssm_dtype: str | None, model_dtype: str = "bfloat16") -> State:
-    """The state one layer keeps on one of ``tp`` ranks."""
-    mixer = mixer_of(model)
+def state(model: ModelDescription, tp: int, conv: str, ssm: str, engine: str) -> State:
+    """The state one layer keeps on one of ``tp`` ranks, its conv state in ``conv``, its SSM state in ``ssm``."""
+    mixer = mixer_of(model, engine)
     p: RecurrentParams = model.recurrent_params  # type: ignore[assignment]  # mixer_of checked it
-    conv = model_dtype  # mamba_cache_dtype auto: the model's dtype
-    ssm = ssm_dtype(model, requested_ssm_dtype, model_dtype)
     if mixer == "mamba1":
         inner = _divide(p.d_inner, tp, "the Mamba inner size")
         return State(mixer, ((p.d_conv - 1, inner), (inner, p.d_state)), (conv, ssm))
@@ -138,6 +126,9 @@ def state(model: ModelDescription, tp: int, requested_ssm_dtype: str | None, mod
                      (conv, ssm))  # fmt: skip
     # short conv (LFM2): the conv state only
     return State(mixer, ((p.l_cache - 1, _divide(model.n_embd, tp, "the hidden size")),), (conv,))
+
+
+# --- vLLM's prefix-caching checkpoints -----------------------------------------------------------------
 
 
 def checkpoint_alignment(mixer: str, capability: tuple[int, int] | None, head_k: int) -> int | None:
