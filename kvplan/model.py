@@ -138,6 +138,9 @@ class ModelDescription:
     #: a multimodal prefix-LM checkpoint (Gemma 3 with its vision tower): image tokens attend both ways, which
     #: narrows vLLM's attention backends (ModelArchConfigConvertor.is_mm_prefix_lm)
     mm_prefix_lm: bool = False
+    #: False where the checkpoint declares no context length: the Mamba converters write 2^20 as a placeholder,
+    #: and vLLM then assumes 2048 (ModelConfig._get_and_verify_max_len) but takes any --max-model-len
+    ctx_declared: bool = True
 
     @property
     def n_layer(self) -> int:

@@ -36,7 +36,37 @@ def _example(block: str) -> str:
     return "\n".join(out) + "\n"
 
 
+ENGINE_CASES = re.compile(r"<!-- engine-cases -->\n.*?<!-- /engine-cases -->\n", re.S)
+
+
+def _engine_cases() -> str:
+    """The table of recorded engine cases, per model: how many, on which GPUs, how many refusals."""
+    import json
+
+    rows: dict[str, dict[str, list[dict[str, object]]]] = {}
+    for engine in ("vllm", "sglang"):
+        fixture = ROOT / "tests" / "fixtures" / "engines" / f"{engine}.json"
+        for c in json.loads(fixture.read_text())["cases"] if fixture.exists() else []:
+            rows.setdefault(c["case"]["model"], {}).setdefault(engine, []).append(c)
+
+    def cell(cases: list[dict[str, object]]) -> str:
+        if not cases:
+            return "—"
+        refused = sum(1 for c in cases if "error" in c)
+        gpus = len({c["case"]["gpu"]["preset"] for c in cases})  # type: ignore[index]
+        where = f"{gpus} GPU" + ("s" if gpus > 1 else "")
+        return f"{len(cases)} ({where}" + (f", {refused} refused)" if refused else ")")
+
+    lines = ["| model | vLLM 0.33.0 cases | SGLang 0.5.23 cases |", "|---|---:|---:|"]
+    for name in sorted(rows):
+        lines.append(f"| {name} | {cell(rows[name].get('vllm', []))} | {cell(rows[name].get('sglang', []))} |")
+    total = {e: sum(len(r.get(e, [])) for r in rows.values()) for e in ("vllm", "sglang")}
+    lines.append(f"| **all** | **{total['vllm']}** | **{total['sglang']}** |")
+    return "<!-- engine-cases -->\n" + "\n".join(lines) + "\n<!-- /engine-cases -->\n"
+
+
 def _regenerate(text: str) -> str:
+    text = ENGINE_CASES.sub(lambda m: _engine_cases(), text)
     text = EXAMPLE.sub(lambda m: f"```console\n{_example(m.group(1))}```", text)
     return HELP.sub(lambda m: f"<!-- help: {m.group(1)} -->\n```text\n{_help(m.group(1))}```", text)
 

@@ -17,7 +17,7 @@ from kvplan.errors import BadInputError
 from kvplan.model import ModelDescription, SwaType
 from kvplan.sources.files import read_json
 from kvplan.sources.gguf_reader import T_BOOL, T_I32, ArrayValue
-from kvplan.sources.metadata import LLAMA_MAX_LAYERS, describe
+from kvplan.sources.metadata import LLAMA_MAX_LAYERS, MAMBA_PLACEHOLDER_CTX, describe
 
 U32_MAX = 0xFFFFFFFF
 
@@ -181,7 +181,7 @@ def _jamba(c: _Config, kv: dict[str, Any]) -> None:
 
 
 def _mamba(c: _Config, kv: dict[str, Any]) -> None:
-    kv["context_length"] = 2**20  # conversion/mamba.py: "arbitrary value"
+    kv["context_length"] = MAMBA_PLACEHOLDER_CTX  # conversion/mamba.py: "arbitrary value"
     kv["attention.head_count"] = 0
     kv.pop("attention.head_count_kv", None)
     d_inner = c.int("intermediate_size", "d_inner", required=False) or 2 * kv["embedding_length"]
@@ -196,7 +196,7 @@ def _mamba(c: _Config, kv: dict[str, Any]) -> None:
 
 
 def _mamba2(c: _Config, kv: dict[str, Any]) -> None:
-    kv["context_length"] = 2**20
+    kv["context_length"] = MAMBA_PLACEHOLDER_CTX
     kv["attention.head_count"] = 0
     kv.pop("attention.head_count_kv", None)
     kv.pop("attention.key_length", None)

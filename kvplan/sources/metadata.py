@@ -157,6 +157,10 @@ def _load_swa(keys: _Keys, arch: str, n_layer: int, n_layer_all: int) -> tuple[S
     return rule.swa_type, window, pattern
 
 
+#: the context length llama.cpp's Mamba converters write when the checkpoint names none ("arbitrary value")
+MAMBA_PLACEHOLDER_CTX = 2**20
+
+
 def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as llama.cpp has them
     kv: Mapping[str, Any],
     *,
@@ -327,6 +331,7 @@ def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as
         n_params=n_params,
         recurrent_params=state.params,
         declared_window=declared_window,
+        ctx_declared=not (arch in ("mamba", "mamba2") and n_ctx_train == MAMBA_PLACEHOLDER_CTX),
         n_embd_r=state.n_embd_r,
         n_embd_s=state.n_embd_s,
         ple_conv_state=state.ple_conv_state,

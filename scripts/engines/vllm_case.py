@@ -51,6 +51,7 @@ from vllm.v1.core.kv_cache_utils import generate_scheduler_kv_cache_config, get_
 from vllm.v1.core.single_type_kv_cache_manager import register_all_kvcache_specs  # noqa: E402
 from vllm.v1.kv_cache_interface import MambaSpec, UniformTypeKVCacheSpecs, iter_layer_specs  # noqa: E402
 from vllm.v1.worker.gpu.attn_utils import get_kv_cache_spec  # noqa: E402
+from vllm.v1.worker.workspace import init_workspace_manager  # noqa: E402
 
 #: EngineArgs fields a case may set (names as vLLM spells them)
 ENGINE_ARGS = (
@@ -126,6 +127,7 @@ def run() -> dict[str, Any]:
             world_size=1, rank=0, local_rank=0, distributed_init_method="tcp://127.0.0.1:0", backend="gloo"
         )
         parallel_state.initialize_model_parallel(1, 1, backend="gloo")
+        init_workspace_manager(torch.device("meta"))  # GPUModelRunner.__init__ does (FlashMLA-sparse asks for it)
         if tp > 1:  # the layers split their heads by the TP group's size; nothing communicates while they are built
             parallel_state.get_tp_group().world_size = tp
         stages: list[dict[str, Any]] = []

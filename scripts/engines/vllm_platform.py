@@ -100,7 +100,7 @@ def configure(gpu: dict[str, Any]) -> None:  # noqa: C901 - one stub after anoth
 
         @classmethod
         def device_count(cls) -> int:
-            return 8
+            return 64  # room for tp × pp up to 64 (a multi-node deployment as vLLM sees it)
 
         @classmethod
         def get_device_uuid(cls, device_id: int = 0) -> str:

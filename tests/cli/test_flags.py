@@ -46,11 +46,21 @@ def test_vllm_spelling_and_the_aliases() -> None:
         (["--engine", "sglang", "--gpu-memory-utilization", "0.9"], "is vLLM's; SGLang does not have it"),
         (["--engine", "vllm", "--mem-fraction-static", "0.9"], "is SGLang's; vLLM does not have it"),
         (["--engine", "ollama"], "--engine: unknown runtime 'ollama'; expected one of llama.cpp, vllm, sglang"),
+        (["--engine", "trtllm", "--kv-cache-memory-bytes", "8GiB"], "is vLLM's; TensorRT-LLM does not have it"),
+        (["--engine", "trtllm", "--disable-radix-cache"], "is vLLM, SGLang's; TensorRT-LLM does not have it"),
+        (["--engine", "vllm", "--mamba-ssm-cache-dtype", "fp8"], "unknown Mamba SSM cache dtype 'fp8'"),
+        (["--engine", "vllm", "--max-model-len", "-2"], "--max-model-len"),
     ],
 )
 def test_a_flag_of_another_runtime_says_what_to_use(args: list[str], message: str) -> None:
     r = kv("fit", "llama-3.1-8b", "--gpu", "H100-80GB", *args)
     assert r.exit_code == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_max_model_len_minus_one_is_vllms_auto_fit() -> None:
+    base = ["fit", "qwen3-8b", "--engine", "vllm", "--gpu", "RTX-4090", "-o", "json"]
+    auto, plain = kv(*base, "--max-model-len", "-1").json(), kv(*base).json()
+    assert auto == plain and auto["mode"] == "max-ctx" and 0 < auto["ctx_per_seq"] < 40960
 
 
 def test_n_gpu_layers_is_partial_offload() -> None:

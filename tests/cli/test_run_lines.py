@@ -4,7 +4,9 @@ weights), it gives the same plan, byte for byte."""
 from __future__ import annotations
 
 import pytest
-from helpers import kv
+from helpers import FIXTURES, kv
+
+NEMOTRON = str(FIXTURES / "engines" / "configs" / "nemotron-h-8b")
 
 CASES = [
     # (model, hardware and weights, the question)
@@ -30,6 +32,21 @@ CASES = [
         ["-tp", "8", "--mem-fraction-static", "0.85"],
     ),
     ("qwen3-32b", ["--engine", "trtllm", "--gpu", "H100-80GBx2"], ["-tp", "2", "--free-gpu-memory-fraction", "0.8"]),
+    (
+        NEMOTRON,
+        ["--engine", "vllm", "--gpu", "H100-80GBx2", "--params", "8B"],
+        [
+            "-tp",
+            "2",
+            "--kv-cache-memory-bytes",
+            "30GiB",
+            "--no-enable-prefix-caching",
+            "--mamba-ssm-cache-dtype",
+            "bfloat16",
+        ],
+    ),
+    ("qwen3-next-80b-a3b", ["--engine", "vllm", "--gpu", "B200x2"], ["-tp", "2", "--max-model-len", "-1"]),
+    (NEMOTRON, ["--engine", "sglang", "--gpu", "H200", "--params", "8B"], ["--disable-radix-cache"]),
 ]
 
 

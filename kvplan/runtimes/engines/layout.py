@@ -36,7 +36,6 @@ from kvplan.runtimes.engines.paged import (
 )
 from kvplan.runtimes.engines.state import State
 
-
 #: layers that hold both attention and a state (a parallel hybrid)
 PARALLEL_HYBRIDS = frozenset({"falcon-h1"})
 

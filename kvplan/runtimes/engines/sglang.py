@@ -25,7 +25,6 @@ from kvplan.runtimes.engines.paged import (
     EngineSettings,
     RankMemory,
     Spelling,
-    StateSpec,
 )
 from kvplan.units import GIB, MIB, cdiv
 
@@ -201,8 +200,9 @@ class SGLang(Engine):
         split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
         basis = f"free after weights − free × (1 − mem_fraction_static {mfs}) = {int(rest_gb * (1 << 30)):,} B"
         if pools.state_slots:
+            per_req = lay.stage_state_bytes(lay.busiest_stage)
             basis += (
-                f"; state pool ({pools.state_slots:,} + 1 padding) slots × {lay.stage_state_bytes(lay.busiest_stage):,} B "
+                f"; state pool ({pools.state_slots:,} + 1 padding) slots × {per_req:,} B "
                 f"(mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO})"
             )
         basis += f"; ÷ {cell:,.0f} B per token{split}"

@@ -6,7 +6,7 @@ import dataclasses
 import math
 
 import pytest
-from helpers import kv
+from helpers import FIXTURES, kv
 
 from kvplan.capacity.engines import EngineRuntime
 from kvplan.capacity.hardware import parse_gpus, parse_memory
@@ -347,3 +347,23 @@ def test_fit_with_an_engine_through_the_cli() -> None:
     assert [g["kind"] for g in doc["engine"]["groups"]] == ["sliding_window", "full"]
     r = kv("fit", "qwen3-next-80b-a3b", "--engine", "trtllm", "--gpu", "H100-80GB")
     assert r.exit_code == 4 and "state pages" in r.stderr
+
+
+def test_vllm_hybrid_alignment_by_hand() -> None:
+    """Nemotron-H-8B on an H100: a Mamba-2 state of 3 × 10,240 bf16 (conv) + 128 × 64 × 128 fp32 (SSM, the
+    checkpoint's float32) = 4,255,744 B; one attention token 8 heads × 256 × 2 B = 4,096 B; the block grows to
+    16 × cdiv(4,255,744, 16 × 4,096) = 1,040 tokens and the state page is padded to 1,040 × 4,096 = 4,259,840 B;
+    4 attention layers + 24 Mamba layers make 7 groups of 4, so a block id costs 4 pages."""
+    from kvplan.sources.hf_config import load_hf_config
+
+    m = load_hf_config(str(FIXTURES / "engines" / "configs" / "nemotron-h-8b"))
+    lay = layout(m, EngineSettings(capability=(9, 0)))
+    state = next(sp for sp in lay.specs.values() if sp.kind == "state")
+    assert state.content_bytes == 3 * 10240 * 2 + 128 * 64 * 128 * 4 == 4_255_744
+    assert lay.block_tokens == 1040 == 16 * -(-4_255_744 // (16 * 4096))
+    assert state.page_bytes == 1040 * 4096 and len(lay.groups) == 7 and lay.block_bytes == 4 * 1040 * 4096
+    assert lay.backends == ("FLASH_ATTN", "MAMBA2_ATTN")
+    # prefix caching on: 2 pages + 1 prefill checkpoint (Mamba-2); off: 1
+    assert state.request_blocks(8192, 0) == 3
+    off = layout(m, EngineSettings(capability=(9, 0), enable_prefix_caching=False))
+    assert next(sp for sp in off.specs.values() if sp.kind == "state").request_blocks(8192, 0) == 1

@@ -49,24 +49,41 @@ def _exact(name: str, sizes: tuple[int, ...], reason: str) -> Backend:
     return Backend(name, sizes, False, reason)
 
 
+#: head sizes FlashInfer's kernels take (FlashInferBackend.get_supported_head_sizes)
+FLASHINFER_HEADS = (64, 128, 256, 512)
+#: head sizes the Triton-image-mask composites route (create_composite_attention_backend head_sizes)
+COMPOSITE_HEADS = (256, 512)
+
+
 def attention_backend(
     capability: tuple[int, int] | None, quantized: bool, head_size: int, sinks: bool, mm_prefix: bool
 ) -> Backend:
-    """A standard (non-MLA) attention layer's backend."""
+    """A standard (non-MLA) attention layer's backend: the first of the GPU generation's priority list whose
+    validate_configuration accepts the layer. FlashAttention 4 counts as unavailable (the x86_64 wheel's
+    vllm_flash_attn ships FA2 and FA3), so image-prefix attention (Gemma 3) falls to the Triton composites."""
     major = capability[0] if capability else 9
+    if mm_prefix:  # bidirectional image-prefix attention: FlashAttention needs FA4 for it, FlashInfer has none
+        if major == 9 and head_size in COMPOSITE_HEADS:
+            return _multiple("TRITON_FLASH_ATTN", 16, "Hopper, image-prefix attention: Triton + FlashAttention 3")
+        if major == 10 and head_size in COMPOSITE_HEADS:
+            return _exact("TRITON_FLASHINFER", (64,), "Blackwell, image-prefix attention: Triton + FlashInfer")
+        return _multiple("TRITON_ATTN", 16, f"image-prefix attention, head size {head_size}: Triton")
+    if sinks:  # attention sinks (gpt-oss): FlashAttention 3 only, else Triton
+        if major == 9:
+            return _multiple("FLASH_ATTN", 16, "Hopper: FlashAttention 3 (takes attention sinks)")
+        return _multiple("TRITON_ATTN", 16, "attention sinks need FlashAttention 3 (Hopper): Triton")
     if major == 10:
-        if mm_prefix:
-            return _multiple("TRITON_FLASHINFER", 16, "Blackwell, multimodal prefix attention")
-        return _exact("FLASHINFER", (16, 32, 64), "Blackwell (sm100): FlashInfer first")
-    if major == 9 and mm_prefix:
-        return _multiple("TRITON_FLASH_ATTN", 16, "Hopper, multimodal prefix attention")
-    if major >= 8 and not (quantized and major != 9) and head_size <= 256 and not (sinks and major != 9):
+        if head_size in FLASHINFER_HEADS:
+            return _exact("FLASHINFER", (16, 32, 64), "Blackwell (sm100): FlashInfer first")
+        return _multiple("FLASH_ATTN", 16, f"Blackwell, head size {head_size} (not FlashInfer's): FlashAttention")
+    if quantized and major != 9:
+        if head_size in FLASHINFER_HEADS:
+            return _exact("FLASHINFER", (16, 32, 64), "fp8 KV needs FlashAttention 3 (Hopper): FlashInfer")
+        return _multiple("TRITON_ATTN", 16, "fp8 KV: Triton")
+    if head_size <= 256 and head_size % 8 == 0:
         version = "3" if major == 9 else "2"
         return _multiple("FLASH_ATTN", 16, f"FlashAttention {version} (sm{major}x)")
-    if major >= 8 and not sinks:
-        why = "fp8 KV needs FlashAttention 3 (Hopper)" if quantized else f"head size {head_size}"
-        return _exact("FLASHINFER", (16, 32, 64), f"FlashInfer: {why}")
-    return _multiple("TRITON_ATTN", 16, "Triton: attention sinks need FlashAttention 3 (Hopper)")
+    return _multiple("TRITON_ATTN", 16, f"head size {head_size}: Triton")
 
 
 def mla_backend(capability: tuple[int, int] | None, quantized: bool) -> Backend:
@@ -82,14 +99,17 @@ def mla_backend(capability: tuple[int, int] | None, quantized: bool) -> Backend:
 
 
 def sparse_mla_backend(capability: tuple[int, int] | None, quantized: bool, heads_per_rank: int) -> Backend:
-    """DeepSeek-V3.2's sparse MLA layer's backend."""
+    """DeepSeek-V3.2's sparse MLA layer's backend. FLASHMLA_SPARSE stores an fp8 cache packed as fp8_ds_mla
+    (656 B per token); FlashInfer's sparse MLA stores the raw fp8 latent (576 B)."""
     major = capability[0] if capability else 9
     if major == 10:
         if quantized:
             return _multiple("FLASHINFER_MLA_SPARSE", 32, "Blackwell with an fp8 KV cache: FlashInfer sparse MLA")
-        if heads_per_rank <= 16:
+        if heads_per_rank <= 16:  # FlashAttention-4 sparse MLA would come first; FA4 is not in the wheel
             return _multiple("FLASHINFER_MLA_SPARSE", 32, "Blackwell, ≤ 16 heads per GPU: FlashInfer sparse MLA")
-        return _exact("FLASHMLA_SPARSE", (64,), "Blackwell: FlashMLA sparse")
+        return _exact("FLASHMLA_SPARSE", (64,), "Blackwell, > 16 heads per GPU: FlashMLA sparse")
+    if quantized:
+        return _exact("FLASHMLA_SPARSE", (64,), "Hopper with an fp8 KV cache: FlashMLA sparse (fp8_ds_mla)")
     return _multiple("FLASH_ATTN_MLA_SPARSE", 64, "Hopper: FlashAttention sparse MLA")
 
 

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from kvplan.errors import RefusedConfigError
 from kvplan.model import Layer, MemoryKind, ModelDescription, SwaType
+from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.paged import (
     DSA_INDEXER_BYTES,
     FP8_DS_MLA_BYTES,
@@ -38,7 +39,6 @@ from kvplan.runtimes.engines.paged import (
     pipeline_stages,
 )
 from kvplan.runtimes.engines.vllm import backends as bk
-from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.vllm.grouping import group_layers
 from kvplan.units import GIB, cdiv
 
@@ -50,6 +50,15 @@ PARALLEL_HYBRIDS = frozenset({"falcon-h1"})
 #: memory kinds vLLM's layer classes are modelled for here
 SIZED_MEMORY = frozenset({MemoryKind.KV, MemoryKind.DSA, MemoryKind.RECURRENT, MemoryKind.HYBRID})
 MODEL_DTYPE = "bfloat16"  # dtype auto: the checkpoint's bf16
+#: vLLM's max_model_len when the config names none (ModelConfig._get_and_verify_max_len)
+DEFAULT_MAX_LEN = 2048
+
+
+def model_len(model: ModelDescription) -> int:
+    """The max_model_len vLLM derives for the model (2048 when its config declares none)."""
+    return model.n_ctx_train if model.ctx_declared else DEFAULT_MAX_LEN
+
+
 #: recurrent architectures vLLM 0.33 does not run, with the reason
 UNSUPPORTED: dict[str, str] = {
     "minimax-01": "vLLM removed MiniMaxText01ForCausalLM in 0.23.0 (registry _PREVIOUSLY_SUPPORTED_MODELS)",
@@ -124,7 +133,6 @@ class VLLM(Engine):
             gpu_memory_utilization=s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
             max_num_batched_tokens=s.max_num_batched_tokens or tokens,
             max_num_seqs=s.max_num_seqs or seqs,
-            enable_prefix_caching=True if s.enable_prefix_caching is None else s.enable_prefix_caching,
             gpu_name=s.gpu_name or gpu_label,
         )
 
@@ -145,27 +153,34 @@ class VLLM(Engine):
             raise RefusedConfigError(f"vllm: {model.arch} has no layers with a KV cache or a state")
         if s.pp > model.n_layer:
             raise RefusedConfigError(f"vllm: --pipeline-parallel-size {s.pp} exceeds the {model.n_layer} layers")
-        if s.max_model_len and s.max_model_len > model.n_ctx_train:
+        if s.max_model_len and model.ctx_declared and s.max_model_len > model.n_ctx_train:
             raise RefusedConfigError(  # ModelConfig validation (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
                 f"vllm: User-specified max_model_len ({s.max_model_len}) is greater than the derived max_model_len "
                 f"({model.n_ctx_train}) of the model"
             )
         if attn:
-            heads = attn[0].n_head
-            if heads % s.tp:
-                raise RefusedConfigError(
-                    f"vllm: Total number of attention heads ({heads}) must be divisible by tensor parallel size "
-                    f"({s.tp})"
-                )
-            n_kv = attn[0].n_head_kv
-            if not model.mla and (n_kv % s.tp if n_kv >= s.tp else s.tp % n_kv):
-                raise RefusedConfigError(
-                    f"vllm: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} (one must divide the "
-                    "other)"
-                )
+            self._check_heads(model, s, attn[0])
         if s.mamba_ssm_cache_dtype not in (None, *st.SSM_DTYPES):
             raise RefusedConfigError(
                 f"vllm: --mamba-ssm-cache-dtype {s.mamba_ssm_cache_dtype!r}: expected one of {', '.join(st.SSM_DTYPES)}"
+            )
+        if states and model.arch == "kimi-linear" and s.mamba_ssm_cache_dtype == "float16":
+            raise RefusedConfigError(  # MambaStateDtypeCalculator.kda_state_dtype
+                "vllm: KDA recurrent state supports only auto, float32, and bfloat16; got float16"
+            )
+
+    @staticmethod
+    def _check_heads(model: ModelDescription, s: EngineSettings, la: Layer) -> None:
+        """The attention modules' TP checks: query heads divide by tp; KV heads and tp divide one another."""
+        if la.n_head % s.tp:
+            raise RefusedConfigError(
+                f"vllm: Total number of attention heads ({la.n_head}) must be divisible by tensor parallel size "
+                f"({s.tp})"
+            )
+        n_kv = la.n_head_kv
+        if not model.mla and (n_kv % s.tp if n_kv >= s.tp else s.tp % n_kv):
+            raise RefusedConfigError(
+                f"vllm: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} (one must divide the other)"
             )
 
     # --- backends and block size ---------------------------------------------------------------------------
@@ -182,10 +197,10 @@ class VLLM(Engine):
         head = max(max(la.head_k, la.head_v) for la in attn)
         return [bk.attention_backend(s.capability, quantized, head, model.arch == "gpt-oss", model.mm_prefix_lm)]
 
-    def _attn_token_bytes(self, model: ModelDescription, s: EngineSettings, la: Layer) -> int:
+    def _attn_token_bytes(self, model: ModelDescription, s: EngineSettings, la: Layer, backend: str = "") -> int:
         elem = s.dtype_bytes
-        if model.mla:
-            return FP8_DS_MLA_BYTES if model.memory == MemoryKind.DSA and elem == 1 else la.k_width * elem
+        if model.mla:  # FlashMLA-sparse packs an fp8 cache as fp8_ds_mla; FlashInfer's sparse MLA keeps it raw
+            return FP8_DS_MLA_BYTES if backend == "FLASHMLA_SPARSE" and elem == 1 else la.k_width * elem
         return self.heads_per_rank(la.n_head_kv, s.tp) * (la.head_k + la.head_v) * elem
 
     def _align_hybrid(self, model: ModelDescription, s: EngineSettings, backends: list[bk.Backend], block: int,
@@ -195,7 +210,7 @@ class VLLM(Engine):
         backend_alignment = math.lcm(*(b.smallest for b in backends))
         if model.mla:
             kernel = max(kernel, 128)  # TRTLLM / FlashInfer MLA decode kernels
-        if s.enable_prefix_caching:
+        if s.enable_prefix_caching is not False:  # on by default
             kernel = math.lcm(kernel, st.checkpoint_alignment(mixer, s.capability, head_k) or 1)
         attn_block = kernel * cdiv(state_page, kernel * attn_token)
         attn_block = backend_alignment * cdiv(attn_block, backend_alignment)
@@ -217,8 +232,9 @@ class VLLM(Engine):
             else "no attention layers"
         )
         state = None
-        align = bool(s.enable_prefix_caching)
-        max_len = s.max_model_len or model.n_ctx_train
+        # prefix caching is on by default, but not for attention-free models (ModelConfig.is_prefix_caching_supported)
+        align = bool(attn) if s.enable_prefix_caching is None else s.enable_prefix_caching
+        max_len = s.max_model_len or model_len(model)
         state_block = max_len
         state_padded = 0
         if states:
@@ -226,7 +242,7 @@ class VLLM(Engine):
             state = st.state(model, s.tp, MODEL_DTYPE, ssm, self.name)
             head_k = model.recurrent_params.d_state if model.recurrent_params else 0
             if attn:
-                token = self._attn_token_bytes(model, s, attn[0])
+                token = self._attn_token_bytes(model, s, attn[0], backends[0].name)
                 aligned = self._align_hybrid(model, s, backends, block, token, state.bytes, state.mixer, head_k)
                 if aligned != block:
                     why += f"; raised to {aligned} so one attention page holds a {state.label} state page"
@@ -239,7 +255,7 @@ class VLLM(Engine):
         windows = model.swa_type in (SwaType.STANDARD, SwaType.CHUNKED) or model.declared_window
         for la in model.layers:
             if la.index in attn_ids:
-                token = self._attn_token_bytes(model, s, la)
+                token = self._attn_token_bytes(model, s, la, backends[0].name)
                 spec: CacheSpec = MLASpec(token, block) if model.mla else FullSpec(token, block)
                 if windows and not model.mla:
                     if model.declared_window:
@@ -323,7 +339,7 @@ class VLLM(Engine):
         return budget, f"ceil({util} × memory) − weights − overhead = {budget:,} B"
 
     def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
-        max_len = s.max_model_len or model.n_ctx_train
+        max_len = s.max_model_len or model_len(model)
         budget, basis = self.budget(s, mem)
         # a stage whose layers all reuse another layer's KV (Gemma 3n's last layers) holds no blocks
         stage_blocks = tuple(
@@ -338,7 +354,7 @@ class VLLM(Engine):
         """What `vllm serve` settles on at startup (EngineCore._initialize_kv_caches): the blocks, and the
         max_model_len — the model's own, the one asked, or with --max-model-len -1 the longest that fits
         (_auto_fit_max_model_len). Raises RefusedConfigError where vLLM refuses to start, with its reason."""
-        original = model.n_ctx_train if s.max_model_len in (None, -1) else s.max_model_len
+        original = model_len(model) if s.max_model_len in (None, -1) else s.max_model_len
         assert original is not None
         cap = self.capacity(model, replace(s, max_model_len=original), self.build_layout(model, s), mem)
         if cap.kv_budget_bytes <= 0:
