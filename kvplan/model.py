@@ -138,6 +138,10 @@ class ModelDescription:
     #: a multimodal prefix-LM checkpoint (Gemma 3 with its vision tower): image tokens attend both ways, which
     #: narrows vLLM's attention backends (ModelArchConfigConvertor.is_mm_prefix_lm)
     mm_prefix_lm: bool = False
+    #: the checkpoint's Hugging Face architecture (config.json ``architectures[0]``), where the source names it
+    hf_architecture: str = ""
+    #: a multimodal checkpoint's vision tower (layers, hidden size): SGLang sizes its headroom by it
+    vision_tower: tuple[int, int] | None = None
     #: False where the checkpoint declares no context length: the Mamba converters write 2^20 as a placeholder,
     #: and vLLM then assumes 2048 (ModelConfig._get_and_verify_max_len) but takes any --max-model-len
     ctx_declared: bool = True

@@ -430,12 +430,17 @@ def load_hf_config(path: str) -> ModelDescription:
 
 def _serving_facts(cfg: dict[str, Any], model: ModelDescription) -> dict[str, Any]:
     """What the serving engines read from the config that the GGUF metadata does not carry."""
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"hf_architecture": cfg["architectures"][0]}
     window = declared_window(cfg, model.arch)
     if window and model.swa_type == SwaType.NONE:
         out["declared_window"] = window
-    if cfg.get("model_type") in ("gemma3", "paligemma") and isinstance(cfg.get("vision_config"), dict):
-        out["mm_prefix_lm"] = True
+    vision = cfg.get("vision_config")
+    if isinstance(vision, dict):
+        layers, hidden = vision.get("num_hidden_layers", 24), vision.get("hidden_size", 1024)  # SGLang's defaults
+        if all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1 << 20 for v in (layers, hidden)):
+            out["vision_tower"] = (layers, hidden)
+        if cfg.get("model_type") in ("gemma3", "paligemma"):
+            out["mm_prefix_lm"] = True
     ssm_dtype = cfg.get("mamba_ssm_cache_dtype")
     if model.recurrent_params is not None and isinstance(ssm_dtype, str):
         out["recurrent_params"] = replace(model.recurrent_params, cache_dtype=ssm_dtype)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from record_vllm import CONFIGS, GPUS, gpu  # noqa: E402
+from record_vllm import CONFIGS, GPUS, gpu, model_len  # noqa: E402
 
 from kvplan.runtimes.engines.sglang import CUDA_CONTEXT_BYTES  # noqa: E402
 from kvplan.units import GIB  # noqa: E402
@@ -47,6 +47,8 @@ WEIGHTS_GIB = {"llama-3.1-8b": 15, "qwen3-32b": 61, "mistral-7b-v0.1": 14, "qwen
 
 
 def case(model: str, gpu_name: str = "H100-80GB", **args: Any) -> dict[str, Any]:
+    if (args.get("context_length") or 0) > (model_len(model) or 1 << 30):
+        args["context_length"] = None  # a shorter model: its own length (longer is an error in SGLang too)
     g = gpu(gpu_name)
     ranks = args.get("tp_size", 1)
     pre = g["mem"] - CUDA_CONTEXT_BYTES

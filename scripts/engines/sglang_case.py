@@ -64,6 +64,16 @@ def _stand_in_model(mc: ModelConfig) -> Any:
     method = getattr(cls, "get_attention_sliding_window_size", None)
     if method is not None:
         model.get_attention_sliding_window_size = types.MethodType(method, model)
+    # a multimodal class asks its language model: stand in for that too, with the text config and the text class
+    text_arch = mc.hf_config.architectures[0].replace("ForConditionalGeneration", "ForCausalLM")
+    try:
+        text_cls, _ = ModelRegistry.resolve_model_cls([text_arch])
+    except Exception:
+        text_cls = None
+    text_method = getattr(text_cls, "get_attention_sliding_window_size", None)
+    if text_method is not None and text_cls is not cls:
+        model.language_model = types.SimpleNamespace(config=mc.hf_text_config)
+        model.language_model.get_attention_sliding_window_size = types.MethodType(text_method, model.language_model)
     out_cls = cls.__name__ if cls is not None else None
     return model, out_cls
 

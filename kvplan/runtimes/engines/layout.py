@@ -64,10 +64,12 @@ def _checked_trunk(model: ModelDescription, engine: Engine, s: EngineSettings, h
     if s.tp < 1 or s.pp < 1:
         raise RefusedConfigError("--tensor-parallel-size and --pipeline-parallel-size must be at least 1")
     trunk = _attention_layers(model, engine, hybrid)
-    if not trunk:
+    if not trunk and not hybrid:
         raise RefusedConfigError(f"{engine.name}: {model.arch} has no attention layers with a KV cache")
     if s.pp > model.n_layer:
         raise RefusedConfigError(f"{engine.name}: --pipeline-parallel-size {s.pp} exceeds the {model.n_layer} layers")
+    if not trunk:  # a pure state model (Falcon-Mamba): its states are all it keeps
+        return trunk
     if trunk[0].n_head % s.tp:
         raise RefusedConfigError(
             f"{engine.name}: total number of attention heads ({trunk[0].n_head}) must be divisible by "
@@ -82,7 +84,7 @@ def _mla_specs(model: ModelDescription, engine: Engine, s: EngineSettings, trunk
     """One replicated latent per MLA layer (DeepSeek-V3.2: with its lightning-indexer row)."""
     elem, dsa = s.dtype_bytes, model.memory == MemoryKind.DSA
     latent = trunk[0].k_width  # kv_lora_rank + qk_rope_head_dim
-    per_layer = engine.latent_bytes(latent, elem, dsa)
+    per_layer = engine.latent_bytes(latent, elem, dsa, s)
     specs: dict[LayerRef, CacheSpec] = {LayerRef(la.index): MLASpec(per_layer, block) for la in trunk}
     packed = dsa and elem == 1 and engine.packs_fp8_mla
     basis = f"MLA latent {f'{FP8_DS_MLA_BYTES} (fp8_ds_mla)' if packed else f'{latent} × {elem}'} B"
@@ -150,7 +152,11 @@ def hybrid_attention_layout(model: ModelDescription, engine: Engine, s: EngineSe
     trunk = _checked_trunk(model, engine, s, hybrid=True)
     block, block_note = engine.block_size(model, s)
     notes: list[str] = [block_note] if block_note else []
-    if model.mla:
+    specs: dict[LayerRef, CacheSpec]
+    heads: int | None
+    if not trunk:
+        specs, basis, heads, replicated = {}, "no attention layers", None, False
+    elif model.mla:
         specs, basis = _mla_specs(model, engine, s, trunk, block)
         heads, replicated = None, s.tp > 1
     else:

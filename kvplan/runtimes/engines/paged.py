@@ -272,7 +272,7 @@ class Engine:
     def block_size(self, model: ModelDescription, s: EngineSettings) -> tuple[int, str | None]:
         raise NotImplementedError
 
-    def latent_bytes(self, latent: int, elem: int, dsa: bool) -> int:
+    def latent_bytes(self, latent: int, elem: int, dsa: bool, s: EngineSettings) -> int:
         raise NotImplementedError
 
     def windowed(self, model: ModelDescription, s: EngineSettings) -> bool:

@@ -10,7 +10,7 @@ SGLang works in GB floats; so does this module, to land on the same integers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from kvplan.errors import RefusedConfigError
@@ -32,16 +32,57 @@ DEFAULT_PAGE_SIZE = 1  # _page_size_default on CUDA
 DSA_PAGE_SIZE = 64  # DeepSeek DSA: 64 × index_kpool
 SWA_FULL_TOKENS_RATIO = 0.8  # ServerArgs.swa_full_tokens_ratio
 MAMBA_FULL_MEMORY_RATIO = 0.9  # ServerArgs.mamba_full_memory_ratio (fallback)
-#: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3, plus 2 tracking slots per request with the radix cache's
-#: extra buffer and the overlap schedule (get_mamba_tracking_slots); 1 without the radix cache
-MAMBA_SLOTS_PER_REQUEST, MAMBA_SLOTS_NO_RADIX = 5, 1
+#: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3, plus (hybrids) 2 tracking slots per request for the radix
+#: cache's extra buffer with the overlap schedule (get_mamba_tracking_slots); 1 without the radix cache
+MAMBA_SLOTS_BASE, MAMBA_SLOTS_HYBRID, MAMBA_SLOTS_NO_RADIX = 3, 5, 1
+#: SGLANG_VLM_CACHE_SIZE_MB: multimodal embedding cache reserved from the KV budget (features travel via CPU)
+VLM_CACHE_MB = 100
+#: multimodal checkpoints SGLang serves text-only unless --enable-multimodal (ModelConfig: mm_disabled_models)
+TEXT_ONLY_BY_DEFAULT = frozenset({"gemma3", "llama4"})
+
+
+def multimodal(model: ModelDescription) -> tuple[int, int] | None:
+    """The vision tower SGLang serves with, or None (text-only: no tower, or multimodal off by default)."""
+    return None if model.arch in TEXT_ONLY_BY_DEFAULT else model.vision_tower
+
+
+#: architectures whose breakable prefill CUDA graphs SGLang turns off (disable_breakable_cudagraph_if_incompatible:
+#: KDA hybrid linear attention; multimodal models are off too)
+NO_PREFILL_GRAPHS = frozenset({"kimi-linear"})
+
+
+def prefill_graphs(model: ModelDescription, pp: int) -> bool:
+    """Whether SGLang captures prefill CUDA graphs (their memory is part of mem_fraction_static's reserve)."""
+    return pp == 1 and model.arch not in NO_PREFILL_GRAPHS and multimodal(model) is None
+
+
+def model_mem_fraction(model: ModelDescription, s: EngineSettings, gpu_bytes: int) -> float:
+    """mem_fraction_static as given, else SGLang's heuristic for this model, GPU and layout."""
+    return s.mem_fraction_static or mem_fraction_static(
+        gpu_bytes, s.tp, s.pp, model.mla, s.max_num_seqs, multimodal(model), prefill_graphs(model, s.pp)
+    )
+
+
+#: Blackwell (sm100): SGLang's attention backend, and so its page, by architecture (model_override_base.py's
+#: default — trtllm_mha, page 64, for MHA; FlashInfer for MLA — and the model overrides in
+#: srt/arg_groups/model_overrides/: DeepSeek-V3 trtllm_mla (64); Falcon-H1 and Qwen3-Next triton, Granite-4.0-H
+#: and LFM2 flashinfer (1); Nemotron-H trtllm_mha (64))
+SM100_PAGE_ONE = frozenset({"falcon-h1", "qwen3next", "qwen35", "qwen35moe", "granitehybrid", "lfm2", "lfm2moe"})
+SM100_TRTLLM_MLA = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"})
+
+
 CUDA_CONTEXT_BYTES = GIB // 2  # the CUDA context before the profile (the reference's worked example)
 #: model_config.is_hybrid_swa_model, as GGUF architecture names
 HYBRID_SWA_ARCHS = frozenset({"llama4", "gpt-oss", "mimo2", "step35", "gemma4"})
 #: hybrids SGLang 0.5.23 has its own model classes for (their pools hold the state); others fall back to the
 #: generic TransformersForCausalLM, which sizes every layer as attention — not numbers SGLang serves with
 STATE_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe", "falcon-h1",
-                         "granitehybrid", "lfm2", "lfm2moe", "kimi-linear"})  # fmt: skip
+                         "granitehybrid", "lfm2", "lfm2moe", "kimi-linear", "mamba"})  # fmt: skip
+#: state architectures SGLang has a class for but cannot load, with the reason
+STATE_REFUSED = {
+    "mamba2": "SGLang 0.5.23's Mamba2ForCausalLM reads config.intermediate_size, which Mamba-2 configs "
+    "(transformers' Mamba2Config) do not carry: it fails to load",
+}
 
 
 def _prefill_graph_sizes(max_bs: int) -> int:
@@ -72,18 +113,32 @@ def memory_defaults(gpu_bytes: int, tp: int) -> tuple[int, int]:
 
 
 def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = False,
-                        max_running_requests: int | None = None) -> float:  # fmt: skip
-    """SGLang's mem_fraction_static heuristic: (memory − reserved) / memory, in MiB as nvidia-smi reports it."""
+                        max_running_requests: int | None = None,
+                        vision_tower: tuple[int, int] | None = None, prefill_graphs: bool = True) -> float:  # fmt: skip
+    """SGLang's mem_fraction_static heuristic: (memory − reserved) / memory, in MiB as nvidia-smi reports it;
+    multimodal models keep more back for their vision tower (adjust_mem_fraction_for_vlm). The prefill CUDA-graph
+    reserve (8 MiB per captured size, 1.5 GiB with MLA) only while prefill graphs are on."""
     mib = gpu_bytes // MIB
     chunked, max_bs = memory_defaults(gpu_bytes, tp)
     if max_running_requests is not None:
         max_bs = min(max_bs, max_running_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024
-    graph = max_bs * 2 + (1.5 * 1024 if mla else _prefill_graph_sizes(chunked) * 8)
+    graph: float = max_bs * 2
+    if prefill_graphs:
+        graph += 1.5 * 1024 if mla else _prefill_graph_sizes(chunked) * 8
     reserved += graph
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return round((mib - reserved) / mib, 3)
+    fraction = round((mib - reserved) / mib, 3)
+    if vision_tower is None:
+        return fraction
+    layers, hidden = vision_tower  # complexity against a ViT-L/14 (24 layers of 1024)
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    return fraction * 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
+def _blackwell(s: EngineSettings) -> bool:
+    return s.capability is not None and s.capability[0] == 10
 
 
 def _window(lay: EngineLayout, ctx: int) -> int:
@@ -124,13 +179,38 @@ class SGLang(Engine):
     def block_size(self, model: ModelDescription, s: EngineSettings) -> tuple[int, str | None]:
         if s.block_size:
             return s.block_size, None
-        return (DSA_PAGE_SIZE if model.memory == MemoryKind.DSA else DEFAULT_PAGE_SIZE), None
+        if model.memory == MemoryKind.DSA:
+            return DSA_PAGE_SIZE, "SGLang page 64: DeepSeek DSA"
+        if _blackwell(s):
+            if model.mla:
+                if model.hf_architecture in SM100_TRTLLM_MLA:
+                    return 64, "SGLang page 64: trtllm_mla, its default for DeepSeek-V3 on Blackwell"
+            elif model.arch not in SM100_PAGE_ONE:
+                return 64, "SGLang page 64: trtllm_mha, its default attention backend on Blackwell"
+        return DEFAULT_PAGE_SIZE, None
 
-    def latent_bytes(self, latent: int, elem: int, dsa: bool) -> int:
-        """cell_size per MLA layer: the scaled fp8 layout for DSA (656 B) plus the 132-byte indexer row."""
+    def latent_bytes(self, latent: int, elem: int, dsa: bool, s: EngineSettings) -> int:
+        """cell_size per MLA layer (calculate_mla_kv_cache_dim): DSA adds its 132-byte indexer row and packs an
+        fp8 latent with scales (656 B), except with the trtllm DSA kernels (Blackwell), which read it raw."""
         if not dsa:
             return latent * elem
-        return (FP8_DS_MLA_BYTES if elem == 1 else latent * elem) + DSA_INDEXER_BYTES
+        packed = elem == 1 and not _blackwell(s)
+        return (FP8_DS_MLA_BYTES if packed else latent * elem) + DSA_INDEXER_BYTES
+
+    def build_layout(self, model: ModelDescription, s: EngineSettings) -> EngineLayout | None:
+        """DeepSeek DSA on Blackwell keeps an fp8 cache even with auto (configure_kv_cache_dtype); hybrids with a
+        state pool lay out their attention layers beside one StateSpec per state layer."""
+        derived = model.n_ctx_train if model.ctx_declared else 2048  # ModelConfig.context_len
+        if s.max_model_len and s.max_model_len > derived:
+            raise RefusedConfigError(  # ModelConfig: unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
+                f"sglang: User-specified context_length ({s.max_model_len}) is greater than the derived context_length "
+                f"({derived})"
+            )
+        if model.memory == MemoryKind.DSA and _blackwell(s) and s.cache_dtype == "auto":
+            from kvplan.runtimes.engines.layout import layout
+
+            return layout(model, self, replace(s, cache_dtype="fp8_e4m3"))
+        return self._hybrid_layout(model, s)
 
     def windowed(self, model: ModelDescription, s: EngineSettings) -> bool:
         """Separate SWA pools only for the architectures SGLang runs as hybrid SWA; others get full pools."""
@@ -142,10 +222,12 @@ class SGLang(Engine):
             f"(SGLang runs {model.arch} without hybrid SWA pools)"
         )
 
-    def build_layout(self, model: ModelDescription, s: EngineSettings) -> EngineLayout | None:
+    def _hybrid_layout(self, model: ModelDescription, s: EngineSettings) -> EngineLayout | None:
         """Hybrids with a state pool: the shared attention layout plus one StateSpec per state layer."""
         if not any(la.recurrent for la in model.layers):
             return None
+        if model.arch in STATE_REFUSED:
+            raise RefusedConfigError(f"sglang: {STATE_REFUSED[model.arch]}")
         if model.arch not in STATE_ARCHS:
             raise RefusedConfigError(
                 f"sglang: SGLang 0.5.23 has no model class for {model.arch}: it falls back to the generic "
@@ -172,21 +254,18 @@ class SGLang(Engine):
         ratio = MAMBA_FULL_MEMORY_RATIO
         budget = rest_gb * ratio / (1 + ratio) * (1 << 30)
         slots = int((budget - per_req) // per_req)
-        if slots <= 0:
-            raise RefusedConfigError(
-                "sglang: Not enough GPU memory for hybrid (mamba/linear-attention) state cache "
-                f"(max_mamba_cache_size {slots})"
-            )
+        if slots <= 0:  # SGLang stops: "Not enough GPU memory for hybrid (mamba/linear-attention) state cache"
+            return _Pools(0, 0, 0)
         used = (slots + 1) * per_req
         return _Pools(int((rest_gb - used / (1 << 30)) * (1 << 30)), slots, used)
 
     def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         """rest = free after weights − free before × (1 − mem_fraction_static); tokens = rest ÷ cell, in pages."""
         max_len = s.max_model_len or model.n_ctx_train
-        mfs = s.mem_fraction_static or mem_fraction_static(mem.gpu_bytes, s.tp, s.pp, model.mla, s.max_num_seqs)
+        mfs = model_mem_fraction(model, s, mem.gpu_bytes)
         pre = mem.gpu_bytes - CUDA_CONTEXT_BYTES
         pre_gb, available_gb = pre / (1 << 30), (pre - mem.weight_bytes) / (1 << 30)
-        rest_gb = available_gb - pre_gb * (1 - mfs)
+        rest_gb = available_gb - pre_gb * (1 - mfs) - (VLM_CACHE_MB / 1024 if multimodal(model) else 0.0)
         if rest_gb <= 0:
             budget = int(rest_gb * (1 << 30))
             return Capacity(lay, budget, 0, 0, max_len, 0.0, f"no memory left for the KV pool ({budget:,} B)")
@@ -195,7 +274,9 @@ class SGLang(Engine):
         full, swa = lay.token_bytes_split(lay.busiest_stage)
         ratio = SWA_FULL_TOKENS_RATIO if swa else 0.0
         cell = full + ratio * swa
-        tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else 0
+        context = s.max_model_len or (model.n_ctx_train if model.ctx_declared else 2048)  # ModelConfig.context_len
+        # no attention layer (Falcon-Mamba): the token pool is the context (DefaultPoolConfigurator)
+        tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else context
         swa_tokens = int(tokens * ratio) // page * page if swa else None
         split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
         basis = f"free after weights − free × (1 − mem_fraction_static {mfs}) = {int(rest_gb * (1 << 30)):,} B"
@@ -210,20 +291,19 @@ class SGLang(Engine):
             lay, pools.kv_bytes, tokens // page, tokens, max_len, tokens / max_len, basis, swa_tokens=swa_tokens,
             state_slots=pools.state_slots, state_pool_bytes=pools.state_bytes,
             max_requests=self.max_running_requests(
-                tokens, s.max_model_len or model.n_ctx_train, s.max_num_seqs, pools.state_slots,
-                s.enable_prefix_caching is not False,
+                tokens, context, s.max_num_seqs, pools.state_slots, self.state_slots_per_request(lay)
             ),
         )  # fmt: skip
 
     @staticmethod
     def max_running_requests(tokens: int, context_len: int, asked: int | None, state_slots: int,
-                             radix_cache: bool = True) -> int:  # fmt: skip
+                             slots_per_request: int) -> int:  # fmt: skip
         """resolve_max_num_reqs: the asked number or an estimate from the pool, at most half the tokens, and for
         hybrids at most the state slots ÷ the slots a request holds."""
         estimated = max(min(int(tokens / context_len * 512), 4096), 2048)
         n = min(asked if asked is not None else estimated, tokens // 2)
         if state_slots:
-            n = min(n, state_slots // (MAMBA_SLOTS_PER_REQUEST if radix_cache else MAMBA_SLOTS_NO_RADIX))
+            n = min(n, state_slots // slots_per_request)
         return n
 
     def requests_that_fit(self, cap: Capacity, ctx: int) -> int:
@@ -234,19 +314,21 @@ class SGLang(Engine):
         if cap.swa_tokens is not None:
             n = min(n, cap.swa_tokens // (cdiv(min(ctx, _window(cap.layout, ctx)), page) * page))
         if cap.state_slots:
-            n = min(n, cap.state_slots // self.state_slots_per_request(cap.layout.settings))
+            n = min(n, cap.state_slots // self.state_slots_per_request(cap.layout))
         return n
 
     @staticmethod
-    def state_slots_per_request(s: EngineSettings) -> int:
-        """_calculate_mamba_ratio: 3 + the radix cache's 2 tracking slots, or 1 without the radix cache."""
-        return MAMBA_SLOTS_NO_RADIX if s.enable_prefix_caching is False else MAMBA_SLOTS_PER_REQUEST
+    def state_slots_per_request(lay: EngineLayout) -> int:
+        """_calculate_mamba_ratio: 3, plus for hybrids the radix cache's 2 tracking slots; 1 without it."""
+        if lay.settings.enable_prefix_caching is False:
+            return MAMBA_SLOTS_NO_RADIX
+        return MAMBA_SLOTS_HYBRID if any(sp.token_bytes for sp in lay.specs.values()) else MAMBA_SLOTS_BASE
 
     def request_bytes(self, cap: Capacity, ctx: int) -> int:
         lay = cap.layout
         page = lay.block_tokens
         full, swa = lay.token_bytes_split(lay.busiest_stage)
-        slots = self.state_slots_per_request(lay.settings) if cap.state_slots else 0
+        slots = self.state_slots_per_request(lay) if cap.state_slots else 0
         state = lay.stage_state_bytes(lay.busiest_stage) * slots
         return cdiv(ctx, page) * page * full + cdiv(min(ctx, _window(lay, ctx)), page) * page * swa + state
 

@@ -54,7 +54,7 @@ class TRTLLM(Engine):
     def block_size(self, model: ModelDescription, s: EngineSettings) -> tuple[int, str | None]:
         return (s.block_size or TOKENS_PER_BLOCK), None
 
-    def latent_bytes(self, latent: int, elem: int, dsa: bool) -> int:
+    def latent_bytes(self, latent: int, elem: int, dsa: bool, s: EngineSettings) -> int:
         """kv_factor 1, one head of kv_lora_rank + rope (no packed fp8 layout), plus the DSA indexer row."""
         return latent * elem + (DSA_INDEXER_BYTES if dsa else 0)
 

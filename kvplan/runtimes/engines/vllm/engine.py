@@ -326,7 +326,7 @@ class VLLM(Engine):
 
     # --- capacity ------------------------------------------------------------------------------------------
 
-    def latent_bytes(self, latent: int, elem: int, dsa: bool) -> int:
+    def latent_bytes(self, latent: int, elem: int, dsa: bool, s: EngineSettings) -> int:
         return FP8_DS_MLA_BYTES if dsa and elem == 1 else latent * elem
 
     def budget(self, s: EngineSettings, mem: RankMemory) -> tuple[int, str]:
