@@ -145,6 +145,18 @@ class ModelDescription:
     #: False where the checkpoint declares no context length: the Mamba converters write 2^20 as a placeholder,
     #: and vLLM then assumes 2048 (ModelConfig._get_and_verify_max_len) but takes any --max-model-len
     ctx_declared: bool = True
+    #: the context length a config.json states, as the serving engines read it (TextModel's keys:
+    #: max_position_embeddings, ...); 0 where the source is not a config or it states none. llama.cpp's trained
+    #: context can differ (the Granite-4.0-H / Nemotron-H converters write 2^20)
+    config_ctx: int = 0
+
+    @property
+    def engine_ctx(self) -> int:
+        """The context a serving engine takes when not told: the config's, else the trained one, else vLLM's and
+        SGLang's 2048 for a checkpoint that states none (ModelConfig._get_and_verify_max_len)."""
+        if self.config_ctx:
+            return self.config_ctx
+        return self.n_ctx_train if self.ctx_declared else 2048
 
     @property
     def n_layer(self) -> int:

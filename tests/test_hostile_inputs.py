@@ -232,10 +232,11 @@ CRAFTED = [
     ("digits.json", LLAMA % ("9" * 5000), "estimate", 3, "an integer of 5000 digits"),
     ("layers.json", LLAMA % "1000000000", "estimate", 3, "more than llama.cpp's 512"),
     ("jamba.json", '{"architectures": ["JambaForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, '
-     '"max_position_embeddings": 4096, "num_hidden_layers": 8, "attn_layer_period": 0}', "estimate", 3,
+     '"num_key_value_heads": 2, "max_position_embeddings": 4096, "num_hidden_layers": 8, "attn_layer_period": 0, '
+     '"attn_layer_offset": 1, "mamba_expand": 2}', "estimate", 3,
      "attn_layer_period must be an integer from 1"),
     ("mamba2.json", '{"architectures": ["Mamba2ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2, '
-     '"expand": 2, "n_groups": 1, "head_dim": 0}', "estimate", 3, "must be an integer from 1"),
+     '"expand": 2, "n_groups": "one", "head_dim": 32}', "estimate", 3, "n_groups must be an integer from 0"),
     ("latin1.yaml", "deployments:\n  - model: caf\xe9\n", "check", 3, "not a UTF-8 text file"),
 ]  # fmt: skip
 

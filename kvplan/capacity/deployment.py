@@ -179,7 +179,7 @@ def _nearest_engine(model: ModelDescription, req: Request) -> Suggestion | None:
     for dtype in engine.dtype_ladder:
         if CACHE_DTYPE_BYTES[dtype] < current and _passes(model, replace(req, engine=replace(e, kv_cache_dtype=dtype))):
             return Suggestion(("--kv-cache-dtype", dtype), "cache-types")
-    ctx = e.max_model_len or model.n_ctx_train
+    ctx = e.max_model_len or model.engine_ctx
     best = _largest(1, ctx - 1, lambda c: _passes(model, replace(req, engine=replace(e, max_model_len=c))))
     if best:
         return Suggestion(("--max-model-len", str(best)), "ctx")

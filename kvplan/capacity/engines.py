@@ -152,7 +152,7 @@ class EngineRuntime:
         return EngineSolver(self.target(model, req))
 
     def _attempt(self, t: EngineTarget, s: EngineSettings, ctx: int | None, parallel: int | None) -> EngineFit:
-        limit = t.model.n_ctx_train
+        limit = t.model.engine_ctx
         if ctx is None:
             want = parallel or 1
             probe = t.capacity(replace(s, max_model_len=limit))
@@ -169,9 +169,7 @@ class EngineRuntime:
         if req.cache_types_auto:
             mode = Mode.CACHE_TYPES
             for dtype in self.engine.dtype_ladder:
-                found = self._attempt(
-                    t, replace(t.settings, cache_dtype=dtype), ctx or model.n_ctx_train, parallel or 1
-                )
+                found = self._attempt(t, replace(t.settings, cache_dtype=dtype), ctx or model.engine_ctx, parallel or 1)
                 if found.fits:
                     break
         else:
@@ -234,8 +232,8 @@ class EngineRuntime:
             )
             if engine.measures_overhead
             else "none measured: activations and graphs must fit in the (1 − mem_fraction_static) slack",
-            trained_ctx=t.model.n_ctx_train,
-            capped_by_trained=mode is Mode.MAX_CTX and f.fits and f.ctx >= t.model.n_ctx_train,
+            trained_ctx=t.model.engine_ctx,
+            capped_by_trained=mode is Mode.MAX_CTX and f.fits and f.ctx >= t.model.engine_ctx,
             shortfall=shortfall,
             run_notes=engine.run_notes(lay) if f.fits else (),
             detail=f,
@@ -245,7 +243,7 @@ class EngineRuntime:
         t, cap = f.target, f.capacity
         weights = t.weight_bytes_per_rank
         budget = cap.kv_budget_bytes
-        want_ctx, want_n = max(1, f.ctx or t.model.n_ctx_train), max(1, f.parallel)
+        want_ctx, want_n = max(1, f.ctx or t.model.engine_ctx), max(1, f.parallel)
         need_kv = want_n * cap.request_bytes(want_ctx)
         available = budget + weights + overhead  # what the engine lets weights, overhead and KV use
         if budget <= 0:

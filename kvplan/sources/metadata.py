@@ -17,6 +17,8 @@ from kvplan.sources.gguf_reader import T_U32, VALUE_TYPE_NAMES, ArrayValue
 from kvplan.sources.state_hparams import load_state_hparams
 
 LLAMA_MAX_LAYERS = 512
+#: the architectures whose memory layout depends on a layer's feed-forward width (Nemotron-H routes by it)
+_N_FF_ARCHS = frozenset({"nemotron_h", "nemotron_h_moe"})
 
 
 class _Keys:
@@ -299,7 +301,7 @@ def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as
                 has_kv=has_kv,
                 kv_source=kv_source,
                 recurrent=recurrent[il],
-                n_ff=state.n_ff[il],
+                n_ff=state.n_ff[il] if arch in _N_FF_ARCHS else 0,  # memory reads it only here
                 indexer=state.indexer_full[il],
                 compress_ratio=state.compress_ratios[il] if state.compress_ratios else 0,
                 ple=il in state.ple_layers,

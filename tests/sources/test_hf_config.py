@@ -56,7 +56,6 @@ def test_config_file_and_cli(tmp_path: Path) -> None:
 def test_config_errors_name_the_field(tmp_path: Path) -> None:
     cases = {
         "no-arch.json": ({"hidden_size": 8}, "'architectures' is missing"),
-        "unknown.json": ({"architectures": ["FooForCausalLM"]}, "'FooForCausalLM' is not one kvplan maps"),
         "no-layers.json": (
             {
                 "architectures": ["LlamaForCausalLM"],
@@ -84,7 +83,7 @@ def test_config_errors_name_the_field(tmp_path: Path) -> None:
                 "num_attention_heads": 8,
                 "max_position_embeddings": 4096,
             },
-            "kv_lora_rank",
+            "qk_rope_head_dim",  # kv_lora_rank defaults to 512 (DeepseekV2Model)
         ),
     }
     for fname, (cfg, message) in cases.items():
@@ -92,6 +91,9 @@ def test_config_errors_name_the_field(tmp_path: Path) -> None:
         f.write_text(json.dumps(cfg))
         r = kv(*["estimate", str(f), "-c", "4096"])
         assert r.exit_code == 3 and message in r.stderr, (fname, r.stderr)
+    (tmp_path / "unknown.json").write_text(json.dumps({"architectures": ["FooForCausalLM"]}))
+    r = kv(*["estimate", str(tmp_path / "unknown.json")])  # an unknown architecture: exit 4, as for a GGUF
+    assert r.exit_code == 4 and "'FooForCausalLM' is not one llama.cpp's converter registers" in r.stderr
     (tmp_path / "broken.json").write_text("{not json")
     r = kv(*["estimate", str(tmp_path / "broken.json")])
     assert r.exit_code == 3 and "not valid JSON" in r.stderr

@@ -56,7 +56,7 @@ DEFAULT_MAX_LEN = 2048
 
 def model_len(model: ModelDescription) -> int:
     """The max_model_len vLLM derives for the model (2048 when its config declares none)."""
-    return model.n_ctx_train if model.ctx_declared else DEFAULT_MAX_LEN
+    return model.engine_ctx  # DEFAULT_MAX_LEN where the checkpoint states none
 
 
 #: recurrent architectures vLLM 0.33 does not run, with the reason
@@ -153,10 +153,10 @@ class VLLM(Engine):
             raise RefusedConfigError(f"vllm: {model.arch} has no layers with a KV cache or a state")
         if s.pp > model.n_layer:
             raise RefusedConfigError(f"vllm: --pipeline-parallel-size {s.pp} exceeds the {model.n_layer} layers")
-        if s.max_model_len and model.ctx_declared and s.max_model_len > model.n_ctx_train:
+        if s.max_model_len and (model.ctx_declared or model.config_ctx) and s.max_model_len > model.engine_ctx:
             raise RefusedConfigError(  # ModelConfig validation (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
                 f"vllm: User-specified max_model_len ({s.max_model_len}) is greater than the derived max_model_len "
-                f"({model.n_ctx_train}) of the model"
+                f"({model.engine_ctx}) of the model"
             )
         if attn:
             self._check_heads(model, s, attn[0])
