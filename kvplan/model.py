@@ -149,6 +149,8 @@ class ModelDescription:
     #: max_position_embeddings, ...); 0 where the source is not a config or it states none. llama.cpp's trained
     #: context can differ (the Granite-4.0-H / Nemotron-H converters write 2^20)
     config_ctx: int = 0
+    #: the bytes of a checkpoint's safetensors (a config.json source): what a serving engine loads unquantized
+    checkpoint_bytes: int | None = None
 
     @property
     def engine_ctx(self) -> int:

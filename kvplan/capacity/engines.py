@@ -127,6 +127,8 @@ class EngineRuntime:
         s = self.engine.resolve(s, hw.memory_bytes[0], hw.label)
         if req.weight_bytes is not None:
             total, basis = req.weight_bytes, "given (--weight-bytes)"
+        elif model.checkpoint_bytes and req.weights is None:
+            total, basis = model.checkpoint_bytes, "the checkpoint's safetensors (what the engine loads)"
         elif model.n_params:
             total, basis = estimate_bytes(model.n_params, req.weights or DEFAULT_ENGINE_WEIGHTS)
         else:

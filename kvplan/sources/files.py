@@ -152,7 +152,11 @@ def _depth(value: object, limit: int = MAX_DEPTH) -> int:
 
 def read_json(path: str, what: str) -> object:
     """A JSON file: no NaN or Infinity, every float finite, integers of at most 30 digits, at most MAX_DEPTH deep."""
-    text = read_text(path, what)
+    return parse_json(read_text(path, what), path)
+
+
+def parse_json(text: str, path: str) -> object:
+    """JSON text with read_json's bounds (``path`` names it in errors)."""
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int)
         _depth(value)

@@ -16,8 +16,9 @@ from kvplan.model import ModelDescription, SwaType
 from kvplan.sources.files import read_json
 from kvplan.sources.hf_conversion import U32_MAX, config_to_metadata, stated_context
 from kvplan.sources.metadata import describe
+from kvplan.sources.safetensors import INDEX_FILE, SINGLE_FILE, Checkpoint, from_header, from_index, header_length
 
-__all__ = ["config_to_metadata", "declared_window", "load_hf_config"]
+__all__ = ["config_to_metadata", "declared_window", "describe_config", "load_hf_config"]
 
 #: families whose checkpoints may declare one sliding window for every layer that llama.cpp does not apply
 #: but vLLM's model classes do (Llama / Mistral, Phi-3; Qwen2 only with use_sliding_window)
@@ -35,34 +36,49 @@ def declared_window(cfg: dict[str, Any], arch: str) -> int:
 
 
 def load_hf_config(path: str) -> ModelDescription:
-    """A ``config.json`` file, or a model folder that holds one."""
+    """A ``config.json`` file, or a model folder that holds one (its safetensors index or header beside it give the
+    checkpoint's tensor names, bytes and parameters)."""
     file = os.path.join(path, "config.json") if os.path.isdir(path) else path
     cfg = read_json(file, "a Hugging Face config.json")
+    return describe_config(cfg, file, _local_checkpoint(os.path.dirname(file) or "."))
+
+
+def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = None) -> ModelDescription:
+    """A parsed config.json (``shown`` names it) and what its checkpoint's safetensors say."""
     if not isinstance(cfg, dict):
-        raise BadInputError(f"{file}: expected a JSON object")
-    kv = config_to_metadata(cfg, file, _tensor_names(os.path.dirname(file)))
+        raise BadInputError(f"{shown}: expected a JSON object")
+    ckpt = checkpoint or Checkpoint()
+    kv = config_to_metadata(cfg, shown, ckpt.tensor_names)
     ctx_key = f"{kv['general.architecture']}.context_length"
     stated = ctx_key in kv
     if not stated:  # the GGUF would have no context_length (llama.cpp refuses it); here -c / --ctx decides
         kv[ctx_key] = 0
-    model = describe(kv, source=file, source_kind="hf-config", name=kv.get("general.name"))
+    model = describe(kv, source=shown, source_kind="hf-config", name=kv.get("general.name"), n_params=ckpt.n_params)
     facts = _serving_facts(cfg, model)
-    facts["config_ctx"] = stated_context(cfg, file)
+    facts["config_ctx"] = stated_context(cfg, shown)
+    facts["checkpoint_bytes"] = ckpt.total_bytes
     if not stated:
         facts["ctx_declared"] = False
     return replace(model, **facts)
 
 
-def _tensor_names(folder: str) -> list[str]:
-    """The tensor names of the checkpoint's model.safetensors.index.json beside the config, if there is one."""
-    index = os.path.join(folder or ".", "model.safetensors.index.json")
-    if not os.path.isfile(index):
-        return []
-    data = read_json(index, "a safetensors index")
-    weight_map = data.get("weight_map") if isinstance(data, dict) else None
-    if not isinstance(weight_map, dict):
-        raise BadInputError(f"{index}: weight_map is missing (expected an object of tensor names)")
-    return [k for k in weight_map if isinstance(k, str)]
+def _local_checkpoint(folder: str) -> Checkpoint:
+    """The safetensors beside a config: the index of a sharded checkpoint, else a single file's header."""
+    index = os.path.join(folder, INDEX_FILE)
+    if os.path.isfile(index):
+        return from_index(read_json(index, "a safetensors index"), index)
+    single = os.path.join(folder, SINGLE_FILE)
+    if not os.path.isfile(single):
+        return Checkpoint()
+    try:
+        with open(single, "rb") as fh:
+            n = header_length(fh.read(8), single)
+            header = fh.read(n)
+    except OSError as exc:
+        raise BadInputError(f"{single}: cannot read: {exc.strerror or exc}") from None
+    if len(header) != n:
+        raise BadInputError(f"{single}: the safetensors header is cut short")
+    return from_header(header, single)
 
 
 def _serving_facts(cfg: dict[str, Any], model: ModelDescription) -> dict[str, Any]:

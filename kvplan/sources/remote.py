@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.errors import GGUFError, ModelNotFoundError
+from kvplan.model import ModelDescription
 from kvplan.sources.gguf_reader import GGUFFile, parse_gguf
 
 FIRST_WINDOW_BYTES = 2 << 20
@@ -104,14 +105,16 @@ def resolve(ref: str) -> tuple[str, bool]:
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise ModelNotFoundError(f"{ref}: HF_HUB_OFFLINE is set; download the file and give its path")
     parts = ref[len("hf://") :].split("/")
+    if len(parts) == 2 and all(parts):  # a whole repository: its config.json
+        parts.append("config.json")
     if len(parts) < 3 or not all(parts) or any(p in (".", "..") for p in parts):
-        raise ModelNotFoundError(f"{ref}: expected hf://ORG/REPO[@REVISION]/PATH/FILE.gguf")
+        raise ModelNotFoundError(f"{ref}: expected hf://ORG/REPO[@REVISION][/PATH/FILE.gguf]")
     org, repo, path = parts[0], parts[1], parts[2:]
     revision = "main"
     if "@" in repo:
         repo, revision = repo.split("@", 1)
     if not revision or not repo:
-        raise ModelNotFoundError(f"{ref}: expected hf://ORG/REPO[@REVISION]/PATH/FILE.gguf")
+        raise ModelNotFoundError(f"{ref}: expected hf://ORG/REPO[@REVISION][/PATH/FILE.gguf]")
     quote = urllib.parse.quote
     url = (f"{hf_endpoint()}/{quote(org, safe='')}/{quote(repo, safe='')}/resolve/{quote(revision, safe='')}/"
            + "/".join(quote(p, safe="") for p in path))  # fmt: skip
@@ -136,6 +139,7 @@ class RemoteReader:
     size: int | None = None
     started: float = field(default_factory=time.monotonic)
     progress: Callable[[int], None] | None = None
+    status: int = 0  # of the last reply
 
     def _fail(self, message: str, offset: int | None = None) -> GGUFError:
         return GGUFError(self.shown, offset, message)
@@ -185,7 +189,7 @@ class RemoteReader:
             conn.close()
 
     def _reply(self, resp: http.client.HTTPResponse, url: str, start: int, end: int) -> tuple[bytes | None, str]:
-        status = resp.status
+        status = self.status = resp.status
         if status in (301, 302, 303, 307, 308):
             return None, self._redirect(url, resp.getheader("Location", ""))  # its body is never read
         if status == 416 and self.size is not None and start >= self.size:
@@ -291,3 +295,67 @@ def read_remote_model_files(ref: str, progress: Callable[[int], None] | None = N
             transferred += r.bytes_transferred
     _CACHE[ref] = (files, transferred)
     return files, transferred
+
+
+MAX_JSON_BYTES = 16 << 20  # a config.json is kilobytes, a safetensors index at most a few MiB
+
+
+def is_remote_config(ref: str) -> bool:
+    """A remote Hugging Face checkpoint rather than a GGUF: hf://ORG/REPO[@REV], or a URL of a config.json."""
+    lower = ref.lower()
+    if lower.startswith("hf://"):
+        return lower.endswith(".json") or len(ref[len("hf://") :].split("/")) == 2
+    return lower.startswith(("http://", "https://")) and lower.split("?")[0].endswith(".json")
+
+
+def _fetch_small(
+    url: str, shown: str, hub: bool, limit: int, missing_ok: bool = False, prefix: bool = False
+) -> bytes | None:
+    """A whole small file (or its first ``limit`` bytes: ``prefix``) by one Range request (None for a 404 where
+    that is allowed)."""
+    tok = hf_token() if hub else None
+    reader = RemoteReader(url, shown, tok, Origin.of(url) if tok else None, hub, TIMEOUT_S, DEADLINE_S, max_requests=8)
+    try:
+        data = reader.fetch(0, limit if prefix else limit + 1)
+    except GGUFError:
+        if missing_ok and reader.status == 404:
+            return None
+        raise
+    if len(data) > limit:
+        raise GGUFError(shown, None, f"larger than {limit:,} bytes; not a config or index")
+    return data
+
+
+def load_remote_config(ref: str) -> ModelDescription:
+    """A checkpoint's config.json over HTTP (hf://ORG/REPO[@REVISION] reads the repository's), with the
+    safetensors index beside it (tensor names, bytes) or, without one, a single model.safetensors' header."""
+    from kvplan.sources.files import parse_json
+    from kvplan.sources.hf_config import describe_config
+    from kvplan.sources.safetensors import INDEX_FILE, SINGLE_FILE, Checkpoint, from_header, from_index, header_length
+
+    url, hub = resolve(ref)
+    data = _fetch_small(url, ref, hub, MAX_JSON_BYTES)
+    assert data is not None
+    cfg = parse_json(_utf8(data, ref), ref)
+    base = url.rsplit("/", 1)[0]
+    index = _fetch_small(f"{base}/{INDEX_FILE}", f"{ref} ({INDEX_FILE})", hub, MAX_JSON_BYTES, missing_ok=True)
+    checkpoint = Checkpoint()
+    if index is not None:
+        shown = f"{ref} ({INDEX_FILE})"
+        checkpoint = from_index(parse_json(_utf8(index, shown), shown), shown)
+    else:
+        shown = f"{ref} ({SINGLE_FILE})"
+        first = _fetch_small(f"{base}/{SINGLE_FILE}", shown, hub, 8, missing_ok=True, prefix=True)
+        if first is not None:
+            n = header_length(first, shown)
+            tok = hf_token() if hub else None
+            reader = RemoteReader(f"{base}/{SINGLE_FILE}", shown, tok, Origin.of(url) if tok else None, hub)
+            checkpoint = from_header(reader.fetch(8, 8 + n), shown)
+    return describe_config(cfg, ref, checkpoint)
+
+
+def _utf8(data: bytes, shown: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise GGUFError(shown, None, "not UTF-8 text") from None

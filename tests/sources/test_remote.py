@@ -15,6 +15,7 @@ from helpers import kv
 
 from kvplan.errors import GGUFError
 from kvplan.runtimes.llamacpp import LlamaCppSettings, plan
+from kvplan.sources import load_model
 from kvplan.sources.gguf_source import load_gguf_model
 from kvplan.sources.remote import read_remote_gguf, resolve
 
@@ -23,6 +24,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     root: Path
     sent: list[int]
     mode: dict
+    seen: list[tuple[str, str | None]]
 
     def log_message(self, *args: object) -> None:
         pass
@@ -39,7 +41,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if mode.get("require_token") and self.headers.get("Authorization") != "Bearer secret":
             self.send_error(401, "Unauthorized")
             return
-        path = self.root / self.path.lstrip("/").split("/resolve/main/")[-1]
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        rel = self.path.lstrip("/")
+        if "/resolve/" in rel:  # ORG/REPO/resolve/REVISION/PATH → REVISION/PATH (main: PATH)
+            rev, _, rest = rel.split("/resolve/", 1)[1].partition("/")
+            rel = rest if rev == "main" else f"{rev}/{rest}"
+        path = self.root / rel
         if not path.is_file():
             self.send_error(404, "Not Found")
             return
@@ -66,7 +73,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, _Handler]]:
-    handler = type("H", (_Handler,), {"root": tmp_path, "sent": [], "mode": {}})
+    handler = type("H", (_Handler,), {"root": tmp_path, "sent": [], "mode": {}, "seen": []})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -166,3 +173,88 @@ def test_remote_split_model_reads_every_shard_header(tmp_path: Path, server) -> 
     split_shard(tmp_path / "s-00002-of-00002.gguf", 1, 2, "output.weight", 3)
     m = load_gguf_model(f"{base}/s-00001-of-00002.gguf")
     assert m.n_layer_all == 2 and m.weight_bytes == (10 + 3) * 64 * 4
+
+
+ENGINE_CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "engines" / "configs"
+
+
+def _safetensors(path: Path, tensors: dict[str, tuple[str, list[int], int]]) -> None:
+    """A model.safetensors with these tensors (dtype, shape, bytes each) and zeroed data."""
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, (dtype, shape, size) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + bytes(offset))
+
+
+def test_hf_repo_reads_config_and_index_like_the_local_folder(tmp_path: Path, server, monkeypatch) -> None:
+    """hf://ORG/REPO: config.json and model.safetensors.index.json only; the same model as the folder."""
+    base, handler = server
+    monkeypatch.setenv("HF_ENDPOINT", base)
+    cfg = json.loads((ENGINE_CONFIGS / "qwen3-next-80b-a3b" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    index = {"metadata": {"total_size": 162_000_000_000}, "weight_map": {
+        "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+        "mtp.layers.0.self_attn.q_proj.weight": "model-00002-of-00002.safetensors"}}  # fmt: skip
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    (tmp_path / "model-00001-of-00002.safetensors").write_bytes(b"x" * 4096)  # never fetched
+    remote, local = load_model("hf://Qwen/Qwen3-Next-80B-A3B-Instruct"), load_model(str(tmp_path))
+    paths = [p for p, _ in handler.seen]
+    assert paths == [
+        "/Qwen/Qwen3-Next-80B-A3B-Instruct/resolve/main/config.json",
+        "/Qwen/Qwen3-Next-80B-A3B-Instruct/resolve/main/model.safetensors.index.json",
+    ]
+    assert remote.checkpoint_bytes == local.checkpoint_bytes == 162_000_000_000
+    assert remote.n_layer_nextn == local.n_layer_nextn == 1  # the MTP layer the converter counts from the names
+    s = LlamaCppSettings(n_ctx=32768)
+    assert plan(remote, s).total_bytes == plan(local, s).total_bytes
+    assert remote.source == "hf://Qwen/Qwen3-Next-80B-A3B-Instruct" and remote.source_kind == "hf-config"
+
+
+def test_hf_repo_revision_token_and_offline(tmp_path: Path, server, monkeypatch) -> None:
+    base, handler = server
+    monkeypatch.setenv("HF_ENDPOINT", base)
+    (tmp_path / "v2").mkdir()
+    cfg = json.loads((ENGINE_CONFIGS / "llama-3.1-8b" / "config.json").read_text())
+    (tmp_path / "v2" / "config.json").write_text(json.dumps(cfg))
+    _safetensors(
+        tmp_path / "v2" / "model.safetensors", {"a": ("BF16", [1024, 512], 1 << 20), "b": ("F32", [256], 1024)}
+    )
+    handler.mode["require_token"] = True
+    r = kv(*["estimate", "hf://meta-llama/Llama-3.1-8B@v2", "-c", "4096"])
+    assert r.exit_code == 3 and "HTTP 401" in r.stderr and "HF_TOKEN" in r.stderr
+    monkeypatch.setenv("HF_TOKEN", "secret")
+    r = kv(*["estimate", "hf://meta-llama/Llama-3.1-8B@v2", "-c", "4096", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["memory"]["total_bytes"] == 536870912  # 32 x 8 x 128 x f16 x 2 x 4096
+    m = load_model("hf://meta-llama/Llama-3.1-8B@v2")
+    assert m.checkpoint_bytes == (1 << 20) + 1024 and m.n_params == 1024 * 512 + 256  # the single file's header
+    assert all(tok == "Bearer secret" for _, tok in handler.seen[-4:])  # the endpoint's own requests only
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    r = kv(*["estimate", "hf://meta-llama/Llama-3.1-8B", "-c", "4096"])
+    assert r.exit_code == 3 and "HF_HUB_OFFLINE" in r.stderr
+
+
+def test_hf_repo_without_config_and_remote_config_urls(tmp_path: Path, server, monkeypatch) -> None:
+    base, _handler = server
+    monkeypatch.setenv("HF_ENDPOINT", base)
+    r = kv(*["estimate", "hf://org/empty", "-c", "4096"])
+    assert r.exit_code == 3 and "hf://org/empty" in r.stderr and "HTTP 404" in r.stderr
+    assert r.stderr.count("\n") == 1
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_text((ENGINE_CONFIGS / "qwen3-32b" / "config.json").read_text())
+    r = kv(*["estimate", f"{base}/c/config.json", "-c", "4096", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["model"]["source_kind"] == "hf-config"
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "config.json").write_bytes(b" " * (17 << 20))
+    r = kv(*["estimate", f"{base}/big/config.json"])
+    assert r.exit_code == 3 and "larger than" in r.stderr
+
+
+def test_hf_ids_resolve_offline_to_the_catalog(monkeypatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens: any request would fail
+    assert load_model("meta-llama/Llama-3.1-8B-Instruct").source == "catalog:llama-3.1-8b"
+    r = kv(*["estimate", "someorg/unknown-model-7b"])
+    assert r.exit_code == 3 and "hf://someorg/unknown-model-7b" in r.stderr
