@@ -65,7 +65,72 @@ def _engine_cases() -> str:
     return "<!-- engine-cases -->\n" + "\n".join(lines) + "\n<!-- /engine-cases -->\n"
 
 
+ARCH_TABLE = re.compile(r"<!-- arch-table -->\n.*?<!-- /arch-table -->\n", re.S)
+
+
+def _arch_table() -> str:
+    """Every llama.cpp architecture: the Hugging Face architectures its converter maps to it, and whether kvplan
+    reads it from a GGUF, from a config.json (proven: the converter's own output on a recorded config), and
+    plans it for vLLM / SGLang (run on that config: ✓, ✗ where kvplan refuses as the engine does, — where the
+    engine has no model class)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from kvplan.errors import KvplanError
+    from kvplan.facts.archs import KNOWN_ARCHS
+    from kvplan.facts.engine_archs import SGLANG_ARCHS, VLLM_ARCHS
+    from kvplan.facts.hf_archs import HF_ARCHS
+    from kvplan.model import ModelDescription
+    from kvplan.runtimes.engines import SGLANG, VLLM, Engine, EngineSettings
+    from kvplan.runtimes.engines.layout import layout
+    from kvplan.sources.hf_config import load_hf_config
+
+    cases = json.loads((ROOT / "tests" / "fixtures" / "hf_conversion.json").read_text())
+    proven: dict[str, list[tuple[int, str, ModelDescription]]] = {}  # GGUF arch → (rank, HF arch, model)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, case in sorted(cases.items()):
+            if "gguf_kv" not in case:
+                continue
+            (Path(tmp) / "config.json").write_text(json.dumps(case["config"]))
+            try:
+                model = load_hf_config(tmp)
+            except KvplanError:  # the converter's GGUF is refused too (test_hf_conversion checks that)
+                continue
+            rank = ("real-", "defaults-", "small-", "synth-").index(name[: name.index("-") + 1])
+            proven.setdefault(case["gguf_kv"]["general.architecture"], []).append((rank, model.hf_architecture, model))
+    by_arch: dict[str, list[str]] = {}
+    for hf, entry in HF_ARCHS.items():
+        if "gguf_arch" in entry:
+            by_arch.setdefault(entry["gguf_arch"], []).append(hf)
+
+    def engine_cell(engine: Engine, registry: frozenset[str], hfs: list[str], arch: str) -> str:
+        runs = sorted(((r, h, m) for r, h, m in proven.get(arch, []) if h in registry), key=lambda t: (t[0], t[1]))
+        if not runs:
+            return "class" if any(h in registry for h in hfs) else "—"
+        model = runs[0][2]
+        try:
+            layout(model, engine, engine.resolve(EngineSettings(), 80 * 10**9, "NVIDIA H100 80GB HBM3"))
+        except KvplanError:
+            return "✗"
+        return "✓"
+
+    lines = [
+        "| llama.cpp | Hugging Face architectures | GGUF | config.json | vLLM 0.33 | SGLang 0.5.23 |",
+        "|---|---|:-:|:-:|:-:|:-:|",
+    ]
+    for arch in sorted(KNOWN_ARCHS | set(by_arch)):
+        hfs = sorted(by_arch.get(arch, []))
+        shown = ", ".join(hfs[:3]) + (f" +{len(hfs) - 3}" if len(hfs) > 3 else "") if hfs else "—"
+        config = "✓" if proven.get(arch) else ("unproven" if hfs else "—")
+        gguf = "✓" if arch in KNOWN_ARCHS else "—"
+        vllm, sglang = engine_cell(VLLM, VLLM_ARCHS, hfs, arch), engine_cell(SGLANG, SGLANG_ARCHS, hfs, arch)
+        lines.append(f"| {arch} | {shown} | {gguf} | {config} | {vllm} | {sglang} |")
+    return "<!-- arch-table -->\n" + "\n".join(lines) + "\n<!-- /arch-table -->\n"
+
+
 def _regenerate(text: str) -> str:
+    text = ARCH_TABLE.sub(lambda m: _arch_table(), text)
     text = ENGINE_CASES.sub(lambda m: _engine_cases(), text)
     text = EXAMPLE.sub(lambda m: f"```console\n{_example(m.group(1))}```", text)
     return HELP.sub(lambda m: f"<!-- help: {m.group(1)} -->\n```text\n{_help(m.group(1))}```", text)

@@ -57,7 +57,12 @@ def architecture(m: ModelDescription) -> str:
         attn = f"{m.memory.value} memory" if attn == "none" else f"{attn} + {m.memory.value} memory"
     if m.swa_type is not SwaType.NONE:
         attn += f", {m.swa_type.value} window {m.n_swa:,}"
-    return f"{layers}, {attn}, trained context {m.n_ctx_train:,}"
+    if not m.n_ctx_train and not m.ctx_declared:
+        return f"{layers}, {attn}, no trained context stated"
+    ctx = f"trained context {m.n_ctx_train:,}"
+    if m.config_ctx and m.config_ctx != m.n_ctx_train:  # the converter writes its own (Granite-4.0-H: 2^20)
+        ctx += f" (llama.cpp's; config.json states {m.config_ctx:,})"
+    return f"{layers}, {attn}, {ctx}"
 
 
 def _context_line(p: MemoryPlan) -> str:

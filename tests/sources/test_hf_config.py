@@ -154,3 +154,23 @@ def test_new_hybrid_families_by_hand() -> None:
     phi = load_model(str(ENGINE_CONFIGS / "phi-3-mini-4k"))  # llama.cpp ignores the window, vLLM applies it
     assert phi.swa_type.value == "none" and phi.declared_window == 2047
     assert load_model(str(ENGINE_CONFIGS / "qwen2.5-7b")).declared_window == 0  # use_sliding_window false
+
+
+def test_a_config_without_a_context_takes_c(tmp_path: Path) -> None:
+    """No context key: the converted GGUF would have none (llama.cpp refuses it); kvplan asks for -c, and the
+    serving engines take their 2048 default (vLLM's _get_and_verify_max_len)."""
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "num_hidden_layers": 32}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = kv(*["estimate", str(tmp_path / "config.json")])
+    assert r.exit_code == 2 and "states no context length" in r.stderr and "-c" in r.stderr
+    r = kv(*["estimate", str(tmp_path / "config.json"), "-c", "4096", "-o", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["memory"]["total_bytes"] == 536870912
+    m = load_model(str(tmp_path))
+    assert m.n_ctx_train == 0 and not m.ctx_declared and m.engine_ctx == 2048
+
+
+def test_the_engines_read_the_configs_context_where_llama_cpp_writes_its_own() -> None:
+    """Granite-4.0-H converts with context_length 2^20 (no RoPE); vLLM and SGLang read max_position_embeddings."""
+    m = load_model(str(ENGINE_CONFIGS / "granite-4.0-h-tiny"))
+    assert m.n_ctx_train == 1 << 20 and m.config_ctx == 131072 == m.engine_ctx

@@ -41,10 +41,15 @@ PARALLEL_HYBRIDS = frozenset({"falcon-h1"})
 
 
 def _attention_layers(model: ModelDescription, engine: Engine, hybrid: bool = False) -> list[Layer]:
+    if model.memory == MemoryKind.NONE:
+        raise RefusedConfigError(
+            f"{engine.name}: {model.arch} keeps no KV cache (an encoder or embedding model): {engine.label} serves it "
+            "as a pooling model, which kvplan does not plan"
+        )
     if not hybrid and (any(la.recurrent for la in model.layers) or model.memory not in (MemoryKind.KV, MemoryKind.DSA)):
         raise RefusedConfigError(
             f"{engine.name}: {model.arch} has {model.memory.value} memory (recurrent / Mamba state or a compressed "
-            f"cache); kvplan does not model {engine.label}'s state pages (it does vLLM's and SGLang's)"
+            f"cache): kvplan does not model {engine.label}'s state pages"
         )
     if hybrid:
         return [
@@ -113,6 +118,12 @@ def _attention_specs(model: ModelDescription, engine: Engine, s: EngineSettings,
 
 def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> EngineLayout:
     """Per-layer cache specs of one rank, grouped and paged as the engine does."""
+    known = engine.architectures
+    if model.hf_architecture and known is not None and model.hf_architecture not in known:
+        raise RefusedConfigError(
+            f"{engine.name}: {engine.label} {engine.version} has no model class for {model.hf_architecture} "
+            "(its model registry)"
+        )
     engine_layout = engine.build_layout(model, s)
     if engine_layout is not None:
         return engine_layout

@@ -250,6 +250,8 @@ class Engine:
     null_blocks: ClassVar[int] = 0  # blocks the pool can never hand out
     measures_overhead: ClassVar[bool] = True  # the budget subtracts a profiled overhead (SGLang: a fraction)
     own_settings: ClassVar[frozenset[str]] = frozenset()  # request settings only this engine has
+    #: the Hugging Face architectures the engine has a model class for (None: not recorded)
+    architectures: ClassVar[frozenset[str] | None] = None
 
     def command(self, model: str) -> str:
         """How the engine is started with ``model``, before its arguments."""

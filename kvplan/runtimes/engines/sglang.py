@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from kvplan.errors import RefusedConfigError
+from kvplan.facts.engine_archs import SGLANG_ARCHS
 from kvplan.model import MemoryKind, ModelDescription
 from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.paged import (
@@ -156,6 +157,7 @@ class SGLang(Engine):
     name: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
     version: ClassVar[str] = "0.5.23"
+    architectures: ClassVar[frozenset[str] | None] = SGLANG_ARCHS
     aliases: ClassVar[tuple[str, ...]] = ("sglang",)
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8_e4m3")
     separate_swa_pool: ClassVar[bool] = True

@@ -47,6 +47,8 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # 
     if min(s.n_ctx, s.n_batch, s.n_ubatch, s.n_seq, s.n_rs_seq) < 0:
         raise RefusedConfigError("context size, batch sizes, sequence and snapshot counts must not be negative")
     if s.n_ctx == 0 and model.n_ctx_train == 0:
+        if not model.ctx_declared:  # a config.json that states none: its GGUF would carry none either
+            raise UsageError(f"{model.source}: the model states no context length; give one with -c / --ctx-size")
         raise RefusedConfigError("llama.cpp refuses: n_ctx and the model's context_length cannot both be zero")
     if s.n_ctx > 0xFFFFFFFF - KV_PAD_CELLS:
         raise RefusedConfigError(f"context size {s.n_ctx} does not fit llama.cpp's 32-bit n_ctx")

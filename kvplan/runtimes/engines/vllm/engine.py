@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from kvplan.errors import RefusedConfigError
+from kvplan.facts.engine_archs import VLLM_ARCHS
 from kvplan.model import Layer, MemoryKind, ModelDescription, SwaType
 from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.paged import (
@@ -103,6 +104,7 @@ class VLLM(Engine):
     aliases: ClassVar[tuple[str, ...]] = ("vllm",)
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8")
     separate_indexer: ClassVar[bool] = True  # DeepseekV32IndexerCache is its own full-attention "layer"
+    architectures: ClassVar[frozenset[str] | None] = VLLM_ARCHS
     null_blocks: ClassVar[int] = 1  # BlockPool reserves block 0 as the null block
     own_settings: ClassVar[frozenset[str]] = frozenset(
         {
