@@ -4,6 +4,7 @@ reference is `--help` itself, every command is documented, and .ci/run runs exac
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -97,7 +98,7 @@ def _arch_table() -> str:
                 model = load_hf_config(tmp)
             except KvplanError:  # the converter's GGUF is refused too (test_hf_conversion checks that)
                 continue
-            rank = ("real-", "defaults-", "small-", "synth-").index(name[: name.index("-") + 1])
+            rank = ("real-", "extra-", "defaults-", "small-", "synth-").index(name[: name.index("-") + 1])
             proven.setdefault(case["gguf_kv"]["general.architecture"], []).append((rank, model.hf_architecture, model))
     by_arch: dict[str, list[str]] = {}
     for hf, entry in HF_ARCHS.items():
@@ -192,3 +193,12 @@ def test_yaml_examples_load(readme: str, tmp_path) -> None:
     assert [d.name for d in load_deployments(str(path))] == ["chat-8b-llamacpp"]
     spec = next(b for b in blocks if b.startswith("name: my-gqa-swa-model"))
     assert load_spec_text(spec, "spec.yaml").arch == "gemma3"
+
+
+def test_conversion_proof_counts_are_the_recorded_ones(readme: str) -> None:
+    cases = json.loads((ROOT / "tests/fixtures/hf_conversion.json").read_text())
+    converted = sum("gguf_kv" in c for c in cases.values())
+    text = " ".join(readme.split())
+    assert f"no tensors) on {len(cases)} configs" in text
+    assert f"the {converted} the converter converts" in text
+    assert f"The other {len(cases) - converted} the converter refuses" in text

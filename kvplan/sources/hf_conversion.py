@@ -349,6 +349,95 @@ def _gemma3n(c: _Config, kv: dict[str, Any]) -> None:
     _swa_pattern(c, kv)
 
 
+def _gemma4_full(c: _Config, key: str, per_layer: str) -> Any:
+    """Gemma4Model: ``key``, else the first full-attention layer's ``per_layer`` in per_layer_config."""
+    value = c.get(key)
+    layers = c.get("per_layer_config")
+    types = c.get("layer_types") or []
+    if value is None and isinstance(layers, dict):
+        for index, layer in layers.items():
+            i = int(index) if str(index).isdigit() else -1
+            if 0 <= i < len(types) and types[i] == "full_attention" and isinstance(layer, dict) and per_layer in layer:
+                return layer[per_layer]
+    return value
+
+
+def _gemma4(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/gemma.py Gemma4Model: full-attention layers with their own head size (and KV heads),
+    the last num_kv_shared_layers reuse earlier layers' KV, per-layer embeddings optional."""
+    _gemma3(c, kv)
+    shared = c.int("num_kv_shared_layers")
+    kv["attention.shared_kv_layers"] = shared
+    kv["embedding_length_per_layer_input"] = c.get("hidden_size_per_layer_input") or 0
+    _swa_pattern(c, kv)
+    swa = list(kv["attention.sliding_window_pattern"].values)
+    full = _gemma4_full(c, "global_head_dim", "head_dim")
+    if not _is_int(full):
+        raise BadInputError(f"{c.path}: global_head_dim is not set (the converter requires it)")
+    kv["attention.key_length"] = kv["attention.value_length"] = full
+    kv["attention.key_length_swa"] = kv["attention.value_length_swa"] = c.int("head_dim")
+    if c.get("use_double_wide_mlp"):
+        n_ff, blocks = c.int("intermediate_size"), kv["block_count"]
+        kv["feed_forward_length"] = _arr([n_ff if il < blocks - shared else n_ff * 2 for il in range(blocks)])
+    kv_full = _gemma4_full(c, "num_global_key_value_heads", "num_key_value_heads")
+    kv_swa = c.get("num_key_value_heads")
+    if _is_int(kv_full) and _is_int(kv_swa):
+        kv["attention.head_count_kv"] = _arr([kv_swa if s else kv_full for s in swa])
+
+
+def _mimo2(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/mimo.py MimoV2Model: three MTP blocks always (the checkpoints' count, hard-coded), SWA
+    on pattern 1 and on the MTP blocks, per-layer KV heads."""
+    n_nextn = 3
+    kv["block_count"] = c.int("num_hidden_layers") + n_nextn
+    kv["nextn_predict_layers"] = n_nextn
+    pattern = c.first("hybrid_layer_pattern")
+    if not isinstance(pattern, list) or not all(type(x) is int for x in pattern):
+        raise BadInputError(f"{c.path}: hybrid_layer_pattern must be a list of 0 / 1")
+    hybrid = [*pattern, *([1] * n_nextn)]
+    heads, heads_swa = c.int("num_key_value_heads"), c.int("swa_num_key_value_heads")
+    kv["attention.head_count_kv"] = _arr([heads_swa if h == 1 else heads for h in hybrid])
+    kv["attention.sliding_window"] = c.int("sliding_window")
+    kv["attention.sliding_window_pattern"] = _arr(hybrid)
+    kv["attention.value_length"] = c.int("v_head_dim")
+
+
+def _hunyuan_moe(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/hunyuan.py HunYuanMoEModel: NTK-alpha ("dynamic") RoPE means a 256k context, whatever
+    max_position_embeddings says (the converter's own assumptions checked as it checks them)."""
+    rope = c.get("rope_parameters") or c.get("rope_scaling") or {}
+    if not isinstance(rope, dict) or rope.get("rope_type", rope.get("type")) != "dynamic":
+        return
+    dim = c.int("hidden_size") // c.int("num_attention_heads")
+    if (rope.get("alpha", 1000), rope.get("rope_theta", 10000.0), dim) != (1000, 10000.0, 128) or c.get(
+        "max_position_embeddings"
+    ) not in (32 * 1024, 256 * 1024):
+        raise BadInputError(f"{c.path}: HunYuan dynamic RoPE with other values than the converter assumes")
+    kv["context_length"] = 256 * 1024
+
+
+def _openelm(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/openelm.py OpenELMModel: per-layer query and KV heads, its own names for the sizes."""
+    layers = c.int("num_transformer_layers", minimum=1)
+    heads, kv_heads = c.first("num_query_heads"), c.first("num_kv_heads")
+    for name, v in (("num_query_heads", heads), ("num_kv_heads", kv_heads)):
+        if not isinstance(v, list) or len(v) != layers or not all(type(x) is int and x >= 0 for x in v):
+            raise BadInputError(f"{c.path}: {name} must list one integer per layer ({layers})")
+    head_dim = c.int("head_dim")
+    kv.update(
+        {
+            "block_count": layers,
+            "context_length": c.int("max_context_length"),
+            "embedding_length": c.int("model_dim"),
+            "attention.head_count": _arr(heads),
+            "attention.head_count_kv": _arr(kv_heads),
+            "attention.key_length": head_dim,
+            "attention.value_length": head_dim,
+        }
+    )
+    kv.pop("feed_forward_length", None)
+
+
 def _olmo2(c: _Config, kv: dict[str, Any]) -> None:
     if "sliding_window" in c.cfg:
         kv["attention.sliding_window"] = c.int("sliding_window")
@@ -749,11 +838,37 @@ def _kimi_linear(c: _Config, kv: dict[str, Any]) -> None:
     kv["attention.value_length_mla"] = c.int("v_head_dim")
 
 
-def _minimax01(c: _Config, kv: dict[str, Any]) -> None:
-    types = c.first("attn_type_list", required=False)
-    if isinstance(types, list):
-        flags = tuple(t == 0 for t in types)  # 0 = lightning (linear), 1 = softmax
-        kv["attention.recurrent_layers"] = ArrayValue(T_BOOL, len(flags), flags)
+def _maple(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/maple.py MapleModel: sliding window and its per-layer pattern."""
+    _swa(c, kv)
+    _swa_pattern(c, kv)
+
+
+def _step35(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/step3.py Step35Model: MTP blocks appended, per-layer heads (SWA layers take
+    attention_other_setting's), layer types padded to the blocks with full attention."""
+    n = c.int("num_nextn_predict_layers", required=False) or 0
+    kv["block_count"] += n
+    if n:
+        kv["nextn_predict_layers"] = n
+    types = c.first("layer_types", required=False) or []
+    if not isinstance(types, list):
+        raise BadInputError(f"{c.path}: layer_types must be a list of layer types")
+    blocks = kv["block_count"]
+    types = (list(types) + ["full_attention"] * blocks)[:blocks]
+    other = c.first("attention_other_setting", required=False) or {}
+    if not isinstance(other, dict):
+        raise BadInputError(f"{c.path}: attention_other_setting must be a mapping")
+    heads = c.int("num_attention_heads")
+    groups = c.int("num_attention_groups")
+    swa_heads = _Config(other, c.path).int("num_attention_heads", required=False) or heads
+    swa_groups = _Config(other, c.path).int("num_attention_groups", required=False) or groups
+    swa = [t == "sliding_attention" for t in types]
+    kv["attention.head_count"] = _arr([swa_heads if s else heads for s in swa])
+    kv["attention.head_count_kv"] = _arr([swa_groups if s else groups for s in swa])
+    kv["attention.sliding_window"] = c.int("sliding_window")
+    kv["attention.sliding_window_pattern"] = _arr(swa, T_BOOL)
+    kv["attention.value_length"] = c.int("head_dim")
 
 
 def _rwkv6(c: _Config, kv: dict[str, Any]) -> None:
@@ -940,7 +1055,12 @@ RULES: dict[str, Rule] = {
     "JambaModel": _jamba,
     "MambaModel": _mamba,
     "Mamba2Model": _mamba2,
-    "MiniMaxText01Model": _minimax01,
+    "MapleModel": _maple,
+    "HunYuanMoEModel": _hunyuan_moe,
+    "OpenELMModel": _openelm,
+    "Gemma4Model": _gemma4,
+    "MimoV2Model": _mimo2,
+    "Step35Model": _step35,
     "NemotronHModel": _nemotron_h,
     "GraniteHybridModel": _granitehybrid,
     "FalconH1Model": _falcon_h1,
