@@ -101,6 +101,7 @@ class SpecInfo:
     description: str | None = None
     sources: tuple[str, ...] = ()
     status: str | None = None
+    family: str | None = None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.model import MemoryKind, SwaType
+from kvplan.errors import UsageError
+from kvplan.model import MemoryKind, ModelDescription, SwaType
 from kvplan.runtimes.llamacpp import CacheKind, LlamaCppSettings, plan
 from kvplan.sources.catalog import catalog_names, load_catalog_model
 
@@ -22,14 +23,22 @@ class CatalogEntry:
     kv_per_token_bytes: int
     state_bytes: int
     hf_id: str | None
+    family: str | None
 
 
-def catalog_entries(arch: str | None = None) -> list[CatalogEntry]:
+def catalog_entries(arch: str | None = None, family: str | None = None) -> list[CatalogEntry]:
+    """The catalog's models, those of one GGUF architecture and / or one family where given; a filter that
+    matches nothing is a usage error naming the values there are (a typo is not an empty catalog)."""
+    models = [load_catalog_model(name) for name in catalog_names()]
+    for flag, value, of in (("--arch", arch, lambda m: m.arch), ("--family", family, _family)):
+        if value is not None:
+            known = sorted({of(m) for m in models})
+            models = [m for m in models if of(m) == value.strip().lower()]
+            if not models:
+                raise UsageError(f"no catalog model of {value!r}; the catalog has: {', '.join(known)}", flag)
     out = []
-    for name in catalog_names():
-        m = load_catalog_model(name)
-        if arch is not None and m.arch != arch.lower():
-            continue
+    for m in models:
+        name = m.name
         p = plan(m, LlamaCppSettings(n_ctx=REFERENCE_CTX))
         state = sum(
             c.buffer_bytes
@@ -51,6 +60,11 @@ def catalog_entries(arch: str | None = None) -> list[CatalogEntry]:
                 p.per_token_bytes,
                 state,
                 m.spec.hf_id if m.spec else None,
+                _family(m),
             )
         )
     return out
+
+
+def _family(m: ModelDescription) -> str:
+    return (m.spec.family if m.spec and m.spec.family else m.arch).lower()

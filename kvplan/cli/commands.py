@@ -198,7 +198,7 @@ def models(inv: Invocation) -> Document:
     from kvplan.analysis.catalog import catalog_entries
     from kvplan.report.catalog import catalog_document
 
-    return catalog_document(catalog_entries(inv.value("arch")))
+    return catalog_document(catalog_entries(inv.value("arch"), inv.value("family")))
 
 
 def gpus(inv: Invocation) -> Document:
@@ -331,7 +331,13 @@ COMMANDS: dict[str, Command] = {
             "the built-in catalog of models",
             "The built-in catalog of model specs.",
             (),
-            (Option("arch", ("--arch",), "only models of this GGUF architecture", "command", "ARCH"), *OUTPUT),
+            (
+                Option("arch", ("--arch",), "only models of this GGUF architecture", "command", "ARCH"),
+                Option(
+                    "family", ("--family",), "only models of this family (llama, qwen, gemma, ...)", "command", "NAME"
+                ),
+                *OUTPUT,
+            ),
             models,
         ),
         Command(

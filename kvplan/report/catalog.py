@@ -11,6 +11,7 @@ from kvplan.report.document import Column, Document, Kind, Table
 def catalog_document(entries: list[CatalogEntry]) -> Document:
     columns = (
         Column("name", "Name"),
+        Column("family", "Family", drop=6),
         Column("arch", "Arch", drop=2),
         Column("layers", "Layers", Kind.COUNT, drop=3),
         Column("attention", "Attention", drop=4),

@@ -28,6 +28,7 @@ TOP_LEVEL_KEYS = {
     "sources": "where the numbers come from (list)",
     "notes": "free text or list of text",
     "status": "verification status from the facts file",
+    "family": "the model family (catalog grouping: llama, qwen, gemma, ...)",
 }
 _ABSOLUTE_PREFIXES = ("general.", "tokenizer.", "split.")
 
@@ -178,6 +179,7 @@ def _spec_info(path: str, top: dict[str, Node]) -> SpecInfo:
         description=_text(path, top, "description"),
         sources=tuple(sources),
         status=_text(path, top, "status"),
+        family=_text(path, top, "family"),
     )
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import ORACLE, kv
+from helpers import ORACLE, ROOT, kv
 
 
 def test_estimate_catalog_json_schema() -> None:
@@ -77,9 +77,32 @@ def test_every_format_carries_the_same_answer() -> None:
 def test_models_lists_catalog() -> None:
     r = kv("models", "-o", "json")
     names = [m["name"] for m in r.json()["models"]]
-    assert "llama-3.1-8b" in names and "deepseek-v3" in names and len(names) == 65
+    assert "llama-3.1-8b" in names and "deepseek-v3" in names and len(names) == 70
     gemma = kv("models", "--arch", "gemma3", "-o", "csv").stdout.splitlines()
-    assert gemma[0].startswith("name,arch,layers") and all(",gemma3," in line for line in gemma[1:])
+    assert gemma[0].startswith("name,family,arch,layers") and all(",gemma3," in line for line in gemma[1:])
+    granite = kv("models", "--family", "Granite", "-o", "json").json()["models"]
+    assert [m["name"] for m in granite] == ["granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny"]
+    assert {m["family"] for m in granite} == {"granite"}
+
+
+def test_models_filter_that_matches_nothing_names_what_there_is() -> None:
+    r = kv("models", "--family", "lama")
+    assert r.exit_code == 2 and "--family: no catalog model of 'lama'; the catalog has: cohere," in r.stderr
+    assert kv("models", "--arch", "qwen", "--family", "qwen").exit_code == 2  # qwen is a family, not an arch
+
+
+def test_catalog_hybrids_match_their_checkpoint_configs() -> None:
+    """The Granite-4.0-H and Falcon-H1 entries (facts + transformers' defaults through the converter port) size
+    the state and KV as the checkpoints' config.json do (tests/fixtures/engines/configs)."""
+    for name in ("granite-4.0-h-small", "granite-4.0-h-tiny", "falcon-h1-7b"):
+        config = ROOT / "tests/fixtures/engines/configs" / name / "config.json"
+        a = kv("estimate", name, "-c", "32768", "-np", "2", "-o", "json").json()["memory"]["total_bytes"]
+        b = kv("estimate", str(config), "-c", "32768", "-np", "2", "-o", "json").json()["memory"]["total_bytes"]
+        assert a == b, name
+    # hand-checked: Falcon-H1-7B, 44 layers each with 2 KV heads x 128 x (K + V) f16 = 1 KiB per token and layer
+    doc = kv("estimate", "falcon-h1-7b", "-c", "4096", "-o", "json").json()["memory"]
+    kv_bytes = sum(c["bytes"] for c in doc["caches"] if c["kind"] == "attention")
+    assert kv_bytes == 44 * 1024 * 4096
 
 
 def test_no_kv_architecture_reports_zero() -> None:
