@@ -730,6 +730,7 @@ def main() -> None:  # noqa: C901 - one pass over the converter's registry, in o
     for model_type, config_cls in CONFIG_MAPPING.items():  # the parts' model_types name their classes too
         if config_cls.__name__ in classes:
             type_class.setdefault(model_type, config_cls.__name__)
+    converted_archs = sorted({r["gguf_kv"]["general.architecture"] for r in recorded.values() if "gguf_kv" in r})
     lines = [
         '"""Every text architecture llama.cpp\'s converter registers (vendored llama.cpp, conversion/*.py), with',
         "its GGUF architecture and converter class, and transformers' model_type where transformers has a config",
@@ -745,6 +746,14 @@ def main() -> None:  # noqa: C901 - one pass over the converter's registry, in o
         "HF_ARCHS: dict[str, dict[str, Any]] = {",
         *(f"    {json.dumps(k)}: {py(v)}," for k, v in sorted(archs.items())),
         "}",
+        "",
+        "#: the GGUF architectures with a recorded conversion (tests/sources/test_hf_conversion.py proves kvplan's",
+        "#: reading of their config.json on it); a config.json of another one is read by the same rules, unproven",
+        "CONVERTED_ARCHS: frozenset[str] = frozenset(",
+        "    {",
+        *(f"        {json.dumps(a)}," for a in converted_archs),
+        "    }",
+        ")",
         "",
         "#: transformers model_type → its config class",
         "MODEL_TYPES: dict[str, str] = {",

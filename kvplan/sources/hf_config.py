@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from kvplan.errors import BadInputError
+from kvplan.facts.hf_archs import CONVERTED_ARCHS
 from kvplan.model import ModelDescription, SwaType
 from kvplan.sources.files import read_json
 from kvplan.sources.hf_conversion import U32_MAX, config_to_metadata, stated_context
@@ -59,6 +60,12 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
     facts["checkpoint_bytes"] = ckpt.total_bytes
     if not stated:
         facts["ctx_declared"] = False
+    if model.arch not in CONVERTED_ARCHS:
+        facts["notes"] = (
+            *model.notes,
+            f"{model.arch}: no recorded conversion proves kvplan's reading of its config.json (the converter "
+            "needs more than a config for it); read by the converter's rules, compare with a converted GGUF",
+        )
     return replace(model, **facts)
 
 

@@ -174,3 +174,16 @@ def test_the_engines_read_the_configs_context_where_llama_cpp_writes_its_own() -
     """Granite-4.0-H converts with context_length 2^20 (no RoPE); vLLM and SGLang read max_position_embeddings."""
     m = load_model(str(ENGINE_CONFIGS / "granite-4.0-h-tiny"))
     assert m.n_ctx_train == 1 << 20 and m.config_ctx == 131072 == m.engine_ctx
+
+
+def test_an_unproven_architecture_says_so(tmp_path: Path) -> None:
+    """JAIS has no recorded conversion (the converter needs more than its config): the estimate says so."""
+    from kvplan.facts.hf_archs import CONVERTED_ARCHS
+
+    assert "jais" not in CONVERTED_ARCHS and "llama" in CONVERTED_ARCHS
+    cfg = {"architectures": ["JAISLMHeadModel"], "n_embd": 1024, "n_head": 16, "n_layer": 4, "n_positions": 2048}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    doc = kv("estimate", str(tmp_path), "-o", "json").json()
+    assert any("no recorded conversion proves" in n for n in doc["notes"]), doc["notes"]
+    llama = kv("estimate", str(HF / "llama-3.1-8b"), "-c", "4096", "-o", "json").json()
+    assert not any("no recorded conversion" in n for n in llama["notes"])
