@@ -139,10 +139,11 @@ def cases() -> list[dict[str, Any]]:  # noqa: C901 - one list, read top to botto
     return out
 
 
-def run_case(python: str, case: dict[str, Any]) -> dict[str, Any]:
+def run_case(python: str, case: dict[str, Any], script: Path | None = None) -> dict[str, Any]:
     arg = {**case, "model": str(CONFIGS / case["model"])}
+    script = script or Path(__file__).with_name("vllm_case.py")
     for attempt in range(3):  # vLLM's model inspection occasionally races with a parallel case; try again
-        proc = subprocess.run([python, str(Path(__file__).with_name("vllm_case.py")), json.dumps(arg)],
+        proc = subprocess.run([python, str(script), json.dumps(arg)],
                               capture_output=True, text=True, timeout=900)  # fmt: skip
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("VLLM_CASE_RESULT ")]
         if not lines:

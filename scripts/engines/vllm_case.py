@@ -67,6 +67,7 @@ ENGINE_ARGS = (
     "mamba_cache_mode",
     "disable_hybrid_kv_cache_manager",
     "kv_cache_memory_bytes",
+    "async_scheduling",
 )
 
 
@@ -102,6 +103,11 @@ def _group_json(group: Any) -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
+    return build()[2]
+
+
+def build() -> tuple[Any, Any, dict[str, Any]]:
+    """vLLM's own config, the scheduler's KV cache config (generate_scheduler_kv_cache_config) and the answer."""
     args = {k: CASE[k] for k in ENGINE_ARGS if k in CASE}
     tp = args.get("tensor_parallel_size", 1)
     pp = args.get("pipeline_parallel_size", 1)
@@ -171,7 +177,7 @@ def run() -> dict[str, Any]:
             kv_cache_tokens=tokens,
             concurrency=concurrency,
         )
-    return out
+    return vc, sched, out
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Requests over time: the serving engines' schedulers ported (vLLM), a workload, and a roofline floor."""

@@ -1,0 +1,480 @@
+"""vLLM 0.33.0's v1 scheduler and KV cache manager over time: a port, proven step for step against vLLM's own
+code (tests/fixtures/engines/vllm_sched.json, recorded by scripts/engines/record_vllm_sched.py).
+
+What is ported, from vllm/v1/core: ``Scheduler.schedule`` (running requests first, then waiting ones FCFS;
+chunked prefill within the token budget; ``max_num_seqs``; preemption of the last running request when blocks
+run out, which frees all its blocks and recomputes), ``AsyncScheduler`` (output placeholders, a request
+scheduled again before its previous token is back), ``update_from_output`` (tokens appended, requests ending at
+``max_tokens`` or the context, stale output of preempted requests), ``finish_requests`` (a cancel),
+``KVCacheManager.allocate_slots`` with ``scheduler_reserve_full_isl`` (a waiting request is admitted only if
+its whole prompt fits), the prefix cache (``get_computed_blocks``: a preempted request finds its own blocks
+again while they are not evicted; requests sharing a prompt prefix share its blocks) and ``BlockPool`` (free
+queue order: unhashed blocks evicted first, a finished request's tail before its head). And ``EngineCore``'s
+loop: ``step`` when one batch is in flight, ``step_with_batch_queue`` when two (async scheduling).
+
+Scope: one full-attention KV cache group (dense, GQA and MLA models), FCFS, no speculative decoding, LoRA,
+encoder inputs or KV connectors. Prompts are distinct per request unless they share a declared prefix.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+#: a block's hash: the shared prompt prefix (-1) or the request's own tokens, and the block's index
+BlockKey = tuple[int, int]
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class Status(Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    PREEMPTED = "preempted"
+    FINISHED = "finished"
+    ABORTED = "aborted"
+
+
+@dataclass(eq=False)
+class Request:
+    """vllm.v1.request.Request, the fields the scheduler reads."""
+
+    rid: int
+    prompt: int
+    max_tokens: int
+    shared_prefix: int = 0
+    outputs: int = 0
+    num_computed: int = 0
+    placeholders: int = 0
+    in_flight: int = 0
+    stale: int = 0
+    is_prefill_chunk: bool = False
+    next_decode_eligible_step: int = 0
+    preemptions: int = 0
+    status: Status = Status.WAITING
+
+    @property
+    def num_tokens(self) -> int:
+        return self.prompt + self.outputs
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (Status.FINISHED, Status.ABORTED)
+
+    def key(self, index: int, block_size: int) -> BlockKey:
+        """The hash of block ``index``: its tokens and all before them (the shared prefix, or this request)."""
+        return (-1, index) if (index + 1) * block_size <= self.shared_prefix else (self.rid, index)
+
+
+class BlockPool:
+    """vllm.v1.core.block_pool.BlockPool: block 0 is the null block; the free queue in eviction order."""
+
+    def __init__(self, num_blocks: int, caching: bool) -> None:
+        self.caching = caching
+        self.ref = [0] * num_blocks
+        self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(1, num_blocks))
+        self.hash_of: dict[int, BlockKey] = {}
+        self.cached: dict[BlockKey, dict[int, None]] = {}
+
+    def num_free(self) -> int:
+        return len(self.free)
+
+    def get_new_blocks(self, n: int) -> list[int]:
+        out = []
+        for _ in range(n):
+            block, _ = self.free.popitem(last=False)
+            key = self.hash_of.pop(block, None)
+            if key is not None:
+                holders = self.cached[key]
+                del holders[block]
+                if not holders:
+                    del self.cached[key]
+            self.ref[block] += 1
+            out.append(block)
+        return out
+
+    def touch(self, blocks: Sequence[int]) -> None:
+        for block in blocks:
+            if self.ref[block] == 0:
+                del self.free[block]
+            self.ref[block] += 1
+
+    def free_blocks(self, ordered: Iterable[int]) -> None:
+        first: list[int] = []
+        last: list[int] = []
+        for block in ordered:
+            self.ref[block] -= 1
+            if self.ref[block] == 0:
+                (last if block in self.hash_of and self.caching else first).append(block)
+        for block in reversed(first):
+            self.free[block] = None
+            self.free.move_to_end(block, last=False)
+        for block in last:
+            self.free[block] = None
+
+    def cached_block(self, key: BlockKey) -> int | None:
+        holders = self.cached.get(key)
+        return next(iter(holders)) if holders else None
+
+    def cache(self, block: int, key: BlockKey) -> None:
+        if block in self.hash_of:
+            return
+        self.hash_of[block] = key
+        self.cached.setdefault(key, {})[block] = None
+
+
+class KVCacheManager:
+    """KVCacheManager over one full-attention group (UnitaryKVCacheCoordinator + FullAttentionManager)."""
+
+    def __init__(self, num_blocks: int, block_size: int, max_model_len: int, caching: bool) -> None:
+        self.pool = BlockPool(num_blocks, caching)
+        self.block_size = block_size
+        self.max_model_len = max_model_len
+        self.caching = caching
+        self.req_blocks: dict[int, list[int]] = {}
+        self.num_cached: dict[int, int] = {}
+
+    def computed_blocks(self, r: Request) -> tuple[list[int], int]:
+        """get_computed_blocks: the longest run of cached full blocks, at most num_tokens - 1 tokens."""
+        if not self.caching:
+            return [], 0
+        hashed = r.num_tokens // self.block_size
+        hits: list[int] = []
+        for index in range(min(hashed, (r.num_tokens - 1) // self.block_size)):
+            block = self.pool.cached_block(r.key(index, self.block_size))
+            if block is None:
+                break
+            hits.append(block)
+        return hits, len(hits) * self.block_size
+
+    def _to_allocate(self, r: Request, num_tokens: int, hits: Sequence[int]) -> int:
+        required = cdiv(num_tokens, self.block_size)
+        held = len(self.req_blocks.get(r.rid, ()))
+        if r.rid in self.num_cached:
+            return max(required - held, 0)
+        evictable = sum(1 for b in hits if self.pool.ref[b] == 0)
+        return max(required - len(hits) - held, 0) + evictable
+
+    def allocate_slots(
+        self,
+        r: Request,
+        num_new: int,
+        hits: Sequence[int] = (),
+        num_hit_tokens: int = 0,
+        full_sequence_must_fit: bool = False,
+    ) -> bool:
+        local = r.num_computed + num_hit_tokens
+        total = min(local, self.max_model_len)
+        if full_sequence_must_fit:
+            full = min(r.num_tokens, self.max_model_len)
+            if self._to_allocate(r, full, hits) > self.pool.num_free():
+                return False
+        need_slot = min(total + num_new, self.max_model_len)
+        if self._to_allocate(r, need_slot, hits) > self.pool.num_free():
+            return False
+        blocks = self.req_blocks.setdefault(r.rid, [])
+        if hits:
+            self.pool.touch(hits)
+            blocks.extend(hits)
+            self.num_cached[r.rid] = len(blocks)
+        missing = cdiv(need_slot, self.block_size) - len(blocks)
+        if missing > 0:
+            blocks.extend(self.pool.get_new_blocks(missing))
+        self.cache_blocks(r, min(total + num_new, r.num_tokens))
+        return True
+
+    def cache_blocks(self, r: Request, num_tokens: int) -> None:
+        if not self.caching:
+            return
+        done = self.num_cached.get(r.rid, 0)
+        full = min(num_tokens, r.num_tokens // self.block_size * self.block_size) // self.block_size
+        if done >= full:
+            return
+        blocks = self.req_blocks[r.rid]
+        for index in range(done, full):
+            self.pool.cache(blocks[index], r.key(index, self.block_size))
+        self.num_cached[r.rid] = full
+
+    def free(self, r: Request) -> None:
+        blocks = self.req_blocks.pop(r.rid, [])
+        self.num_cached.pop(r.rid, None)
+        self.pool.free_blocks(reversed(blocks))
+
+    def held(self, r: Request) -> int:
+        return len(self.req_blocks.get(r.rid, ()))
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The resolved settings the scheduler runs with (vLLM's own defaults where the user gave none)."""
+
+    num_blocks: int
+    block_size: int
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    prefix_caching: bool = True
+    async_scheduling: bool = True  # AsyncScheduler + two batches in flight (vLLM 0.33's default)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One schedule(): what vLLM's recorder writes for it (tests compare these field by field)."""
+
+    iteration: int
+    scheduled: tuple[tuple[int, int], ...]  # (request, tokens) in scheduling order
+    running: int
+    waiting: int
+    preempted: tuple[int, ...]
+    free_blocks: int
+
+
+@dataclass
+class _Output:
+    scheduled: dict[int, int]
+    sampled: frozenset[int]
+
+
+@dataclass
+class Scheduler:
+    """vllm.v1.core.sched.scheduler.Scheduler (and AsyncScheduler when ``config.async_scheduling``)."""
+
+    config: SchedulerConfig
+    kv: KVCacheManager = field(init=False)
+    requests: dict[int, Request] = field(default_factory=dict)
+    running: list[Request] = field(default_factory=list)
+    waiting: deque[Request] = field(default_factory=deque)
+    finished_ids: set[int] = field(default_factory=set)
+    current_step: int = 0
+
+    def __post_init__(self) -> None:
+        c = self.config
+        self.kv = KVCacheManager(c.num_blocks, c.block_size, c.max_model_len, c.prefix_caching)
+
+    def add(self, r: Request) -> None:
+        self.waiting.append(r)
+        self.requests[r.rid] = r
+
+    def has_requests(self) -> bool:
+        return bool(self.running or self.waiting or self.finished_ids)
+
+    def schedule(self) -> tuple[_Output, tuple[int, ...]]:  # noqa: C901 - vLLM's schedule(), one pass
+        c = self.config
+        self.current_step += 1
+        budget = c.max_num_batched_tokens
+        scheduled: dict[int, int] = {}
+        preempted: list[Request] = []
+        i = 0
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
+            if r.placeholders > 0 and r.num_computed + 2 - r.placeholders >= r.prompt + r.max_tokens:
+                i += 1
+                continue
+            if self.current_step < r.next_decode_eligible_step:
+                i += 1
+                continue
+            n = min(r.num_tokens + r.placeholders - r.num_computed, budget)
+            n = min(n, c.max_model_len - r.num_computed - 1)
+            if n <= 0:
+                i += 1
+                continue
+            while True:
+                if self.kv.allocate_slots(r, n):
+                    ok = True
+                    break
+                victim = self.running.pop()
+                self._preempt(victim)
+                preempted.append(victim)
+                if victim is r:
+                    ok = False
+                    break
+            if not ok:
+                break
+            scheduled[r.rid] = n
+            budget -= n
+            i += 1
+        if not preempted:
+            skipped: deque[Request] = deque()
+            while budget > 0 and self.waiting:
+                if len(self.running) >= c.max_num_seqs:
+                    break
+                r = self.waiting[0]
+                if r.stale:  # its preempted step's output is still in flight
+                    skipped.appendleft(self.waiting.popleft())
+                    continue
+                hits, hit_tokens = self.kv.computed_blocks(r) if r.num_computed == 0 else ([], 0)
+                computed = hit_tokens if r.num_computed == 0 else r.num_computed
+                n = min(r.num_tokens - computed, budget)
+                if not self.kv.allocate_slots(r, n, hits, hit_tokens, full_sequence_must_fit=True):
+                    break
+                self.waiting.popleft()
+                self.running.append(r)
+                scheduled[r.rid] = n
+                budget -= n
+                r.status = Status.RUNNING
+                r.num_computed = computed
+            self.waiting.extendleft(skipped)
+        self._after_schedule(scheduled)
+        sampled = frozenset(rid for rid in scheduled if not self.requests[rid].is_prefill_chunk)
+        return _Output(scheduled, sampled), tuple(sorted(p.rid for p in preempted))
+
+    def _preempt(self, r: Request) -> None:
+        self.kv.free(r)
+        r.status = Status.PREEMPTED
+        r.num_computed = 0
+        r.stale = r.in_flight
+        r.placeholders = 0
+        r.preemptions += 1
+        self.waiting.appendleft(r)
+
+    def _after_schedule(self, scheduled: dict[int, int]) -> None:
+        for rid, n in scheduled.items():
+            r = self.requests[rid]
+            r.num_computed += n
+            r.in_flight += n
+            r.is_prefill_chunk = r.num_computed < r.num_tokens + r.placeholders
+        self.finished_ids = set()
+        if not self.config.async_scheduling:
+            return
+        for rid in scheduled:
+            r = self.requests[rid]
+            if r.is_prefill_chunk:
+                continue
+            r.placeholders += 1
+            r.next_decode_eligible_step = self.current_step + 1  # decode_stagger = pipeline stages (1)
+
+    def update_from_output(self, out: _Output) -> list[Request]:
+        """Apply one step's sampled tokens; the requests that ended."""
+        ended: list[Request] = []
+        for rid, n in out.scheduled.items():
+            r = self.requests.get(rid)
+            stale = False
+            if r is not None:
+                r.in_flight -= n
+                if r.stale > 0:
+                    stale = True
+                    r.stale -= n
+            if r is None or r.finished or rid not in out.sampled:
+                continue
+            before = r.status
+            had_placeholders = r.placeholders > 0
+            r.outputs += 1
+            stopped = r.num_tokens >= self.config.max_model_len or r.outputs >= r.max_tokens
+            if not stale and r.placeholders > 0:
+                r.placeholders -= 1
+            if not stale and before is Status.RUNNING and had_placeholders:
+                self.kv.cache_blocks(r, r.num_computed - r.in_flight)
+            if stopped:
+                r.status = Status.FINISHED
+                self._free(r)
+                ended.append(r)
+                if before is Status.RUNNING:
+                    self.running.remove(r)
+                else:
+                    self.waiting.remove(r)
+        return ended
+
+    def abort(self, rids: Iterable[int]) -> list[Request]:
+        """finish_requests(..., FINISHED_ABORTED): a cancel between engine steps."""
+        out = []
+        for rid in rids:
+            r = self.requests.get(rid)
+            if r is None or r.finished:
+                continue
+            if r.status is Status.RUNNING:
+                self.running.remove(r)
+            else:
+                self.waiting.remove(r)
+            r.status = Status.ABORTED
+            self._free(r)
+            out.append(r)
+        return out
+
+    def _free(self, r: Request) -> None:
+        self.finished_ids.add(r.rid)
+        self.kv.free(r)
+        del self.requests[r.rid]
+
+
+@dataclass
+class EngineLoop:
+    """EngineCore's busy loop: add and abort between steps, then step() or step_with_batch_queue()."""
+
+    scheduler: Scheduler
+    steps: list[StepRecord] = field(default_factory=list)
+    queue: deque[_Output] = field(default_factory=deque)
+    iteration: int = 0
+
+    @property
+    def batches(self) -> int:
+        return 2 if self.scheduler.config.async_scheduling else 1
+
+    def _schedule(self) -> _Output:
+        s = self.scheduler
+        out, preempted = s.schedule()
+        self.steps.append(
+            StepRecord(
+                self.iteration,
+                tuple(out.scheduled.items()),
+                len(s.running),
+                len(s.waiting),
+                preempted,
+                s.kv.pool.num_free(),
+            )
+        )
+        return out
+
+    def step(self) -> list[Request]:
+        """One engine-loop iteration after arrivals and cancels; the requests that ended."""
+        s = self.scheduler
+        ended: list[Request] = []
+        if self.batches == 1:
+            if s.has_requests():
+                ended = s.update_from_output(self._schedule())
+        else:
+            done = False
+            if s.has_requests():
+                out = self._schedule()
+                self.queue.appendleft(out)
+                if len(self.queue) < self.batches and (bool(out.scheduled) or s.has_requests()):
+                    done = True
+            elif not self.queue:
+                done = True
+            if not done:
+                ended = s.update_from_output(self.queue.pop())
+        self.iteration += 1
+        return ended
+
+    def idle(self) -> bool:
+        return not self.scheduler.has_requests() and not self.queue
+
+
+def run_by_iteration(
+    config: SchedulerConfig,
+    requests: Sequence[tuple[int, int, int, int | None]],
+    shared_prefix: int = 0,
+    limit: int = 1_000_000,
+) -> EngineLoop:
+    """The workload as the recorder drives vLLM: request i = (arrival iteration, prompt, output tokens, cancel
+    iteration or None) is added, or aborted, before the engine-loop iteration of that number."""
+    loop = EngineLoop(Scheduler(config))
+    arrivals: dict[int, list[int]] = {}
+    cancels: dict[int, list[int]] = {}
+    for i, (arrive, _, _, cancel) in enumerate(requests):
+        arrivals.setdefault(arrive, []).append(i)
+        if cancel is not None:
+            cancels.setdefault(cancel, []).append(i)
+    last = max(arrivals, default=-1)
+    while loop.iteration < limit:
+        for i in arrivals.get(loop.iteration, ()):
+            _, prompt, output, _ = requests[i]
+            loop.scheduler.add(Request(i, prompt, output, shared_prefix=shared_prefix))
+        loop.scheduler.abort(cancels.get(loop.iteration, ()))
+        loop.step()
+        if loop.iteration > last and loop.idle():
+            break
+    return loop

@@ -1,0 +1,162 @@
+"""Workloads: requests arriving over time, with prompt and output lengths and cancels; generated from a seed or
+read from a trace (JSONL or CSV of ``arrival, prompt_tokens, output_tokens[, cancel_after]``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import random
+from dataclasses import dataclass
+
+from kvplan.errors import BadInputError, UsageError
+from kvplan.sources.files import read_text
+
+#: a trace larger than this many requests is refused (a bounded read; simulate runs in memory)
+MAX_TRACE_REQUESTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A token-length distribution: ``N`` (fixed), ``uniform:LO:HI`` or ``lognormal:MEDIAN:SIGMA``."""
+
+    kind: str
+    a: float
+    b: float = 0.0
+
+    def draw(self, rng: random.Random) -> int:
+        if self.kind == "fixed":
+            return int(self.a)
+        if self.kind == "uniform":
+            return rng.randint(int(self.a), int(self.b))
+        return max(1, round(rng.lognormvariate(math.log(self.a), self.b)))
+
+    def __str__(self) -> str:
+        if self.kind == "fixed":
+            return f"{int(self.a)}"
+        if self.kind == "uniform":
+            return f"uniform {int(self.a)}–{int(self.b)}"
+        return f"lognormal median {int(self.a)} σ {self.b:g}"
+
+
+def parse_lengths(text: str, flag: str) -> Lengths:
+    parts = text.strip().lower().split(":")
+    try:
+        if len(parts) == 1:
+            n = int(parts[0])
+            if n < 1:
+                raise ValueError
+            return Lengths("fixed", n)
+        if parts[0] == "uniform" and len(parts) == 3:
+            lo, hi = int(parts[1]), int(parts[2])
+            if not 1 <= lo <= hi:
+                raise ValueError
+            return Lengths("uniform", lo, hi)
+        if parts[0] == "lognormal" and len(parts) == 3:
+            median, sigma = float(parts[1]), float(parts[2])
+            if not (median >= 1 and 0 <= sigma <= 4):
+                raise ValueError
+            return Lengths("lognormal", median, sigma)
+    except ValueError:
+        pass
+    raise UsageError(f"expected N, uniform:LO:HI or lognormal:MEDIAN:SIGMA (tokens, ≥ 1; σ ≤ 4), not {text!r}", flag)
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """One request: when it arrives (s), its prompt and output tokens, and when (s after arrival) the client
+    cancels it, if it does."""
+
+    arrival: float
+    prompt: int
+    output: int
+    cancel_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Generated: Poisson arrivals at ``rate`` per second, or ``concurrency`` requests always in flight (a new
+    one when one ends), over ``duration`` seconds; or a trace's requests as they are."""
+
+    prompt: Lengths = Lengths("fixed", 1024)
+    output: Lengths = Lengths("fixed", 256)
+    rate: float | None = None
+    concurrency: int | None = None
+    duration: float = 60.0
+    cancel: float = 0.0  # probability a request is cancelled, after a uniform share of its decode time
+    seed: int = 0
+    shared_prefix: int = 0  # tokens every prompt starts with (the prefix cache shares them)
+    trace: tuple[RequestSpec, ...] | None = None
+
+    def describe(self) -> str:
+        if self.trace is not None:
+            return f"trace of {len(self.trace):,} requests"
+        arrivals = f"{self.rate:g} requests/s" if self.rate is not None else f"{self.concurrency} requests in flight"
+        cancel = f", {self.cancel:.0%} cancelled" if self.cancel else ""
+        return f"{arrivals} for {self.duration:g} s; prompt {self.prompt}, output {self.output}{cancel}"
+
+    def arrivals(self, rng: random.Random) -> list[float]:
+        """Poisson arrival times in [0, duration) (rate mode)."""
+        assert self.rate is not None
+        out: list[float] = []
+        t = 0.0
+        while True:
+            t += rng.expovariate(self.rate)
+            if t >= self.duration:
+                return out
+            out.append(t)
+
+
+def load_trace(path: str) -> tuple[RequestSpec, ...]:
+    """A JSONL file (one object per line: arrival, prompt_tokens, output_tokens[, cancel_after]) or a CSV with
+    those column names."""
+    text = read_text(path, "a workload trace")
+    rows: list[dict[str, object]] = []
+    if path.lower().endswith((".jsonl", ".json")):
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BadInputError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            if not isinstance(value, dict):
+                raise BadInputError(f"{path}:{n}: expected an object with arrival, prompt_tokens, output_tokens")
+            rows.append(value)
+            if len(rows) > MAX_TRACE_REQUESTS:
+                raise BadInputError(f"{path}: more than {MAX_TRACE_REQUESTS:,} requests")
+    else:
+        reader = csv.DictReader(io.StringIO(text))
+        for row in reader:
+            rows.append(dict(row))
+            if len(rows) > MAX_TRACE_REQUESTS:
+                raise BadInputError(f"{path}: more than {MAX_TRACE_REQUESTS:,} requests")
+    out = [_trace_row(path, n, row) for n, row in enumerate(rows, 1)]
+    if not out:
+        raise BadInputError(f"{path}: no requests")
+    return tuple(sorted(out, key=lambda r: r.arrival))
+
+
+def _number(path: str, n: int, row: dict[str, object], key: str, *, integer: bool, optional: bool = False) -> float:
+    value = row.get(key)
+    if value in (None, "") and optional:
+        return -1.0
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise BadInputError(f"{path}: request {n}: {key} must be a number, not {value!r}") from None
+    if not math.isfinite(x) or x < 0 or (integer and (x != int(x) or x < 1)) or x > 1e12:
+        what = "a whole number ≥ 1" if integer else "a finite number ≥ 0"
+        raise BadInputError(f"{path}: request {n}: {key} must be {what}, not {value!r}")
+    return x
+
+
+def _trace_row(path: str, n: int, row: dict[str, object]) -> RequestSpec:
+    cancel = _number(path, n, row, "cancel_after", integer=False, optional=True)
+    return RequestSpec(
+        arrival=_number(path, n, row, "arrival", integer=False),
+        prompt=int(_number(path, n, row, "prompt_tokens", integer=True)),
+        output=int(_number(path, n, row, "output_tokens", integer=True)),
+        cancel_after=None if cancel < 0 else cancel,
+    )

@@ -1,0 +1,199 @@
+"""Record vLLM 0.33.0's own scheduler over seeded workloads (tests/fixtures/engines/vllm_sched.json).
+
+usage: python scripts/engines/record_vllm_sched.py VLLM_PYTHON [--jobs 2] [--only SUBSTRING]
+
+Each case runs vllm_sched_case.py in a process of its own: vLLM builds its config, KV cache config and scheduler
+as EngineCore does and runs the workload step by step (see that file). The workloads are generated here from a
+seed and stored with the answer, so the test replays exactly what vLLM saw. Never edit a recorded number by
+hand: change the case list here and re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record_vllm import ROOT, VLLM_VERSION, gpu, run_case
+
+OUT = ROOT / "tests" / "fixtures" / "engines" / "vllm_sched.json"
+MIB = 2**20
+
+
+def workload(
+    seed: int,
+    n: int,
+    *,
+    span: int,
+    prompt: tuple[int, int],
+    output: tuple[int, int],
+    cancel: float = 0.0,
+) -> list[list[Any]]:
+    """``n`` requests arriving over ``span`` iterations: [arrive, prompt, output, cancel-iteration | None]."""
+    rng = random.Random(seed)
+    out: list[list[Any]] = []
+    for _ in range(n):
+        arrive = rng.randrange(span) if span else 0
+        cut = arrive + rng.randrange(1, 200) if rng.random() < cancel else None
+        out.append([arrive, rng.randint(*prompt), rng.randint(*output), cut])
+    return sorted(out, key=lambda r: r[0])
+
+
+def cases() -> list[dict[str, Any]]:
+    h100 = gpu("H100-80GB")
+    llama = {"model": "llama-3.1-8b", "gpu": h100}  # 128 KiB per token: a 16-token block is 2 MiB
+    mixed = workload(1, 40, span=60, prompt=(50, 1500), output=(10, 400), cancel=0.1)
+    burst = workload(2, 60, span=0, prompt=(20, 600), output=(50, 300))
+    long_out = workload(3, 12, span=20, prompt=(100, 400), output=(600, 1200))
+    out = [
+        {
+            "name": "llama-hand",
+            **llama,
+            "kv_cache_memory_bytes": 160 * 2 * MIB,
+            "max_model_len": 2048,
+            "max_num_batched_tokens": 512,
+            "requests": [
+                [0, 300, 200, None],
+                [0, 500, 100, None],
+                [1, 1000, 300, None],
+                [3, 200, 50, 6],
+                [4, 1500, 40, None],
+                [5, 100, 80, None],
+                [9, 700, 60, None],
+            ],
+        }
+    ]
+    for sched in ("async", "sync"):
+        flags = {} if sched == "async" else {"async_scheduling": False}
+        for caching in (True, False):
+            tag = f"{sched}-{'apc' if caching else 'noapc'}"
+            out.append(
+                {
+                    "name": f"llama-mixed-{tag}",
+                    **llama,
+                    **flags,
+                    "enable_prefix_caching": caching,
+                    "kv_cache_memory_bytes": 200 * 2 * MIB,
+                    "max_model_len": 2048,
+                    "max_num_batched_tokens": 1024,
+                    "requests": mixed,
+                }
+            )
+        out.append(
+            {
+                "name": f"llama-burst-{sched}",
+                **llama,
+                **flags,
+                "kv_cache_memory_bytes": 300 * 2 * MIB,
+                "max_model_len": 2048,
+                "max_num_batched_tokens": 2048,
+                "requests": burst,
+            }
+        )
+        out.append(
+            {
+                "name": f"llama-shared-prefix-{sched}",
+                **llama,
+                **flags,
+                "kv_cache_memory_bytes": 200 * 2 * MIB,
+                "max_model_len": 2048,
+                "max_num_batched_tokens": 1024,
+                "shared_prefix": 300,
+                "requests": workload(4, 30, span=40, prompt=(320, 900), output=(20, 200), cancel=0.1),
+            }
+        )
+        out.append(
+            {
+                "name": f"llama-context-cap-{sched}",
+                **llama,
+                **flags,
+                "kv_cache_memory_bytes": 100 * 2 * MIB,
+                "max_model_len": 1024,
+                "max_num_batched_tokens": 512,
+                "requests": long_out,
+            }
+        )
+    out += [
+        {
+            "name": "llama-max-num-seqs-4",
+            **llama,
+            "kv_cache_memory_bytes": 400 * 2 * MIB,
+            "max_model_len": 2048,
+            "max_num_seqs": 4,
+            "max_num_batched_tokens": 1024,
+            "requests": mixed,
+        },
+        {
+            "name": "llama-block-32",
+            **llama,
+            "block_size": 32,
+            "kv_cache_memory_bytes": 100 * 4 * MIB,
+            "max_model_len": 2048,
+            "max_num_batched_tokens": 1024,
+            "requests": mixed,
+        },
+        {
+            "name": "llama-defaults",
+            **llama,
+            "kv_cache_memory_bytes": 1024 * 2 * MIB,
+            "max_model_len": 8192,
+            "requests": workload(5, 50, span=100, prompt=(500, 6000), output=(50, 500), cancel=0.05),
+        },
+        {
+            "name": "qwen3-32b-mixed",
+            "model": "qwen3-32b",
+            "gpu": h100,
+            "kv_cache_memory_bytes": 320 * 4 * MIB,
+            "max_model_len": 4096,
+            "max_num_batched_tokens": 2048,
+            "requests": workload(6, 40, span=50, prompt=(100, 3000), output=(20, 600), cancel=0.1),
+        },
+        {
+            "name": "deepseek-v2-lite-mla",
+            "model": "deepseek-v2-lite",
+            "gpu": h100,
+            "kv_cache_memory_bytes": 64 * MIB,
+            "max_model_len": 2048,
+            "max_num_batched_tokens": 1024,
+            "requests": mixed,
+        },
+    ]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("python", help="the Python of a venv with vllm==0.33.0")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    todo = [c for c in cases() if args.only in c["name"]]
+    script = Path(__file__).with_name("vllm_sched_case.py")
+    start = time.time()
+    done: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for case, result in zip(todo, pool.map(lambda c: run_case(args.python, c, script), todo), strict=True):
+            done.append({"case": case, **result})
+            ok = result.get("ok")
+            status = f"{len(ok['steps'])} steps" if ok else f"refused: {result['error']['message'][:100]}"
+            print(f"[{time.time() - start:.0f}s] {case['name']}: {status}", flush=True)
+    if args.only and OUT.exists():
+        done = [c for c in json.loads(OUT.read_text())["cases"] if args.only not in c["case"]["name"]] + done
+    OUT.write_text(
+        '{"vllm": "'
+        + VLLM_VERSION
+        + '", "cases": [\n'
+        + ",\n".join(json.dumps(c, separators=(",", ":")) for c in sorted(done, key=lambda c: c["case"]["name"]))
+        + "\n]}\n"
+    )
+    print(f"wrote {len(done)} cases to {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
