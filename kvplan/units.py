@@ -186,3 +186,12 @@ def parse_fraction(value: object, *, allow_percent: bool = False, upper_inclusiv
         span = "(0, 1]" if upper_inclusive else "[0, 1)"
         raise ValueError(f"{value!r} is outside {span}")
     return number
+
+
+def format_seconds(s: float) -> str:
+    """A duration as a person reads it: 850 µs, 24.0 ms, 310 ms, 1.25 s, 1,234 s."""
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms" if s < 0.1 else f"{s * 1e3:.0f} ms"
+    return f"{s:.3g} s" if s < 100 else f"{s:,.0f} s"

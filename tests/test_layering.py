@@ -1,4 +1,4 @@
-"""The layers of the package depend one way: sources → model → runtimes → capacity → report → render → cli.
+"""The layers of the package depend one way: sources → model → runtimes → capacity → simulate → report → render → cli.
 No module names an engine outside the engine's own module, and the library never prints."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ ALLOWED = {
     "analysis": {"analysis", "runtimes", "sources"},
     "capacity": {"capacity", "runtimes", "sources"},
     "check": {"check", "capacity", "runtimes", "sources"},
-    "report": {"report", "analysis", "capacity", "check", "runtimes"},
+    "simulate": {"simulate", "capacity", "runtimes", "sources"},
+    "report": {"report", "analysis", "capacity", "check", "runtimes", "simulate"},
     "render": {"render", "report"},
-    "cli": {"cli", "analysis", "capacity", "check", "render", "report", "runtimes", "sources"},
+    "cli": {"cli", "analysis", "capacity", "check", "render", "report", "runtimes", "simulate", "sources"},
 }
 BASE = {"errors", "units", "model", "facts", "__init__"}
 

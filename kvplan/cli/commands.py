@@ -201,6 +201,80 @@ def models(inv: Invocation) -> Document:
     return catalog_document(catalog_entries(inv.value("arch"), inv.value("family")))
 
 
+def _float(inv: Invocation, dest: str, *, low: float, high: float) -> float | None:
+    text = inv.value(dest)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:
+        raise UsageError(
+            f"expected a number from {low:g} to {high:g}, not {text!r}", inv.parsed.values[dest].origin.key
+        )
+    return value
+
+
+def simulate(inv: Invocation) -> Document:
+    import sys
+
+    from kvplan.capacity.deployment import load_model_for
+    from kvplan.report.simulate import simulate_document
+    from kvplan.simulate.run import simulate as run
+    from kvplan.simulate.setup import prepare
+    from kvplan.simulate.workload import Workload, load_trace, parse_lengths
+
+    req = _request(inv, need_hardware=True)
+    rate = _float(inv, "request_rate", low=1e-6, high=1e6)
+    concurrency = _float(inv, "max_concurrency", low=1, high=1e6)
+    trace = inv.value("trace")
+    given = [
+        flag for flag, v in (("--request-rate", rate), ("--max-concurrency", concurrency), ("--trace", trace)) if v
+    ]
+    if len(given) != 1:
+        raise UsageError(
+            "give one of --request-rate R, --max-concurrency N or --trace FILE", given[1] if given else None
+        )
+    seed = _float(inv, "seed", low=0, high=2**63)
+    workload = Workload(
+        prompt=parse_lengths(inv.value("prompt_len") or "1024", "--prompt-len"),
+        output=parse_lengths(inv.value("output_len") or "256", "--output-len"),
+        rate=rate,
+        concurrency=None if concurrency is None else int(concurrency),
+        duration=_float(inv, "duration", low=1e-3, high=86400) or 60.0,
+        cancel=_float(inv, "cancel_rate", low=0, high=1) or 0.0,
+        seed=int(seed or 0),
+        shared_prefix=int(_float(inv, "shared_prefix", low=0, high=2**31) or 0),
+        trace=load_trace(trace) if trace else None,
+    )
+    model = load_model_for(req)
+    prepared = prepare(
+        model,
+        req,
+        async_scheduling=(inv.value("async_scheduling") or "True") == "True",
+        bandwidth=_float(inv, "bandwidth", low=1, high=1e6),
+        peak_tflops=_float(inv, "peak_tflops", low=0.1, high=1e6),
+    )
+    show = sys.stderr.isatty()
+
+    def progress(t: float, n: int) -> None:
+        if show:
+            sys.stderr.write(f"\rsimulating: {t:,.1f} s of traffic, {n:,} requests")
+            sys.stderr.flush()
+
+    result = run(prepared.config, prepared.cost, workload, progress)
+    if show:
+        sys.stderr.write("\r\033[K")
+    doc = simulate_document(prepared, workload, result, inv.units)
+    svg = inv.value("svg")
+    if svg is not None:
+        from kvplan.render.simulate_svg import render as render_svg
+
+        write_file(svg, render_svg(doc))
+    return doc
+
+
 def gpus(inv: Invocation) -> Document:
     from kvplan.report.gpus import gpus_document
 
@@ -325,6 +399,73 @@ COMMANDS: dict[str, Command] = {
             (Positional("FILE", "the deployments file (README: CI checks)"),),
             (Option("junit", ("--junit",), "also write a JUnit XML report to this file", "output", "FILE"), *OUTPUT),
             check,
+        ),
+        Command(
+            "simulate",
+            "requests over time through vLLM's scheduler: blocks, preemptions, latency floors",
+            "A workload through the engine's own scheduler (vLLM 0.33's, ported and proven step for step): blocks "
+            "in use, preemptions and cancels over time, and roofline floors for TTFT and inter-token latency.",
+            (MODEL,),
+            (
+                *_settings(
+                    "gpu", "memory", "gpus_file", "engine", *ENGINE, "weights", "weight_bytes", "params", "overhead"
+                ),
+                Option(
+                    "async_scheduling",
+                    ("--async-scheduling",),
+                    "vLLM's async scheduling, on by default",
+                    "engine",
+                    None,
+                    negate=("--no-async-scheduling",),
+                ),
+                Option("request_rate", ("--request-rate",), "Poisson arrivals, requests per second", "workload", "R"),
+                Option("max_concurrency", ("--max-concurrency",), "instead: N requests always in flight", "workload"),
+                Option(
+                    "trace",
+                    ("--trace",),
+                    "instead: a JSONL or CSV trace of arrival, prompt_tokens, output_tokens[, cancel_after] (seconds)",
+                    "workload",
+                    "FILE",
+                ),
+                Option(
+                    "prompt_len",
+                    ("--prompt-len", "--input-len"),
+                    "prompt tokens: N, uniform:LO:HI or lognormal:MEDIAN:SIGMA (1024)",
+                    "workload",
+                    "DIST",
+                ),
+                Option("output_len", ("--output-len",), "output tokens, the same forms (256)", "workload", "DIST"),
+                Option("duration", ("--duration",), "seconds of arrivals (60); the run drains after", "workload", "S"),
+                Option(
+                    "cancel_rate",
+                    ("--cancel-rate",),
+                    "share of requests the client cancels, after a random share of their tokens (0)",
+                    "workload",
+                    "P",
+                ),
+                Option("shared_prefix", ("--shared-prefix",), "tokens every prompt starts with (0)", "workload"),
+                Option("seed", ("--seed",), "the random seed (0)", "workload"),
+                Option(
+                    "bandwidth",
+                    ("--bandwidth",),
+                    "GPU memory bandwidth, GB/s (default: the GPU table's)",
+                    "hardware",
+                    "GB/S",
+                ),
+                Option(
+                    "peak_tflops",
+                    ("--peak-tflops",),
+                    "dense BF16 peak, TFLOPS (default: the GPU table's)",
+                    "hardware",
+                    "T",
+                ),
+                Option(
+                    "svg", ("--svg",), "also write blocks, running and waiting over time as an SVG", "output", "FILE"
+                ),
+                *OUTPUT,
+            ),
+            simulate,
+            extra_groups={**OUTPUT_GROUPS, "workload": "Workload"},
         ),
         Command(
             "models",

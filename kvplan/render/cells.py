@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.report.document import Cell, Kind
-from kvplan.units import Units, format_size
+from kvplan.units import Units, format_seconds, format_size
 
 
 def format_cell(value: Cell, kind: Kind, units: Units) -> str:
@@ -19,4 +19,6 @@ def format_cell(value: Cell, kind: Kind, units: Units) -> str:
         return f"{value:.3f}×"
     if kind is Kind.SHARE and isinstance(value, (int, float)):
         return f"{value:.1%}"
+    if kind is Kind.SECONDS and isinstance(value, (int, float)):
+        return format_seconds(value)
     return str(value)

@@ -23,6 +23,8 @@ def render(doc: Document, units: Units) -> str:
         lines += [f"- {k}: {_escape(v)}" for k, v in doc.summary]
     for table in doc.tables:
         cols = table.columns_for(Format.MARKDOWN)
+        if not cols:  # a data-only table (JSON / CSV)
+            continue
         if lines:
             lines.append("")
         if table.title:

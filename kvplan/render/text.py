@@ -137,6 +137,8 @@ def render(doc: Document, units: Units, width: int | None) -> str:
                 )
     notes = list(doc.notes)
     for table in doc.tables:
+        if not table.columns_for(Format.TABLE):  # a data-only table (JSON / CSV)
+            continue
         if out:
             out.append("")
         if table.title:

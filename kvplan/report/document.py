@@ -26,6 +26,7 @@ class Kind(str, Enum):
     RATIO = "ratio"  # 0.531×
     SHARE = "share"  # 12.5%
     FIGURE = "figure"  # a number already written out with its unit ("8.50 GiB", "4 sequences"): right-aligned
+    SECONDS = "seconds"  # a duration in seconds: "850 µs", "24.0 ms", "1.25 s"
 
 
 class Format(str, Enum):

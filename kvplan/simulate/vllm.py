@@ -234,9 +234,12 @@ class StepRecord:
 
 
 @dataclass
-class _Output:
+class StepOutput:
+    """One scheduled step: tokens per request, the context each had before them, who samples a token."""
+
     scheduled: dict[int, int]
     sampled: frozenset[int]
+    context: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -262,11 +265,12 @@ class Scheduler:
     def has_requests(self) -> bool:
         return bool(self.running or self.waiting or self.finished_ids)
 
-    def schedule(self) -> tuple[_Output, tuple[int, ...]]:  # noqa: C901 - vLLM's schedule(), one pass
+    def schedule(self) -> tuple[StepOutput, tuple[int, ...]]:  # noqa: C901 - vLLM's schedule(), one pass
         c = self.config
         self.current_step += 1
         budget = c.max_num_batched_tokens
         scheduled: dict[int, int] = {}
+        context: dict[int, int] = {}
         preempted: list[Request] = []
         i = 0
         while i < len(self.running) and budget > 0:
@@ -295,6 +299,7 @@ class Scheduler:
             if not ok:
                 break
             scheduled[r.rid] = n
+            context[r.rid] = r.num_computed
             budget -= n
             i += 1
         if not preempted:
@@ -314,13 +319,14 @@ class Scheduler:
                 self.waiting.popleft()
                 self.running.append(r)
                 scheduled[r.rid] = n
+                context[r.rid] = computed
                 budget -= n
                 r.status = Status.RUNNING
                 r.num_computed = computed
             self.waiting.extendleft(skipped)
         self._after_schedule(scheduled)
         sampled = frozenset(rid for rid in scheduled if not self.requests[rid].is_prefill_chunk)
-        return _Output(scheduled, sampled), tuple(sorted(p.rid for p in preempted))
+        return StepOutput(scheduled, sampled, context), tuple(sorted(p.rid for p in preempted))
 
     def _preempt(self, r: Request) -> None:
         self.kv.free(r)
@@ -347,7 +353,7 @@ class Scheduler:
             r.placeholders += 1
             r.next_decode_eligible_step = self.current_step + 1  # decode_stagger = pipeline stages (1)
 
-    def update_from_output(self, out: _Output) -> list[Request]:
+    def update_from_output(self, out: StepOutput) -> list[Request]:
         """Apply one step's sampled tokens; the requests that ended."""
         ended: list[Request] = []
         for rid, n in out.scheduled.items():
@@ -406,16 +412,18 @@ class EngineLoop:
 
     scheduler: Scheduler
     steps: list[StepRecord] = field(default_factory=list)
-    queue: deque[_Output] = field(default_factory=deque)
+    queue: deque[StepOutput] = field(default_factory=deque)
     iteration: int = 0
+    last: StepOutput | None = None  # what the latest schedule() of this iteration scheduled (None: none ran)
 
     @property
     def batches(self) -> int:
         return 2 if self.scheduler.config.async_scheduling else 1
 
-    def _schedule(self) -> _Output:
+    def _schedule(self) -> StepOutput:
         s = self.scheduler
         out, preempted = s.schedule()
+        self.last = out
         self.steps.append(
             StepRecord(
                 self.iteration,
@@ -432,6 +440,7 @@ class EngineLoop:
         """One engine-loop iteration after arrivals and cancels; the requests that ended."""
         s = self.scheduler
         ended: list[Request] = []
+        self.last = None
         if self.batches == 1:
             if s.has_requests():
                 ended = s.update_from_output(self._schedule())

@@ -1,0 +1,240 @@
+"""A workload through the engine's scheduler, on the clock of the roofline floor.
+
+Each engine step takes the floor time of what it computes (kvplan.simulate.roofline); requests arrive at their
+times and are added before the first step that starts after them; a cancel aborts the request between steps, as
+the engine's API server does. A token exists when the step that samples it ends: TTFT = that time for the first
+token less the arrival (queueing, prefill chunks and the first step), ITL = the gaps between a request's tokens.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kvplan.errors import KvplanError
+from kvplan.simulate.roofline import CostModel
+from kvplan.simulate.vllm import EngineLoop, Request, Scheduler, SchedulerConfig, Status
+from kvplan.simulate.workload import RequestSpec, Workload
+
+#: a simulation is cut off after this many engine steps (a workload that would need more is refused)
+MAX_STEPS = 5_000_000
+
+
+class SimulationError(KvplanError):
+    """The workload cannot run (a request that can never be admitted, or a run past the step limit)."""
+
+    exit_code = 4
+    kind = "unsupported"
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One engine step of the series."""
+
+    start: float  # seconds
+    seconds: float  # the step's floor
+    prefill_tokens: int
+    decode_tokens: int
+    running: int
+    waiting: int
+    blocks_used: int
+    preempted: int
+    bytes_read: int
+    flops: float
+    compute_bound: bool
+
+
+@dataclass
+class RequestResult:
+    rid: int
+    arrival: float
+    prompt: int
+    output: int
+    first_token: float | None = None
+    last_token: float | None = None
+    finished: float | None = None
+    tokens: int = 0
+    cancelled: bool = False
+    preemptions: int = 0
+
+
+@dataclass(frozen=True)
+class SimResult:
+    config: SchedulerConfig
+    steps: tuple[StepPoint, ...]
+    requests: tuple[RequestResult, ...]
+    itl: tuple[float, ...]  # every gap between two tokens of one request
+    usable_blocks: int  # the pool less the null block: what is free when nothing runs
+    final_free: int
+    end: float  # when the last request ended
+
+    @property
+    def blocks_returned(self) -> bool:
+        """The invariant: once every request has ended or been cancelled, every block is free again."""
+        return self.final_free == self.usable_blocks
+
+
+@dataclass
+class _Clock:
+    workload: Workload
+    rng: random.Random
+    specs: list[RequestSpec] = field(default_factory=list)
+    next_index: int = 0
+
+    def due(self, t: float) -> list[RequestSpec]:
+        out = []
+        while self.next_index < len(self.specs) and self.specs[self.next_index].arrival <= t:
+            out.append(self.specs[self.next_index])
+            self.next_index += 1
+        return out
+
+    def next_arrival(self) -> float | None:
+        return self.specs[self.next_index].arrival if self.next_index < len(self.specs) else None
+
+
+def _draw(w: Workload, rng: random.Random, arrival: float, max_len: int) -> RequestSpec:
+    prompt = min(w.prompt.draw(rng), max_len - 1)
+    output = max(1, min(w.output.draw(rng), max_len - prompt))
+    cancel = None
+    if w.cancel and rng.random() < w.cancel:
+        cancel = rng.random()  # the share of its output tokens the client waits for
+    return RequestSpec(arrival, max(1, prompt), output, cancel)
+
+
+def simulate(  # noqa: C901 - one event loop
+    config: SchedulerConfig,
+    cost: CostModel,
+    workload: Workload,
+    progress: Callable[[float, int], None] | None = None,
+) -> SimResult:
+    rng = random.Random(workload.seed)
+    max_len = config.max_model_len
+    clock = _Clock(workload, rng)
+    if workload.trace is not None:
+        clock.specs = [
+            RequestSpec(
+                r.arrival, min(r.prompt, max_len - 1), max(1, min(r.output, max_len - r.prompt)), r.cancel_after
+            )
+            for r in workload.trace
+        ]
+    elif workload.rate is not None:
+        clock.specs = [_draw(workload, rng, t, max_len) for t in workload.arrivals(rng)]
+    else:
+        clock.specs = [_draw(workload, rng, 0.0, max_len) for _ in range(workload.concurrency or 1)]
+    loop = EngineLoop(Scheduler(config))
+    results: dict[int, RequestResult] = {}
+    cancels: list[tuple[float, int]] = []
+    share_cancels: dict[int, float] = {}  # generated cancels: after this share of the output tokens
+    itl: list[float] = []
+    steps: list[StepPoint] = []
+    t = 0.0
+    end = 0.0
+    usable = config.num_blocks - 1
+
+    def arrive(spec: RequestSpec, now: float) -> None:
+        rid = len(results)
+        results[rid] = RequestResult(rid, spec.arrival, spec.prompt, spec.output)
+        loop.scheduler.add(Request(rid, spec.prompt, spec.output, shared_prefix=workload.shared_prefix))
+        if spec.cancel_after is not None:
+            if workload.trace is not None:
+                heapq.heappush(cancels, (spec.arrival + spec.cancel_after, rid))
+            else:
+                share_cancels[rid] = spec.cancel_after
+
+    def ended(rid: int, now: float, cancelled: bool) -> None:
+        nonlocal end
+        r = results[rid]
+        r.finished, r.cancelled = now, cancelled
+        end = max(end, now)
+        if workload.concurrency is not None and now < workload.duration:
+            spec = _draw(workload, rng, now, max_len)
+            clock.specs.append(spec)
+
+    idle_steps = 0
+    while True:
+        for spec in clock.due(t):
+            arrive(spec, t)
+        while cancels and cancels[0][0] <= t:
+            _, rid = heapq.heappop(cancels)
+            for r in loop.scheduler.abort([rid]):
+                ended(r.rid, t, True)
+        if loop.idle():
+            upcoming = clock.next_arrival()
+            if upcoming is None:
+                break
+            t = max(t, upcoming)
+            continue
+        before = len(loop.steps)
+        finished = loop.step()
+        if len(loop.steps) > before and loop.last is not None:
+            out = loop.last
+            record = loop.steps[-1]
+            work = [(n, out.context[rid]) for rid, n in out.scheduled.items()]
+            step = cost.step(work)
+            decode = sum(1 for rid, n in out.scheduled.items() if n == 1 and out.context[rid] >= results[rid].prompt)
+            total = sum(out.scheduled.values())
+            steps.append(
+                StepPoint(
+                    t,
+                    step.seconds,
+                    total - decode,
+                    decode,
+                    record.running,
+                    record.waiting,
+                    usable - record.free_blocks,
+                    len(record.preempted),
+                    step.bytes,
+                    step.flops,
+                    step.compute_bound,
+                )
+            )
+            for rid in record.preempted:
+                results[rid].preemptions += 1
+            t += step.seconds
+            for rid in out.sampled:
+                res = results[rid]
+                if res.first_token is None:
+                    res.first_token = t
+                elif res.last_token is not None:
+                    itl.append(t - res.last_token)
+                res.last_token = t
+                res.tokens += 1
+                share = share_cancels.get(rid)
+                if share is not None and res.tokens >= max(1, math.ceil(share * res.output)):
+                    del share_cancels[rid]  # the client has seen that share of its tokens, and leaves
+                    heapq.heappush(cancels, (t, rid))
+            idle_steps = 0 if total else idle_steps + 1
+        for r in finished:
+            ended(r.rid, t, r.status is Status.ABORTED)
+        if idle_steps > 3 and not loop.scheduler.running and loop.scheduler.waiting:
+            head = loop.scheduler.waiting[0]
+            raise SimulationError(
+                f"a request of {head.num_tokens:,} tokens can never be admitted: the KV cache holds "
+                f"{usable:,} blocks of {config.block_size} tokens"
+            )
+        if len(steps) > MAX_STEPS:
+            raise SimulationError(f"the workload needs more than {MAX_STEPS:,} engine steps; shorten --duration")
+        if progress is not None and len(steps) % 2000 == 0:
+            progress(t, len(results))
+    # requests still holding blocks cannot remain: the loop ends only when the engine is idle
+    return SimResult(
+        config,
+        tuple(steps),
+        tuple(results[k] for k in sorted(results)),
+        tuple(itl),
+        usable,
+        loop.scheduler.kv.pool.num_free(),
+        end,
+    )
+
+
+def percentile(values: list[float] | tuple[float, ...], q: float) -> float | None:
+    """The nearest-rank percentile (q in 0..100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
+    return ordered[k]

@@ -1,0 +1,102 @@
+"""From a deployment (model, engine flags, GPUs) to the scheduler's settings and the roofline's cost model: the
+same engine layout and KV pool `fit --engine` computes (proven against the engine's own planning)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvplan.capacity.engines import EngineRuntime, EngineTarget
+from kvplan.capacity.request import Request
+from kvplan.errors import RefusedConfigError, UnsupportedError, UsageError
+from kvplan.model import ModelDescription
+from kvplan.runtimes import canonical_runtime
+from kvplan.runtimes.engines import ENGINES, Capacity
+from kvplan.simulate.roofline import PERF, CostModel, Hardware
+from kvplan.simulate.vllm import SchedulerConfig
+
+
+@dataclass(frozen=True)
+class Prepared:
+    target: EngineTarget
+    capacity: Capacity
+    config: SchedulerConfig
+    cost: CostModel
+    notes: tuple[str, ...]
+
+
+def hardware_for(req: Request, bandwidth: float | None, peak_tflops: float | None) -> Hardware:
+    """The GPU's bandwidth and dense peak: the table's, or the flags' (both override)."""
+    hw = req.hardware
+    name = hw.model.name if hw is not None and hw.model is not None else None
+    known = PERF.get(name) if name else None
+    if known is None and (bandwidth is None or peak_tflops is None):
+        raise UsageError(
+            f"no bandwidth and peak FLOPS for {hw.label if hw else 'this GPU'} in kvplan's table "
+            f"({', '.join(PERF)}); give --bandwidth GB/s and --peak-tflops",
+            "--gpu",
+        )
+    bw = bandwidth * 1e9 if bandwidth is not None else known[0]  # type: ignore[index]
+    fl = peak_tflops * 1e12 if peak_tflops is not None else known[1]  # type: ignore[index]
+    source = known[2] if known is not None and bandwidth is None and peak_tflops is None else "given"
+    return Hardware(bw, fl, source)
+
+
+def prepare(
+    model: ModelDescription,
+    req: Request,
+    *,
+    async_scheduling: bool = True,
+    bandwidth: float | None = None,
+    peak_tflops: float | None = None,
+) -> Prepared:
+    name = canonical_runtime(req.runtime)
+    engine = ENGINES.get(name)
+    if engine is None or not engine.simulated:
+        raise UnsupportedError(
+            "simulate follows vLLM's own scheduler (ported and proven step for step); give --engine vllm "
+            "(llama.cpp's slots and SGLang's scheduler are not simulated yet)"
+        )
+    target = EngineRuntime(engine).target(model, req)
+    s = target.settings
+    max_len = req.engine.max_model_len or s.max_model_len or model.engine_ctx
+    cap = target.capacity(replace(s, max_model_len=max_len))
+    groups = cap.layout.groups
+    if len(groups) != 1 or not groups[0].spec.full_type:
+        raise UnsupportedError(
+            f"{model.name}: {len(groups)} KV cache groups ({', '.join(sorted({g.spec.kind for g in groups}))}); "
+            "simulate follows vLLM's scheduler for one full-attention group (dense, GQA, MLA models) so far"
+        )
+    if cap.requests_that_fit(max_len) < 1:
+        raise RefusedConfigError(
+            f"vLLM refuses to start: one request of --max-model-len {max_len:,} tokens needs more KV cache than "
+            f"the {cap.tokens:,} tokens the GPU leaves; lower --max-model-len"
+        )
+    assert s.max_num_batched_tokens is not None and s.max_num_seqs is not None  # resolved for the GPU
+    config = SchedulerConfig(
+        num_blocks=cap.blocks,
+        block_size=cap.layout.block_tokens,
+        max_model_len=max_len,
+        max_num_batched_tokens=s.max_num_batched_tokens,
+        max_num_seqs=s.max_num_seqs,
+        prefix_caching=s.enable_prefix_caching is not False,
+        async_scheduling=async_scheduling,
+    )
+    ranks = s.tp * s.pp
+    notes = []
+    params = model.n_params
+    if not params:
+        params = target.weight_bytes // 2
+        notes.append("no parameter count: FLOPs from the weights' bytes at 2 bytes per parameter")
+    attention = sum(
+        2 * layer.n_head * (layer.head_k + layer.head_v)
+        for layer in model.layers
+        if layer.has_kv and not layer.recurrent and layer.n_head_kv
+    )
+    cost = CostModel(
+        weight_bytes=target.weight_bytes_per_rank,
+        flops_per_token=2.0 * params / ranks,
+        kv_bytes_per_token=cap.layout.bytes_per_token,
+        attention_flops_per_pair=attention / ranks,
+        hardware=hardware_for(req, bandwidth, peak_tflops),
+    )
+    return Prepared(target, cap, config, cost, tuple(notes))

@@ -1,0 +1,147 @@
+"""kvplan simulate: the workload, the time loop, the invariant, the roofline, the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import kv
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvplan.errors import UsageError
+from kvplan.simulate.roofline import CostModel, Hardware
+from kvplan.simulate.vllm import SchedulerConfig, run_by_iteration
+from kvplan.simulate.workload import Lengths, parse_lengths
+
+BASE = ("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB")
+
+
+def test_roofline_hand_checked() -> None:
+    """Llama-3.1-8B on one H100: a decode step of one request at 1,000 tokens of context reads the 16 GB of
+    weights and 1,001 tokens x 128 KiB of KV; 2 x 8e9 FLOPs per token plus attention."""
+    hw = Hardware(3.35e12, 989.4e12, "test")
+    cost = CostModel(16_000_000_000, 16e9, 131072, 32 * 2 * 32 * 256, hw)
+    step = cost.step([(1, 1000)])
+    assert step.bytes == 16_000_000_000 + 131072 * 1001
+    assert step.flops == 16e9 + 524288 * 1001
+    assert step.seconds == pytest.approx(step.bytes / 3.35e12) and not step.compute_bound
+    prefill = cost.step([(8192, 0)])  # a full prefill chunk is compute-bound
+    assert prefill.compute_bound and prefill.seconds == pytest.approx(prefill.flops / 989.4e12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.integers(1, 700),
+            st.integers(1, 300),
+            st.one_of(st.none(), st.integers(0, 200)),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 200),
+)
+def test_blocks_return_to_the_baseline(
+    requests: list[tuple[int, int, int, int | None]], asynchronous: bool, caching: bool, shared: int
+) -> None:
+    """The invariant from the field: whatever arrives, runs, is preempted or cancelled, once every request has
+    ended every block is free again, and no step uses more blocks than there are."""
+    config = SchedulerConfig(70, 16, 1024, 256, 16, caching, asynchronous)
+    clipped = [(a, min(p, 1023), max(1, min(o, 1024 - min(p, 1023))), c) for a, p, o, c in requests]
+    loop = run_by_iteration(config, clipped, shared)
+    assert loop.idle()
+    assert loop.scheduler.kv.pool.num_free() == config.num_blocks - 1
+    assert all(0 <= s.free_blocks <= config.num_blocks - 1 for s in loop.steps)
+    assert all(sum(n for _, n in s.scheduled) <= config.max_num_batched_tokens for s in loop.steps)
+
+
+def test_lengths_parse_and_refuse() -> None:
+    assert parse_lengths("512", "--prompt-len") == Lengths("fixed", 512)
+    assert parse_lengths("uniform:10:20", "--prompt-len") == Lengths("uniform", 10, 20)
+    assert parse_lengths("lognormal:1000:0.8", "--prompt-len") == Lengths("lognormal", 1000, 0.8)
+    for bad in ("0", "-5", "uniform:20:10", "lognormal:0:1", "normal:5:1", "1e400", "nan"):
+        with pytest.raises(UsageError, match="--prompt-len"):
+            parse_lengths(bad, "--prompt-len")
+
+
+def test_cli_json_is_deterministic_and_keeps_the_invariant() -> None:
+    args = (*BASE, "--request-rate", "5", "--duration", "10", "--cancel-rate", "0.2", "--seed", "3", "-o", "json")
+    a, b = kv(*args), kv(*args)
+    assert a.exit_code == 0, a.output
+    assert a.stdout == b.stdout
+    doc = json.loads(a.stdout)
+    assert doc["kind"] == "simulate" and doc["blocks_returned"] is True
+    assert doc["scheduler"] == {
+        "num_blocks": 28351,
+        "block_size": 16,
+        "max_model_len": 131072,
+        "max_num_batched_tokens": 8192,
+        "max_num_seqs": 1024,
+        "prefix_caching": True,
+        "async_scheduling": True,
+    }
+    assert all(isinstance(s["bytes_read"], int) for s in doc["steps"])
+    cancelled = [r for r in doc["requests"] if r["cancelled"]]
+    assert cancelled and all(r["tokens"] < r["output_tokens"] for r in cancelled)
+    assert {r["metric"] for r in doc["run"]} >= {"preemptions", "peak blocks in use"}
+
+
+def test_cli_preempts_when_the_pool_is_small(tmp_path: Path) -> None:
+    args = (*BASE, "--kv-cache-memory-bytes", "640MiB", "--max-model-len", "4096", "--max-concurrency", "40")
+    r = kv(*args, "--prompt-len", "uniform:500:3000", "--output-len", "uniform:200:1000", "--duration", "5",
+           "--svg", str(tmp_path / "s.svg"), "-o", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert any(s["preempted"] for s in doc["steps"]) and doc["blocks_returned"]
+    assert any("preemptions" in w for w in doc["warnings"])
+    assert (tmp_path / "s.svg").read_text().startswith("<svg")
+    csv = kv(*args, "--duration", "2", "-o", "csv").stdout.splitlines()
+    assert csv[0].startswith("start_s,seconds,prefill_tokens,decode_tokens,running,waiting,blocks_used")
+
+
+def test_cli_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        '{"arrival": 0, "prompt_tokens": 100, "output_tokens": 10}\n'
+        '{"arrival": 0.5, "prompt_tokens": 2000, "output_tokens": 50, "cancel_after": 0.01}\n'
+    )
+    doc = kv(*BASE, "--trace", str(trace), "-o", "json").json()
+    assert doc["requests"][0]["tokens"] == 10 and doc["requests"][1]["cancelled"]
+    csv = tmp_path / "t.csv"
+    csv.write_text("arrival,prompt_tokens,output_tokens\n0,100,5\n1,50,5\n")
+    assert kv(*BASE, "--trace", str(csv), "-o", "json").json()["run"][0]["value"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ((), 2, "give one of --request-rate R, --max-concurrency N or --trace FILE"),
+        (("--request-rate", "2", "--max-concurrency", "3"), 2, "--max-concurrency: give one of"),
+        (("--request-rate", "-1"), 2, "--request-rate: expected a number"),
+        (("--request-rate", "1", "--output-len", "uniform:9:1"), 2, "--output-len: expected N"),
+        (("--request-rate", "1", "--cancel-rate", "2"), 2, "--cancel-rate: expected a number from 0 to 1"),
+    ],
+)
+def test_cli_usage_errors(args: tuple[str, ...], code: int, message: str) -> None:
+    r = kv(*BASE, *args)
+    assert r.exit_code == code and message in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_cli_refusals(tmp_path: Path) -> None:
+    r = kv("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "--request-rate", "1")
+    assert r.exit_code == 4 and "give --engine vllm" in r.stderr
+    r = kv("simulate", "gemma-3-27b", "--engine", "vllm", "--gpu", "H100-80GB", "--request-rate", "1")
+    assert r.exit_code == 4 and "KV cache groups" in r.stderr
+    r = kv(*BASE[:-1], "T4", "--kv-cache-memory-bytes", "4GiB", "--max-model-len", "8192", "--request-rate", "1")
+    assert r.exit_code == 2 and "--bandwidth" in r.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"arrival": 0, "prompt_tokens": -3, "output_tokens": 10}\n')
+    r = kv(*BASE, "--trace", str(bad))
+    assert r.exit_code == 3 and "prompt_tokens must be a whole number" in r.stderr
