@@ -139,7 +139,12 @@ def _dispatch(argv: list[str], out: TextIO) -> tuple[Document, Format, Units] | 
         close = difflib.get_close_matches(name, list(COMMANDS), n=1)
         hint = f" (did you mean {close[0]}?)" if close else f"; commands: {', '.join(COMMANDS)}"
         raise UsageError(f"no such command {name!r}{hint}")
-    elsewhere = {f: c.name for c in COMMANDS.values() if c is not command for o in c.options for f in o.flags}
+    elsewhere: dict[str, str] = {}  # a flag → the first command that has it
+    for c in COMMANDS.values():
+        if c is not command:
+            for o in c.options:
+                for f in o.flags:
+                    elsewhere.setdefault(f, c.name)
     parsed = parse(argv[1:], command.options, command.positionals, name, elsewhere)
     if parsed.help:
         out.write(help_text(name, command.summary, command.positionals, command.options, command.extra_groups))

@@ -402,7 +402,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "simulate",
-            "requests over time through vLLM's scheduler: blocks, preemptions, latency floors",
+            "requests over time through vLLM's scheduler; latency floors",
             "A workload through the engine's own scheduler (vLLM 0.33's, ported and proven step for step): blocks "
             "in use, preemptions and cancels over time, and roofline floors for TTFT and inter-token latency.",
             (MODEL,),
