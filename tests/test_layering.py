@@ -15,7 +15,7 @@ ALLOWED = {
     "runtimes": {"runtimes"},
     "analysis": {"analysis", "runtimes", "sources"},
     "capacity": {"capacity", "runtimes", "sources"},
-    "check": {"check", "capacity", "runtimes", "sources"},
+    "check": {"check", "capacity", "runtimes", "simulate", "sources"},
     "simulate": {"simulate", "capacity", "runtimes", "sources"},
     "report": {"report", "analysis", "capacity", "check", "runtimes", "simulate"},
     "render": {"render", "report"},

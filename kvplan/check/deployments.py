@@ -16,11 +16,13 @@ Every key is a setting's file key (README, "CI checks"); the file is validated c
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kvplan.capacity.request import Origin, Raw, Request, build_request
 from kvplan.capacity.settings import SETTINGS
-from kvplan.errors import SpecError
+from kvplan.errors import SpecError, UsageError
+from kvplan.simulate.budgets import SIM_BUDGETS, SimBudgets, sim_budgets
+from kvplan.simulate.workload import WORKLOAD_KEYS, Workload, workload_from
 from kvplan.sources.files import Node, did_you_mean, load_nodes, read_text
 
 #: file key → setting dest, for every setting with a file key (budgets live under ``budgets:``)
@@ -34,7 +36,7 @@ for _s in SETTINGS:
             _BUDGET_KEYS[_key.removeprefix("budgets.")] = _s.dest
         else:
             _KEYS[_key] = _s.dest
-ENTRY_KEYS = ("name", "model", "budgets", *_KEYS)
+ENTRY_KEYS = ("name", "model", "budgets", "workload", *_KEYS)
 #: keys whose meaning changed: what to write instead
 _RENAMED = {
     "ctx": "ctx was per sequence; write ctx_per_seq (tokens per sequence) or ctx_size (llama.cpp's -c, shared by "
@@ -49,6 +51,8 @@ class Deployment:
     path: str
     line: int
     request: Request
+    workload: Workload | None = None  # `workload:`: the deployment is also simulated (vLLM)
+    sim_budgets: SimBudgets = field(default_factory=SimBudgets)
 
 
 def load_deployments(path: str) -> list[Deployment]:
@@ -79,7 +83,7 @@ def _settings(path: str, where: str, entry: dict[str, Node]) -> dict[str, Raw]:
     """The entry's settings as raw values, each with its file, line and key."""
     raw: dict[str, Raw] = {}
     for key, child in entry.items():
-        if key in ("name", "model", "budgets"):
+        if key in ("name", "model", "budgets", "workload"):
             continue
         if key in _RENAMED:
             raise SpecError(path, child.line, f"{where}.{key}", _RENAMED[key])
@@ -91,10 +95,14 @@ def _settings(path: str, where: str, entry: dict[str, Node]) -> dict[str, Raw]:
         if not isinstance(b.value, dict):
             raise SpecError(path, b.line, f"{where}.budgets", "expected a mapping")
         for key, child in b.value.items():
+            if key in SIM_BUDGETS:
+                continue  # a simulation budget (_simulation)
             if key not in _BUDGET_KEYS:
-                hint = did_you_mean(key, _BUDGET_KEYS)
-                raise SpecError(path, child.line, f"{where}.budgets.{key}",
-                                f"unknown budget; expected {', '.join(_BUDGET_KEYS)}{hint}")  # fmt: skip
+                known = [*_BUDGET_KEYS, *SIM_BUDGETS]
+                hint = did_you_mean(key, known)
+                raise SpecError(
+                    path, child.line, f"{where}.budgets.{key}", f"unknown budget; expected {', '.join(known)}{hint}"
+                )
             raw[_BUDGET_KEYS[key]] = Raw(child.value, Origin(f"{where}.budgets.{key}", path, child.line))
     return raw
 
@@ -113,7 +121,42 @@ def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Dep
     if not isinstance(name, (str, int)) or isinstance(name, bool):
         raise SpecError(path, entry["name"].line, f"{where}.name", "expected text")
     request = build_request(_model_ref(model, base), raw, where=Origin(where, path, node.line))
-    return Deployment(str(name), path, node.line, request)
+    workload, budgets = _simulation(path, base, where, entry)
+    return Deployment(str(name), path, node.line, request, workload, budgets)
+
+
+def _simulation(path: str, base: str, where: str, entry: dict[str, Node]) -> tuple[Workload | None, SimBudgets]:
+    """The entry's `workload:` and its simulation budgets, validated with file, line and key."""
+    given: dict[str, tuple[object, str]] = {}
+    places: dict[str, tuple[int, str]] = {}  # where a value was given → its line and key
+    wl = entry.get("workload")
+    if wl is not None:
+        if not isinstance(wl.value, dict) or not wl.value:
+            raise SpecError(path, wl.line, f"{where}.workload", "expected a mapping (request_rate: 10, ...)")
+        for key, child in wl.value.items():
+            if key not in WORKLOAD_KEYS:
+                raise SpecError(
+                    path, child.line, f"{where}.workload.{key}", f"unknown key{did_you_mean(key, WORKLOAD_KEYS)}"
+                )
+            value = _model_ref(str(child.value), base) if key == "trace" else child.value
+            given[key] = (value, f"{where}.workload.{key}")
+            places[f"{where}.workload.{key}"] = (child.line, f"{where}.workload.{key}")
+    b = entry.get("budgets")
+    limits: dict[str, tuple[object, str]] = {}
+    for key, child in b.value.items() if b is not None and isinstance(b.value, dict) else ():
+        if key in SIM_BUDGETS:
+            limits[key] = (child.value, f"{where}.budgets.{key}")
+            places[f"{where}.budgets.{key}"] = (child.line, f"{where}.budgets.{key}")
+    if limits and wl is None:
+        key = next(iter(limits))
+        raise SpecError(path, b.line if b else 0, f"{where}.budgets.{key}", "a simulation budget needs a workload:")
+    if wl is not None and not limits:
+        raise SpecError(path, wl.line, f"{where}.workload", f"a workload needs a budget: {', '.join(SIM_BUDGETS)}")
+    try:
+        return (workload_from(given) if wl is not None else None), sim_budgets(limits)
+    except UsageError as exc:  # the value's place: its key (where.workload.KEY) and line
+        line, key = places.get(exc.param or "", (None, None))
+        raise SpecError(path, line, key, exc.detail) from None
 
 
 def _value(node: Node) -> object:

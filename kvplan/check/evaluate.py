@@ -56,7 +56,15 @@ def checked_request(model: ModelDescription, req: Request) -> Request:
 def evaluate(dep: Deployment) -> DeploymentResult:
     try:
         model = load_model_for(dep.request)
-        return DeploymentResult(dep, evaluate_request(model, checked_request(model, dep.request), suggest=True))
+        ev = evaluate_request(model, checked_request(model, dep.request), suggest=True)
+        if dep.workload is not None:  # the deployment as configured (the engine's own defaults), over time
+            from kvplan.simulate.budgets import findings
+            from kvplan.simulate.run import simulate
+            from kvplan.simulate.setup import prepare
+
+            p = prepare(model, dep.request)
+            ev = replace(ev, findings=ev.findings + findings(simulate(p.config, p.cost, dep.workload), dep.sim_budgets))
+        return DeploymentResult(dep, ev)
     except KvplanError as exc:
         return DeploymentResult(dep, None, exc)
 

@@ -112,7 +112,7 @@ def _stderr_lines(doc: Document, units: Units) -> list[str]:
     from kvplan.report import budgets as budget_report
 
     lines = []
-    for finding in doc.data.get("budgets", []) if doc.kind in ("estimate", "fit") else []:
+    for finding in doc.data.get("budgets", []) if doc.kind in ("estimate", "fit", "simulate") else []:
         if not finding["passed"] and finding["budget"] != "fits":
             from kvplan.capacity.budgets import Finding
 

@@ -66,6 +66,13 @@ ENGINE = (
     "mamba_ssm_cache_dtype",
 )
 BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
+#: simulate's budgets (kvplan.simulate.budgets.SIM_BUDGETS, repeated here so that --help imports nothing heavy)
+SIM_BUDGET_FLAGS = {
+    "max_preemptions": ("--max-preemptions", "preemptions over the run"),
+    "max_ttft_p99": ("--max-ttft-p99", "the p99 TTFT floor (500ms, 2s)"),
+    "max_itl_p99": ("--max-itl-p99", "the p99 inter-token latency floor (50ms)"),
+    "max_peak_kv": ("--max-peak-kv", "the peak share of KV blocks in use (90%)"),
+}
 
 
 @dataclass(frozen=True)
@@ -221,32 +228,17 @@ def simulate(inv: Invocation) -> Document:
 
     from kvplan.capacity.deployment import load_model_for
     from kvplan.report.simulate import simulate_document
+    from kvplan.simulate.budgets import SIM_BUDGETS, findings, sim_budgets
     from kvplan.simulate.run import simulate as run
     from kvplan.simulate.setup import prepare
-    from kvplan.simulate.workload import Workload, load_trace, parse_lengths
+    from kvplan.simulate.workload import WORKLOAD_KEYS, workload_from
 
     req = _request(inv, need_hardware=True)
-    rate = _float(inv, "request_rate", low=1e-6, high=1e6)
-    concurrency = _float(inv, "max_concurrency", low=1, high=1e6)
-    trace = inv.value("trace")
-    given = [
-        flag for flag, v in (("--request-rate", rate), ("--max-concurrency", concurrency), ("--trace", trace)) if v
-    ]
-    if len(given) != 1:
-        raise UsageError(
-            "give one of --request-rate R, --max-concurrency N or --trace FILE", given[1] if given else None
-        )
-    seed = _float(inv, "seed", low=0, high=2**63)
-    workload = Workload(
-        prompt=parse_lengths(inv.value("prompt_len") or "1024", "--prompt-len"),
-        output=parse_lengths(inv.value("output_len") or "256", "--output-len"),
-        rate=rate,
-        concurrency=None if concurrency is None else int(concurrency),
-        duration=_float(inv, "duration", low=1e-3, high=86400) or 60.0,
-        cancel=_float(inv, "cancel_rate", low=0, high=1) or 0.0,
-        seed=int(seed or 0),
-        shared_prefix=int(_float(inv, "shared_prefix", low=0, high=2**31) or 0),
-        trace=load_trace(trace) if trace else None,
+    workload = workload_from(
+        {key: (inv.value(key), flag) for key, flag in WORKLOAD_KEYS.items() if inv.value(key) is not None}
+    )
+    budgets = sim_budgets(
+        {key: (inv.value(key), flag) for key, (flag, _) in SIM_BUDGETS.items() if inv.value(key) is not None}
     )
     model = load_model_for(req)
     prepared = prepare(
@@ -266,7 +258,7 @@ def simulate(inv: Invocation) -> Document:
     result = run(prepared.config, prepared.cost, workload, progress)
     if show:
         sys.stderr.write("\r\033[K")
-    doc = simulate_document(prepared, workload, result, inv.units)
+    doc = simulate_document(prepared, workload, result, inv.units, findings(result, budgets))
     svg = inv.value("svg")
     if svg is not None:
         from kvplan.render.simulate_svg import render as render_svg
@@ -459,13 +451,14 @@ COMMANDS: dict[str, Command] = {
                     "hardware",
                     "T",
                 ),
+                *(Option(k, (flag,), what, "budgets", "LIMIT") for k, (flag, what) in SIM_BUDGET_FLAGS.items()),
                 Option(
                     "svg", ("--svg",), "also write blocks, running and waiting over time as an SVG", "output", "FILE"
                 ),
                 *OUTPUT,
             ),
             simulate,
-            extra_groups={**OUTPUT_GROUPS, "workload": "Workload"},
+            extra_groups={**OUTPUT_GROUPS, "workload": "Workload", "budgets": "Budgets (exit 1 when one fails)"},
         ),
         Command(
             "models",

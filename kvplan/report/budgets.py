@@ -5,7 +5,7 @@ from __future__ import annotations
 from kvplan.capacity.budgets import Finding
 from kvplan.capacity.deployment import Suggestion
 from kvplan.report.document import DATA_FORMATS, Column, Format, Kind, Table
-from kvplan.units import Units, format_size
+from kvplan.units import Units, format_seconds, format_size
 
 HUMAN = frozenset({Format.TABLE, Format.MARKDOWN})
 
@@ -16,6 +16,8 @@ def amount(value: int | float, unit: str, units: Units) -> str:
         return format_size(value, units)
     if unit == "share":
         return f"{value:.1%}"
+    if unit == "seconds":
+        return format_seconds(value)
     return f"{int(value):,} {unit}"
 
 
@@ -30,9 +32,13 @@ def detail(f: Finding, units: Units) -> str:
         return f"over by {format_size(f.actual - f.limit, units)} ({f.actual / f.limit - 1:.1%})"
     if f.budget == "min_ctx" and f.capped_by_trained:
         return "the model's trained context is the limit searched"
+    over = f.budget.startswith("max")  # a ceiling (max_preemptions, max_peak_kv, ...), else a floor
+    diff, word = (f.actual - f.limit, "over") if over else (f.limit - f.actual, "short")
     if f.unit == "share":
-        return f"{f.limit - f.actual:.1%} short"
-    return f"{int(f.limit - f.actual):,} {f.unit} short"
+        return f"{diff:.1%} {word}"
+    if f.unit == "seconds":
+        return f"{format_seconds(diff)} {word}"
+    return f"{int(diff):,} {f.unit} {word}"
 
 
 def line(f: Finding, units: Units) -> str:

@@ -3,6 +3,9 @@ and the per-step series (JSON and CSV)."""
 
 from __future__ import annotations
 
+from kvplan.capacity.budgets import Finding
+from kvplan.errors import EXIT_NO, EXIT_OK
+from kvplan.report import budgets as budget_report
 from kvplan.report.document import DATA_FORMATS, Column, Document, Format, Kind, Table
 from kvplan.simulate.run import SimResult, percentile
 from kvplan.simulate.setup import Prepared
@@ -14,7 +17,9 @@ def _ms(s: float | None) -> str:
     return "—" if s is None else format_seconds(s)
 
 
-def simulate_document(p: Prepared, w: Workload, r: SimResult, units: Units) -> Document:
+def simulate_document(
+    p: Prepared, w: Workload, r: SimResult, units: Units, found: tuple[Finding, ...] = ()
+) -> Document:
     c = r.config
     reqs = r.requests
     served = [q for q in reqs if q.finished is not None and not q.cancelled]
@@ -151,6 +156,7 @@ def simulate_document(p: Prepared, w: Workload, r: SimResult, units: Units) -> D
                 latency_rows,
                 csv=False,
             ),
+            *((budget_report.table(found, units),) if found else ()),
             steps,
             Table(
                 "requests",
@@ -201,5 +207,7 @@ def simulate_document(p: Prepared, w: Workload, r: SimResult, units: Units) -> D
             "hardware": {"bandwidth_bytes_per_s": hw.bandwidth, "peak_flops": hw.peak_flops, "source": hw.source},
             "blocks_returned": r.blocks_returned,
             "end_s": r.end,
+            "budgets": [f.to_dict() for f in found],
         },
+        exit_code=EXIT_OK if all(f.passed for f in found) else EXIT_NO,
     )

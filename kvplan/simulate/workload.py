@@ -160,3 +160,58 @@ def _trace_row(path: str, n: int, row: dict[str, object]) -> RequestSpec:
         output=int(_number(path, n, row, "output_tokens", integer=True)),
         cancel_after=None if cancel < 0 else cancel,
     )
+
+
+#: workload keys (deployments file) → the command line's flag
+WORKLOAD_KEYS = {
+    "request_rate": "--request-rate",
+    "max_concurrency": "--max-concurrency",
+    "trace": "--trace",
+    "prompt_len": "--prompt-len",
+    "output_len": "--output-len",
+    "duration": "--duration",
+    "cancel_rate": "--cancel-rate",
+    "shared_prefix": "--shared-prefix",
+    "seed": "--seed",
+}
+
+
+def _bounded(value: object, where: str, low: float, high: float, *, integer: bool = False) -> float:
+    try:
+        x = float(str(value)) if not isinstance(value, bool) else math.nan
+    except ValueError:
+        x = math.nan
+    if not low <= x <= high or (integer and x != int(x)):
+        kind = "a whole number" if integer else "a number"
+        raise UsageError(f"expected {kind} from {low:g} to {high:g}, not {value!r}", where)
+    return x
+
+
+def workload_from(given: dict[str, tuple[object, str]]) -> Workload:
+    """A workload from raw values: key (WORKLOAD_KEYS) → (value, where it was given: a flag or FILE:LINE: KEY)."""
+
+    def num(key: str, low: float, high: float, *, integer: bool = False) -> float | None:
+        if key not in given:
+            return None
+        value, where = given[key]
+        return _bounded(value, where, low, high, integer=integer)
+
+    rate = num("request_rate", 1e-6, 1e6)
+    concurrency = num("max_concurrency", 1, 1e6, integer=True)
+    modes = [k for k in ("request_rate", "max_concurrency", "trace") if k in given]
+    if len(modes) != 1:
+        where = given[modes[1]][1] if len(modes) > 1 else None
+        raise UsageError("give one of --request-rate R, --max-concurrency N or --trace FILE", where)
+    lengths = {k: parse_lengths(str(given[k][0]), given[k][1]) for k in ("prompt_len", "output_len") if k in given}
+    trace = str(given["trace"][0]) if "trace" in given else None
+    return Workload(
+        prompt=lengths.get("prompt_len", Lengths("fixed", 1024)),
+        output=lengths.get("output_len", Lengths("fixed", 256)),
+        rate=rate,
+        concurrency=None if concurrency is None else int(concurrency),
+        duration=num("duration", 1e-3, 86400) or 60.0,
+        cancel=num("cancel_rate", 0, 1) or 0.0,
+        seed=int(num("seed", 0, 2**63, integer=True) or 0),
+        shared_prefix=int(num("shared_prefix", 0, 2**31, integer=True) or 0),
+        trace=load_trace(trace) if trace else None,
+    )

@@ -84,7 +84,7 @@ def test_reports_are_deterministic_and_well_formed(tmp_path: Path) -> None:
     b = kv("check", str(f), "-o", "json")
     assert a.stdout == b.stdout
     doc = a.json()
-    assert doc["schema_version"] == 2 and doc["exit_code"] == 0 and len(doc["deployments"]) == 5
+    assert doc["schema_version"] == 2 and doc["exit_code"] == 0 and len(doc["deployments"]) == 6
     budgets = doc["deployments"][0]["budgets"]
     # every figure is a number: bytes as integers, never "8.50 GiB"
     assert budgets[1] == {
@@ -100,7 +100,7 @@ def test_reports_are_deterministic_and_well_formed(tmp_path: Path) -> None:
     suite = root.find("testsuite")
     assert root.tag == "testsuites" and suite is not None
     cases = suite.findall("testcase")
-    assert int(suite.get("tests")) == len(cases) == 13 and suite.get("failures") == "0"
+    assert int(suite.get("tests")) == len(cases) == 18 and suite.get("failures") == "0"
     assert all(c.get("classname") and c.get("name") for c in cases)
     md = kv("check", str(EXAMPLES / "deployments.yaml"), "-o", "markdown").stdout
     golden = GOLDEN / "check-deployments.md"
@@ -134,6 +134,7 @@ def test_unreadable_model_fails_only_its_deployment(tmp_path: Path) -> None:
         "custom-spec": "error",
         "llama-70b-vllm-tp4": "pass",
         "gpt-oss-120b-vllm": "pass",
+        "chat-8b-vllm-traffic": "pass",
     }
     assert "custom-spec" in r.stderr and "missing.gguf: no such file" in r.stderr
 

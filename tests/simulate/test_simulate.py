@@ -145,3 +145,26 @@ def test_cli_refusals(tmp_path: Path) -> None:
     bad.write_text('{"arrival": 0, "prompt_tokens": -3, "output_tokens": 10}\n')
     r = kv(*BASE, "--trace", str(bad))
     assert r.exit_code == 3 and "prompt_tokens must be a whole number" in r.stderr
+
+
+def test_cli_budgets_pass_and_fail() -> None:
+    args = (*BASE, "--kv-cache-memory-bytes", "640MiB", "--max-model-len", "4096", "--max-concurrency", "40",
+            "--prompt-len", "uniform:500:3000", "--output-len", "uniform:200:1000", "--duration", "5")  # fmt: skip
+    r = kv(*args, "--max-preemptions", "0", "--max-ttft-p99", "100s", "--max-peak-kv", "100%", "-o", "json")
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    by = {b["budget"]: b for b in doc["budgets"]}
+    assert not by["max_preemptions"]["passed"] and by["max_preemptions"]["actual"] > 0
+    assert by["max_ttft_p99"]["passed"] and by["max_peak_kv"]["passed"]
+    assert "kvplan: budget failed: max_preemptions" in r.stderr and "preemptions over)" in r.stderr
+    ok = kv(*args, "--max-itl-p99", "10s")
+    assert ok.exit_code == 0 and "Budgets" in ok.stdout
+    bad = kv(*args, "--max-ttft-p99", "fast")
+    assert bad.exit_code == 2 and "--max-ttft-p99: expected a duration" in bad.stderr
+
+
+def test_the_budget_flags_are_the_budgets() -> None:
+    from kvplan.cli.commands import SIM_BUDGET_FLAGS
+    from kvplan.simulate.budgets import SIM_BUDGETS
+
+    assert SIM_BUDGET_FLAGS == SIM_BUDGETS
