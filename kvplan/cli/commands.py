@@ -177,13 +177,29 @@ def curve(inv: Invocation) -> Document:
 
     contexts, req = _contexts(inv, "1k:128k")
     assert isinstance(contexts, Contexts)
-    result = build(load_model_for(req), settings_for(req.llamacpp, Backend.CPU), contexts)
+    model = load_model_for(req)
+    result = build(model, settings_for(req.llamacpp, Backend.CPU), contexts)
     svg_path = inv.value("svg")
     if svg_path is not None:
         from kvplan.render.chart import svg
 
         write_file(svg_path, svg(chart(result), inv.units))
-    return curve_document(result)
+    if req.hardware is None:
+        return curve_document(result)
+    from kvplan.capacity.weights import model_weights
+    from kvplan.simulate.roofline import decode_floor
+    from kvplan.simulate.setup import hardware_for
+
+    hw = hardware_for(req, _float(inv, "bandwidth", low=1, high=1e6), None, need_peak=False)
+    weights = model_weights(model, req.weights, req.weight_bytes)
+    read = weights.total_bytes - weights.input_bytes  # a token reads one row of the embedding table
+    decode = tuple(decode_floor(read, p.total_bytes, hw) for p in result.points)
+    basis = (
+        f"decode reads: the weights a token passes through ({weights.basis}) and the whole cache, once per step, "
+        f"for all {result.first.context.n_seq} sequence(s); ITL floor = that at {hw.bandwidth / 1e12:.3g} TB/s "
+        f"({hw.source}), a floor, never a measurement"
+    )
+    return curve_document(result, decode, basis)
 
 
 def check(inv: Invocation) -> Document:
@@ -377,7 +393,21 @@ COMMANDS: dict[str, Command] = {
             (MODEL,),
             (
                 CONTEXTS_CURVE,
-                *_settings(*[d for d in LLAMACPP_CONTEXT if d not in ("ctx_size", "ctx_per_seq")], "rs_seq"),
+                *_settings(
+                    *[d for d in LLAMACPP_CONTEXT if d not in ("ctx_size", "ctx_per_seq")],
+                    "rs_seq",
+                    "gpu",
+                    "weights",
+                    "weight_bytes",
+                    "params",
+                ),
+                Option(
+                    "bandwidth",
+                    ("--bandwidth",),
+                    "with --gpu: memory bandwidth, GB/s (default: the GPU table's)",
+                    "hardware",
+                    "GB/S",
+                ),
                 Option("svg", ("--svg",), "also write the chart as an SVG file", "output", "FILE"),
                 *OUTPUT,
             ),

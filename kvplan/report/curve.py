@@ -20,7 +20,8 @@ def _caption(c: Curve) -> str:
     )
 
 
-def curve_document(c: Curve) -> Document:
+def curve_document(c: Curve, decode: tuple[tuple[int, float], ...] = (), decode_basis: str = "") -> Document:
+    """``decode``: per point, the bytes a decode step reads and its ITL floor (with --gpu)."""
     columns = [
         Column("n_ctx", "Context", Kind.COUNT),
         Column("cells", "Cells", Kind.COUNT, drop=2),
@@ -28,6 +29,11 @@ def curve_document(c: Curve) -> Document:
     ]
     columns += [Column(name, name, Kind.BYTES, drop=3) for name in c.caches]
     columns += [Column("total_bytes", "Total", Kind.BYTES), Column("per_token_bytes", "Per token", Kind.BYTES)]
+    if decode:
+        columns += [
+            Column("decode_bytes", "Decode reads", Kind.BYTES, drop=4),
+            Column("itl_floor_s", "ITL floor", Kind.SECONDS),
+        ]
     rows: list[dict[str, Cell]] = []
     for p in c.points:
         row: dict[str, Cell] = {
@@ -38,13 +44,15 @@ def curve_document(c: Curve) -> Document:
             "per_token_bytes": p.per_token_bytes,
         }
         row.update(zip(c.caches, p.cache_bytes, strict=True))
+        if decode:
+            row["decode_bytes"], row["itl_floor_s"] = decode[len(rows)]
         rows.append(row)
     return Document(
         kind="curve",
         headline=f"kvplan curve: {c.model.name}",
         caption=_caption(c),
         tables=(Table("rows", tuple(columns), tuple(rows)),),
-        notes=c.notes,
+        notes=(*c.notes, *((decode_basis,) if decode else ())),
         warnings=c.warnings,
         chart=chart(c),
         data={"model": c.model.name, "series": list(c.caches), "axis": "log2" if c.log_axis else "linear"},

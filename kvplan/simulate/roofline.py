@@ -66,3 +66,11 @@ class StepCost:
     flops: float
     seconds: float
     compute_bound: bool
+
+
+def decode_floor(weights_read: int, kv_bytes: int, hardware: Hardware) -> tuple[int, float]:
+    """One decode step of every sequence when the cache is full: the bytes it reads (the weights a token passes
+    through, and the whole KV cache and state) and the time that takes at the GPUs' bandwidth (the ITL floor;
+    decode is bandwidth-bound: its FLOPs are a small share of the peak)."""
+    read = weights_read + kv_bytes
+    return read, read / hardware.bandwidth

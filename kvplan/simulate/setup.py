@@ -24,19 +24,22 @@ class Prepared:
     notes: tuple[str, ...]
 
 
-def hardware_for(req: Request, bandwidth: float | None, peak_tflops: float | None) -> Hardware:
-    """The GPU's bandwidth and dense peak: the table's, or the flags' (both override)."""
+def hardware_for(
+    req: Request, bandwidth: float | None, peak_tflops: float | None, *, need_peak: bool = True
+) -> Hardware:
+    """The GPU's bandwidth and dense peak: the table's, or the flags' (either overrides)."""
     hw = req.hardware
     name = hw.model.name if hw is not None and hw.model is not None else None
     known = PERF.get(name) if name else None
-    if known is None and (bandwidth is None or peak_tflops is None):
+    if known is None and (bandwidth is None or (need_peak and peak_tflops is None)):
+        wanted = "--bandwidth GB/s and --peak-tflops" if need_peak else "--bandwidth GB/s"
         raise UsageError(
-            f"no bandwidth and peak FLOPS for {hw.label if hw else 'this GPU'} in kvplan's table "
-            f"({', '.join(PERF)}); give --bandwidth GB/s and --peak-tflops",
+            f"no bandwidth{' and peak FLOPS' if need_peak else ''} for {hw.label if hw else 'this GPU'} in "
+            f"kvplan's table ({', '.join(PERF)}); give {wanted}",
             "--gpu",
         )
-    bw = bandwidth * 1e9 if bandwidth is not None else known[0]  # type: ignore[index]
-    fl = peak_tflops * 1e12 if peak_tflops is not None else known[1]  # type: ignore[index]
+    bw = bandwidth * 1e9 if bandwidth is not None else known[0] if known else 0.0
+    fl = peak_tflops * 1e12 if peak_tflops is not None else known[1] if known else 0.0
     source = known[2] if known is not None and bandwidth is None and peak_tflops is None else "given"
     return Hardware(bw, fl, source)
 

@@ -168,3 +168,14 @@ def test_the_budget_flags_are_the_budgets() -> None:
     from kvplan.simulate.budgets import SIM_BUDGETS
 
     assert SIM_BUDGET_FLAGS == SIM_BUDGETS
+
+
+def test_curve_gains_decode_bytes_and_the_itl_floor() -> None:
+    """Hand-checked: 16 GB of weights (given: none of it the embedding table) plus the 512 MiB cache at 4,096
+    tokens, read once per decode step at the H100's 3.35 TB/s."""
+    doc = kv("curve", "llama-3.1-8b", "-c", "4k,8k", "--gpu", "H100-80GB", "--weight-bytes", "16GB", "-o", "json")
+    rows = doc.json()["rows"]
+    assert rows[0]["decode_bytes"] == 16_000_000_000 + 536_870_912
+    assert rows[0]["itl_floor_s"] == pytest.approx((16_000_000_000 + 536_870_912) / 3.35e12)
+    assert rows[1]["decode_bytes"] == 16_000_000_000 + 2 * 536_870_912
+    assert "decode_bytes" not in kv("curve", "llama-3.1-8b", "-c", "4k", "-o", "json").json()["rows"][0]
