@@ -202,3 +202,15 @@ def test_conversion_proof_counts_are_the_recorded_ones(readme: str) -> None:
     assert f"no tensors) on {len(cases)} configs" in text
     assert f"the {converted} the converter converts" in text
     assert f"The other {len(cases) - converted} the converter refuses" in text
+
+
+def test_the_library_examples_run(readme: str) -> None:
+    import doctest
+
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    examples = [b for b in blocks if ">>>" in b]
+    assert examples
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for i, block in enumerate(examples):
+        runner.run(parser.get_doctest(block, {}, f"README[{i}]", "README.md", 0))
+    assert runner.summarize(verbose=False).failed == 0

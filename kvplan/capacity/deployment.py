@@ -45,7 +45,7 @@ def load_model_for(req: Request) -> ModelDescription:
     """The request's model, with the parameter count it gives (for weight estimates) applied."""
     from kvplan.sources import load_model
 
-    model = load_model(req.model)
+    model = req.loaded if isinstance(req.loaded, ModelDescription) else load_model(req.model)
     return model if req.params is None else replace(model, n_params=req.params)
 
 

@@ -120,6 +120,7 @@ class Request:
     cache_types_auto: bool = False
     budgets: Budgets = field(default_factory=Budgets)
     origins: Mapping[str, Origin] = field(default_factory=dict, compare=False, repr=False)
+    loaded: Any = field(default=None, compare=False, repr=False)  # the model, already loaded (library calls)
 
     @property
     def is_engine(self) -> bool:

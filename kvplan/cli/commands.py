@@ -4,7 +4,7 @@ Document. Nothing here computes a number or formats one."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvplan.capacity.request import Raw, Request, build_request
 from kvplan.capacity.settings import SETTINGS_BY_DEST
@@ -80,6 +80,7 @@ class Invocation:
     parsed: Parsed
     fmt: Format
     units: Units
+    model: object = None  # a ModelDescription already loaded (the library API), else MODEL is read
 
     def raw(self, *exclude: str) -> dict[str, Raw]:
         return {k: v for k, v in self.parsed.values.items() if k in SETTINGS_BY_DEST and k not in exclude}
@@ -114,9 +115,10 @@ def _request(inv: Invocation, *, need_hardware: bool = False, exclude: tuple[str
             from kvplan.errors import SpecError
 
             raise SpecError(path, None, None, str(exc)) from None
-    return build_request(
+    req = build_request(
         inv.parsed.positionals["MODEL"], inv.raw("gpus_file", *exclude), gpu_table=table, need_hardware=need_hardware
     )
+    return req if inv.model is None else replace(req, loaded=inv.model)
 
 
 def estimate(inv: Invocation) -> Document:

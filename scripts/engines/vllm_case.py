@@ -24,7 +24,9 @@ os.environ.setdefault("VLLM_DISABLE_SHARED_EXPERTS_STREAM", "1")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-CASE: dict[str, Any] = json.loads(sys.argv[1])
+_ARG = sys.argv[1]
+#: the case: JSON, or @FILE holding it (a long workload does not fit on a command line)
+CASE: dict[str, Any] = json.loads(open(_ARG[1:]).read() if _ARG.startswith("@") else _ARG)  # noqa: SIM115
 
 import vllm_platform  # noqa: E402  (must come before anything else from vllm)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from collections import deque
 from typing import Any
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vllm_case
 
 CASE = vllm_case.CASE
+LOOP_SECONDS: list[float] = []  # the engine loop's wall time (benchmarks/bench_simulate.py reads it)
 
 from vllm import SamplingParams  # noqa: E402
 from vllm.config import set_current_vllm_config  # noqa: E402
@@ -137,35 +139,40 @@ def run() -> dict[str, Any]:  # noqa: C901 - EngineCore's loop, in one place
         finished_at: dict[int, int] = {}
         limit = CASE.get("max_iters", 20000)
         baseline = pool.get_num_free_blocks()
+        started = time.perf_counter()
+        by_arrival: dict[int, list[int]] = {}
+        by_cancel: dict[int, list[str]] = {}
+        for index, arrive, _, _, cancel in requests:
+            by_arrival.setdefault(arrive, []).append(index)
+            if cancel is not None:
+                by_cancel.setdefault(cancel, []).append(str(index))
+        last_arrival = max(by_arrival, default=-1)
+        live: set[int] = set()
         while iteration < limit:
-            for index, arrive, prompt, output, _ in requests:
-                if arrive == iteration:
-                    scheduler.add_request(
-                        Request(
-                            request_id=str(index),
-                            prompt_token_ids=_prompt(index, prompt, shared),
-                            sampling_params=SamplingParams(max_tokens=output, ignore_eos=True),
-                            pooling_params=None,
-                            arrival_time=float(iteration),
-                            block_hasher=hasher,
-                        )
+            for index in by_arrival.get(iteration, ()):
+                _, _, prompt, output, _ = requests[index]
+                scheduler.add_request(
+                    Request(
+                        request_id=str(index),
+                        prompt_token_ids=_prompt(index, prompt, shared),
+                        sampling_params=SamplingParams(max_tokens=output, ignore_eos=True),
+                        pooling_params=None,
+                        arrival_time=float(iteration),
+                        block_hasher=hasher,
                     )
-            cancels = [str(i) for i, _, _, _, cancel in requests if cancel == iteration]
-            live = [r for r in cancels if r in scheduler.requests]
-            if live:
-                scheduler.finish_requests(live, RequestStatus.FINISHED_ABORTED)
+                )
+                live.add(index)
+            cancels = [r for r in by_cancel.get(iteration, ()) if r in scheduler.requests]
+            if cancels:
+                scheduler.finish_requests(cancels, RequestStatus.FINISHED_ABORTED)
             step_fn()
-            for index, *_ in requests:
-                if (
-                    index not in finished_at
-                    and str(index) not in scheduler.requests
-                    and any(index == r[0] and r[1] <= iteration for r in requests)
-                ):
-                    finished_at[index] = iteration
+            for index in [i for i in live if str(i) not in scheduler.requests]:
+                finished_at[index] = iteration
+                live.discard(index)
             iteration += 1
-            pending = any(arrive >= iteration for _, arrive, *_ in requests)
-            if not pending and not scheduler.has_requests() and not batch_queue:
+            if iteration > last_arrival and not scheduler.has_requests() and not batch_queue:
                 break
+        LOOP_SECONDS.append(time.perf_counter() - started)
         return {
             "planned": {k: planned[k] for k in ("num_blocks", "block_size", "max_model_len")},
             "resolved": {
@@ -210,4 +217,6 @@ if __name__ == "__main__":
         result = {"error": {"type": type(exc).__name__, "message": message}}
         if os.environ.get("VLLM_CASE_DEBUG"):
             traceback.print_exc()
+    if LOOP_SECONDS:
+        print(f"VLLM_LOOP_SECONDS {LOOP_SECONDS[0]:.6f}")
     print("VLLM_CASE_RESULT " + json.dumps(result))

@@ -1,0 +1,107 @@
+"""Simulation speed: kvplan's port of vLLM's scheduler against vLLM 0.33.0's own, on the same workload.
+
+usage: python benchmarks/bench_simulate.py [--vllm-python PATH] [--duration 600] [--rate 10]
+
+1. `kvplan simulate` end to end in the library (Llama-3.1-8B on one H100, Poisson arrivals at --rate for
+   --duration seconds, lognormal prompts, uniform outputs, 5 % cancels): wall time, engine steps per second.
+2. With --vllm-python (a venv with vllm==0.33.0, scripts/engines/README.md): the same requests, arriving at the
+   engine-loop iterations kvplan's run gave them, through vLLM's own scheduler and KV cache manager
+   (scripts/engines/vllm_sched_case.py; its engine loop timed, vLLM's start-up not) and through kvplan's port
+   (run_by_iteration), in the same run: the ratio is the comparison. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kvplan.capacity.deployment import load_model_for  # noqa: E402
+from kvplan.capacity.request import Origin, Raw, build_request  # noqa: E402
+from kvplan.simulate.run import simulate  # noqa: E402
+from kvplan.simulate.setup import prepare  # noqa: E402
+from kvplan.simulate.vllm import SchedulerConfig, run_by_iteration  # noqa: E402
+from kvplan.simulate.workload import Lengths, Workload  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vllm-python")
+    ap.add_argument("--duration", type=float, default=600)
+    ap.add_argument("--rate", type=float, default=10)
+    args = ap.parse_args()
+    raw = {"engine": Raw("vllm", Origin("--engine")), "gpu": Raw("H100-80GB", Origin("--gpu"))}
+    req = build_request("llama-3.1-8b", raw, need_hardware=True)
+    p = prepare(load_model_for(req), req)
+    w = Workload(
+        prompt=Lengths("lognormal", 1000, 0.8),
+        output=Lengths("uniform", 50, 500),
+        rate=args.rate,
+        duration=args.duration,
+        cancel=0.05,
+        seed=1,
+    )
+    t = time.perf_counter()
+    result = simulate(p.config, p.cost, w)
+    wall = time.perf_counter() - t
+    steps = len(result.steps)
+    print("| what | requests | engine steps | wall time | steps/s |\n|---|---:|---:|---:|---:|")
+    print(
+        f"| kvplan simulate, {args.duration:g} s at {args.rate:g} req/s | {len(result.requests):,} | {steps:,} | "
+        f"{wall:.2f} s | {steps / wall:,.0f} |"
+    )
+    if not args.vllm_python:
+        return
+    # the same requests by engine-loop iteration: arrival at the step that started after them, no cancels
+    starts = [s.start for s in result.steps]
+    import bisect
+
+    requests = [[bisect.bisect_left(starts, q.arrival), q.prompt, q.output, None] for q in result.requests]
+    c = p.config
+    config = SchedulerConfig(c.num_blocks, c.block_size, c.max_model_len, c.max_num_batched_tokens, c.max_num_seqs)
+    t = time.perf_counter()
+    mine = run_by_iteration(config, [tuple(r) for r in requests])  # type: ignore[misc]
+    port = time.perf_counter() - t
+    sys.path.insert(0, str(ROOT / "scripts" / "engines"))
+    from record_vllm import CONFIGS, gpu
+
+    case = {
+        "model": str(CONFIGS / "llama-3.1-8b"),
+        "gpu": gpu("H100-80GB"),
+        "kv_cache_memory_bytes": p.capacity.kv_budget_bytes,
+        "max_model_len": c.max_model_len,
+        "requests": requests,
+        "max_iters": 10**7,
+    }
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(case, fh)
+    out = subprocess.run(
+        [args.vllm_python, str(ROOT / "scripts/engines/vllm_sched_case.py"), "@" + fh.name],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    ).stdout
+    theirs = float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("VLLM_LOOP_SECONDS")))
+    answer = json.loads(next(ln for ln in out.splitlines() if ln.startswith("VLLM_CASE_RESULT "))[17:])["ok"]
+    same = len(answer["steps"]) == len(mine.steps)
+    print(
+        f"| vLLM 0.33.0's scheduler, the same requests by iteration | {len(requests):,} | "
+        f"{len(answer['steps']):,} | {theirs:.2f} s | {len(answer['steps']) / theirs:,.0f} |"
+    )
+    print(
+        f"| kvplan's port, the same | {len(requests):,} | {len(mine.steps):,} | {port:.2f} s | "
+        f"{len(mine.steps) / port:,.0f} |"
+    )
+    print(f"\nkvplan's port takes {port / theirs:.2f}× vLLM's time on the same steps (same step count: {same})")
+
+
+if __name__ == "__main__":
+    main()

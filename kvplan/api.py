@@ -1,0 +1,145 @@
+"""kvplan as a library: the commands as functions, and the planner itself for sweeps.
+
+Every command is a function taking the model (a reference as the command line takes it, or a model already
+loaded with :func:`load_model`) and the command's settings as keyword arguments named as the deployments file
+names them (``ctx_size``, ``parallel``, ``cache_type_k``, ``gpu``, ``engine``, ``max_model_len``, …; the
+long flag with ``_`` for ``-``). Each returns the same typed :class:`~kvplan.report.document.Document` the
+command line renders (``doc.to_dict()`` is its JSON). Errors are :class:`~kvplan.errors.KvplanError`
+subclasses, named by the keyword: ``UsageError("cache_type_k: unknown cache type 'q8' (did you mean q8_0?)")``.
+
+For sweeps over many configurations, :func:`plan` goes straight to llama.cpp's allocation rules (no request,
+no report) and :func:`planner` binds a model once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from kvplan.errors import UsageError
+from kvplan.model import ModelDescription
+from kvplan.report.document import Document, Format
+from kvplan.runtimes.llamacpp import LlamaCppSettings, MemoryPlan
+from kvplan.runtimes.llamacpp import plan as _plan
+from kvplan.units import Units
+
+__all__ = [
+    "Document",
+    "LlamaCppSettings",
+    "MemoryPlan",
+    "ModelDescription",
+    "check",
+    "compare",
+    "curve",
+    "estimate",
+    "fit",
+    "gpus",
+    "load_model",
+    "models",
+    "plan",
+    "planner",
+    "simulate",
+]
+
+
+def load_model(ref: str, *, params: int | None = None) -> ModelDescription:
+    """A model from a .gguf file or URL, a .yaml spec, a config.json or model folder, hf://ORG/REPO, a catalog
+    name or the Hugging Face id of a catalog entry. ``params`` sets the parameter count (weight estimates)."""
+    from kvplan.sources import load_model as load
+
+    model = load(ref)
+    return model if params is None else replace(model, n_params=params)
+
+
+def _run(command: str, model: str | ModelDescription | None, settings: dict[str, Any], units: str) -> Document:
+    from kvplan.capacity.request import Origin, Raw
+    from kvplan.cli.argv import Parsed
+    from kvplan.cli.commands import COMMANDS, Invocation
+
+    cmd = COMMANDS[command]
+    known = {o.dest for o in cmd.options} - {"format", "units"}
+    for key in settings:
+        if key not in known:
+            from kvplan.sources.files import did_you_mean
+
+            raise UsageError(f"not a setting of {command}{did_you_mean(key, sorted(known))}", key)
+    values = {k: Raw(v, Origin(k)) for k, v in settings.items() if v is not None and v is not False}
+    values.update({k: Raw(False, Origin(k)) for k, v in settings.items() if v is False})
+    positionals: dict[str, str] = {}
+    loaded = None
+    if isinstance(model, ModelDescription):
+        positionals["MODEL"], loaded = model.source, model
+    elif model is not None:
+        positionals["MODEL" if command != "check" else "FILE"] = model
+    try:
+        unit = Units(units)
+    except ValueError:
+        raise UsageError(f"expected iec, si or bytes, not {units!r}", "units") from None
+    return cmd.body(Invocation(Parsed(values, positionals, False), Format.JSON, unit, loaded))
+
+
+def estimate(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:
+    """What llama.cpp allocates for KV cache and state, per cache, and why (``kvplan estimate``).
+
+    >>> doc = estimate("llama-3.1-8b", ctx_size=4096)
+    >>> doc.to_dict()["memory"]["total_bytes"]
+    536870912
+    """
+    return _run("estimate", model, settings, units)
+
+
+def fit(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:
+    """What fits on the GPUs, for llama.cpp or ``engine="vllm"|"sglang"|"trtllm"`` (``kvplan fit``)."""
+    return _run("fit", model, settings, units)
+
+
+def compare(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:
+    """MHA / GQA / MQA what-ifs and every cache type, side by side (``kvplan compare``; ``contexts="8k,32k"``)."""
+    return _run("compare", model, settings, units)
+
+
+def curve(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:
+    """Bytes against context per cache (``kvplan curve``; ``contexts="1k:128k"``)."""
+    return _run("curve", model, settings, units)
+
+
+def simulate(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:
+    """A workload through vLLM's scheduler (``kvplan simulate``; ``engine="vllm"``, ``request_rate=10``, …)."""
+    return _run("simulate", model, settings, units)
+
+
+def check(path: str, *, units: str = "iec") -> Document:
+    """Every deployment of a deployments file against its budgets (``kvplan check``)."""
+    return _run("check", path, {}, units)
+
+
+def models(*, arch: str | None = None, family: str | None = None) -> Document:
+    """The built-in catalog (``kvplan models``)."""
+    return _run("models", None, {"arch": arch, "family": family}, "iec")
+
+
+def gpus() -> Document:
+    """The GPU presets (``kvplan gpus``)."""
+    return _run("gpus", None, {}, "iec")
+
+
+def plan(model: ModelDescription, settings: LlamaCppSettings | None = None, **fields: Any) -> MemoryPlan:
+    """llama.cpp's exact allocation for ``model`` under ``settings`` (a LlamaCppSettings, or its fields as
+    keywords: ``n_ctx``, ``n_seq``, ``kv_unified``, ``type_k``, ``type_v``, ``flash_attn``, ``swa_full``, …).
+
+    >>> m = load_model("llama-3.1-8b")
+    >>> plan(m, n_ctx=4096).total_bytes
+    536870912
+    """
+    s = settings if settings is not None else LlamaCppSettings()
+    return _plan(model, replace(s, **fields) if fields else s)
+
+
+def planner(model: ModelDescription) -> Callable[..., MemoryPlan]:
+    """``plan`` bound to one model, for sweeps: ``p = planner(m); [p(n_ctx=c) for c in contexts]``."""
+
+    def bound(settings: LlamaCppSettings | None = None, **fields: Any) -> MemoryPlan:
+        return plan(model, settings, **fields)
+
+    return bound
