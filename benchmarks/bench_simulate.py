@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 from kvplan.capacity.deployment import load_model_for  # noqa: E402
 from kvplan.capacity.request import Origin, Raw, build_request  # noqa: E402
-from kvplan.simulate.run import simulate  # noqa: E402
-from kvplan.simulate.setup import prepare  # noqa: E402
-from kvplan.simulate.vllm import SchedulerConfig, run_by_iteration  # noqa: E402
-from kvplan.simulate.workload import Lengths, Workload  # noqa: E402
+from kvplan.simulation.run import simulate  # noqa: E402
+from kvplan.simulation.setup import prepare  # noqa: E402
+from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration  # noqa: E402
+from kvplan.simulation.workload import Lengths, Workload  # noqa: E402
 
 
 def main() -> None:

@@ -183,7 +183,7 @@ def test_ci_runs_the_readme_test_command(readme: str) -> None:
 
 def test_yaml_examples_load(readme: str, tmp_path) -> None:
     """The deployments file and the model spec shown in the README are valid files."""
-    from kvplan.check.deployments import load_deployments
+    from kvplan.checks.deployments import load_deployments
     from kvplan.sources.spec import load_spec_text
 
     blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)

@@ -115,7 +115,7 @@ DEPLOY_ATOMS = st.sampled_from(
 @settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(DEPLOY_ATOMS, max_size=12))
 def test_deployment_files_end_in_a_list_or_our_error(tmp_path_factory, lines: list[str]) -> None:
-    from kvplan.check.deployments import load_deployments
+    from kvplan.checks.deployments import load_deployments
 
     path = tmp_path_factory.mktemp("d") / "d.yaml"
     path.write_text("\n".join(lines))

@@ -15,11 +15,11 @@ ALLOWED = {
     "runtimes": {"runtimes"},
     "analysis": {"analysis", "runtimes", "sources"},
     "capacity": {"capacity", "runtimes", "sources"},
-    "check": {"check", "capacity", "runtimes", "simulate", "sources"},
-    "simulate": {"simulate", "capacity", "runtimes", "sources"},
-    "report": {"report", "analysis", "capacity", "check", "runtimes", "simulate"},
+    "checks": {"checks", "capacity", "runtimes", "simulation", "sources"},
+    "simulation": {"simulation", "capacity", "runtimes", "sources"},
+    "report": {"report", "analysis", "capacity", "checks", "runtimes", "simulation"},
     "render": {"render", "report"},
-    "cli": {"cli", "analysis", "capacity", "check", "render", "report", "runtimes", "simulate", "sources"},
+    "cli": {"cli", "analysis", "capacity", "checks", "render", "report", "runtimes", "simulation", "sources"},
 }
 BASE = {"errors", "units", "model", "facts", "__init__"}
 

@@ -66,7 +66,7 @@ ENGINE = (
     "mamba_ssm_cache_dtype",
 )
 BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
-#: simulate's budgets (kvplan.simulate.budgets.SIM_BUDGETS, repeated here so that --help imports nothing heavy)
+#: simulate's budgets (kvplan.simulation.budgets.SIM_BUDGETS, repeated here so that --help imports nothing heavy)
 SIM_BUDGET_FLAGS = {
     "max_preemptions": ("--max-preemptions", "preemptions over the run"),
     "max_ttft_p99": ("--max-ttft-p99", "the p99 TTFT floor (500ms, 2s)"),
@@ -189,8 +189,8 @@ def curve(inv: Invocation) -> Document:
     if req.hardware is None:
         return curve_document(result)
     from kvplan.capacity.weights import model_weights
-    from kvplan.simulate.roofline import decode_floor
-    from kvplan.simulate.setup import hardware_for
+    from kvplan.simulation.roofline import decode_floor
+    from kvplan.simulation.setup import hardware_for
 
     hw = hardware_for(req, _float(inv, "bandwidth", low=1, high=1e6), None, need_peak=False)
     weights = model_weights(model, req.weights, req.weight_bytes)
@@ -205,8 +205,8 @@ def curve(inv: Invocation) -> Document:
 
 
 def check(inv: Invocation) -> Document:
-    from kvplan.check.deployments import load_deployments
-    from kvplan.check.evaluate import check_exit, evaluate
+    from kvplan.checks.deployments import load_deployments
+    from kvplan.checks.evaluate import check_exit, evaluate
     from kvplan.report.check import check_document
 
     results = [evaluate(d) for d in load_deployments(inv.parsed.positionals["FILE"])]
@@ -246,10 +246,10 @@ def simulate(inv: Invocation) -> Document:
 
     from kvplan.capacity.deployment import load_model_for
     from kvplan.report.simulate import simulate_document
-    from kvplan.simulate.budgets import SIM_BUDGETS, findings, sim_budgets
-    from kvplan.simulate.run import simulate as run
-    from kvplan.simulate.setup import prepare
-    from kvplan.simulate.workload import WORKLOAD_KEYS, workload_from
+    from kvplan.simulation.budgets import SIM_BUDGETS, findings, sim_budgets
+    from kvplan.simulation.run import simulate as run
+    from kvplan.simulation.setup import prepare
+    from kvplan.simulation.workload import WORKLOAD_KEYS, workload_from
 
     req = _request(inv, need_hardware=True)
     workload = workload_from(

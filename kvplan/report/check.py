@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.check.evaluate import DeploymentResult
+from kvplan.checks.evaluate import DeploymentResult
 from kvplan.report import budgets as budget_report
 from kvplan.report.document import Cell, Column, Document, Table
 from kvplan.units import Units

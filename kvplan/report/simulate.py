@@ -7,9 +7,9 @@ from kvplan.capacity.budgets import Finding
 from kvplan.errors import EXIT_NO, EXIT_OK
 from kvplan.report import budgets as budget_report
 from kvplan.report.document import DATA_FORMATS, Column, Document, Format, Kind, Table
-from kvplan.simulate.run import SimResult, percentile
-from kvplan.simulate.setup import Prepared
-from kvplan.simulate.workload import Workload
+from kvplan.simulation.run import SimResult, percentile
+from kvplan.simulation.setup import Prepared
+from kvplan.simulation.workload import Workload
 from kvplan.units import Units, format_seconds, format_size
 
 

@@ -248,7 +248,7 @@ class Engine:
     separate_swa_pool: ClassVar[bool] = False  # window layers in a token pool of their own
     block_unit: ClassVar[str] = "block"
     null_blocks: ClassVar[int] = 0  # blocks the pool can never hand out
-    simulated: ClassVar[bool] = False  # kvplan.simulate has a port of its scheduler
+    simulated: ClassVar[bool] = False  # kvplan.simulation has a port of its scheduler
     measures_overhead: ClassVar[bool] = True  # the budget subtracts a profiled overhead (SGLang: a fraction)
     own_settings: ClassVar[frozenset[str]] = frozenset()  # request settings only this engine has
     #: the Hugging Face architectures the engine has a model class for (None: not recorded)

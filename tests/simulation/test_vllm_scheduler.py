@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from helpers import FIXTURES
 
-from kvplan.simulate.vllm import SchedulerConfig, run_by_iteration
+from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration
 
 RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "vllm_sched.json").read_text())["cases"]
 

@@ -1,6 +1,6 @@
 """A workload through the engine's scheduler, on the clock of the roofline floor.
 
-Each engine step takes the floor time of what it computes (kvplan.simulate.roofline); requests arrive at their
+Each engine step takes the floor time of what it computes (kvplan.simulation.roofline); requests arrive at their
 times and are added before the first step that starts after them; a cancel aborts the request between steps, as
 the engine's API server does. A token exists when the step that samples it ends: TTFT = that time for the first
 token less the arrival (queueing, prefill chunks and the first step), ITL = the gaps between a request's tokens.
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.errors import KvplanError
-from kvplan.simulate.roofline import CostModel
-from kvplan.simulate.vllm import EngineLoop, Request, Scheduler, SchedulerConfig, Status
-from kvplan.simulate.workload import RequestSpec, Workload
+from kvplan.simulation.roofline import CostModel
+from kvplan.simulation.vllm import EngineLoop, Request, Scheduler, SchedulerConfig, Status
+from kvplan.simulation.workload import RequestSpec, Workload
 
 #: a simulation is cut off after this many engine steps (a workload that would need more is refused)
 MAX_STEPS = 5_000_000

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from kvplan.capacity.request import Origin, Raw, Request, build_request
 from kvplan.capacity.settings import SETTINGS
 from kvplan.errors import SpecError, UsageError
-from kvplan.simulate.budgets import SIM_BUDGETS, SimBudgets, sim_budgets
-from kvplan.simulate.workload import WORKLOAD_KEYS, Workload, workload_from
+from kvplan.simulation.budgets import SIM_BUDGETS, SimBudgets, sim_budgets
+from kvplan.simulation.workload import WORKLOAD_KEYS, Workload, workload_from
 from kvplan.sources.files import Node, did_you_mean, load_nodes, read_text
 
 #: file key → setting dest, for every setting with a file key (budgets live under ``budgets:``)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from helpers import EXAMPLES, GOLDEN, kv
 
-from kvplan.check.deployments import load_deployments
-from kvplan.check.evaluate import evaluate
+from kvplan.checks.deployments import load_deployments
+from kvplan.checks.evaluate import evaluate
 from kvplan.errors import SpecError
 
 

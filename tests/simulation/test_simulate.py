@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan.errors import UsageError
-from kvplan.simulate.roofline import CostModel, Hardware
-from kvplan.simulate.vllm import SchedulerConfig, run_by_iteration
-from kvplan.simulate.workload import Lengths, parse_lengths
+from kvplan.simulation.roofline import CostModel, Hardware
+from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration
+from kvplan.simulation.workload import Lengths, parse_lengths
 
 BASE = ("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB")
 
@@ -165,7 +165,7 @@ def test_cli_budgets_pass_and_fail() -> None:
 
 def test_the_budget_flags_are_the_budgets() -> None:
     from kvplan.cli.commands import SIM_BUDGET_FLAGS
-    from kvplan.simulate.budgets import SIM_BUDGETS
+    from kvplan.simulation.budgets import SIM_BUDGETS
 
     assert SIM_BUDGET_FLAGS == SIM_BUDGETS
 

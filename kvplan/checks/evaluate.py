@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.capacity.deployment import Evaluation, evaluate_request, load_model_for
 from kvplan.capacity.request import Request
-from kvplan.check.deployments import Deployment
+from kvplan.checks.deployments import Deployment
 from kvplan.errors import EXIT_NO, EXIT_OK, KvplanError, overall_exit
 from kvplan.model import ModelDescription
 
@@ -58,9 +58,9 @@ def evaluate(dep: Deployment) -> DeploymentResult:
         model = load_model_for(dep.request)
         ev = evaluate_request(model, checked_request(model, dep.request), suggest=True)
         if dep.workload is not None:  # the deployment as configured (the engine's own defaults), over time
-            from kvplan.simulate.budgets import findings
-            from kvplan.simulate.run import simulate
-            from kvplan.simulate.setup import prepare
+            from kvplan.simulation.budgets import findings
+            from kvplan.simulation.run import simulate
+            from kvplan.simulation.setup import prepare
 
             p = prepare(model, dep.request)
             ev = replace(ev, findings=ev.findings + findings(simulate(p.config, p.cost, dep.workload), dep.sim_budgets))

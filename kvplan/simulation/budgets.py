@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from kvplan.capacity.budgets import Finding
 from kvplan.errors import UsageError
-from kvplan.simulate.run import SimResult, percentile
+from kvplan.simulation.run import SimResult, percentile
 
 #: budget key (file) → (flag, what it limits)
 SIM_BUDGETS = {

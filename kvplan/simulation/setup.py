@@ -11,8 +11,8 @@ from kvplan.errors import RefusedConfigError, UnsupportedError, UsageError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
 from kvplan.runtimes.engines import ENGINES, Capacity
-from kvplan.simulate.roofline import PERF, CostModel, Hardware
-from kvplan.simulate.vllm import SchedulerConfig
+from kvplan.simulation.roofline import PERF, CostModel, Hardware
+from kvplan.simulation.vllm import SchedulerConfig
 
 
 @dataclass(frozen=True)
