@@ -13,9 +13,9 @@ from kvplan.capacity.results import FitResult
 from kvplan.capacity.runtime import get_runtime
 from kvplan.errors import RefusedConfigError, UnsupportedError
 from kvplan.model import ModelDescription
-from kvplan.runtimes.engines import CACHE_DTYPE_BYTES, ENGINES
 from kvplan.runtimes.llamacpp import Backend, FlashAttn, MemoryPlan, plan, plan_mtp_draft
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS
+from kvplan.runtimes.names import CACHE_DTYPE_BYTES
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,8 @@ def _per_seq(o: LlamaCppOptions, per_seq: int, n: int) -> LlamaCppOptions:
 
 def _nearest_engine(model: ModelDescription, req: Request) -> Suggestion | None:
     e = req.engine
+    from kvplan.runtimes.engines import ENGINES
+
     engine = ENGINES[req.runtime]
     current = CACHE_DTYPE_BYTES[e.kv_cache_dtype]
     for dtype in engine.dtype_ladder:

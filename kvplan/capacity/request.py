@@ -18,8 +18,8 @@ from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
 from kvplan.capacity.settings import ENGINE_EQUIVALENT, LLAMACPP_EQUIVALENT, SETTINGS_BY_DEST
 from kvplan.errors import KvplanError, SpecError, UsageError
 from kvplan.runtimes import LLAMACPP, is_engine
-from kvplan.runtimes.engines import ENGINES
 from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
+from kvplan.runtimes.names import ENGINE_NAMES, OWN_SETTINGS
 
 # --- where a value came from -----------------------------------------------------------------------------
 
@@ -212,10 +212,10 @@ def _check_runtime(runtime: str, raw: Mapping[str, Raw]) -> None:
             instead = LLAMACPP_EQUIVALENT.get(dest)
             hint = f"; for llama.cpp use {instead}" if instead else "; give --engine vllm, sglang or trtllm"
             raise item.origin.error(f"is a serving-engine setting{hint}")
-        owners = [e for e in ENGINES.values() if dest in e.own_settings]
-        if owners and is_engine(runtime) and dest not in ENGINES[runtime].own_settings:
-            names = ", ".join(e.label for e in owners)
-            raise item.origin.error(f"is {names}'s; {ENGINES[runtime].label} does not have it")
+        owners = [e for e, own in OWN_SETTINGS.items() if dest in own]
+        if owners and is_engine(runtime) and dest not in OWN_SETTINGS[runtime]:
+            names = ", ".join(ENGINE_NAMES[e][0] for e in owners)
+            raise item.origin.error(f"is {names}'s; {ENGINE_NAMES[runtime][0]} does not have it")
 
 
 def _hardware(values: dict[str, Any], raw: Mapping[str, Raw], gpu_table: Mapping[str, int] | None) -> Hardware | None:

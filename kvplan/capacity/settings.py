@@ -13,9 +13,8 @@ from typing import Any
 from kvplan.capacity.weights import weight_type
 from kvplan.facts.ggml_types import LLAMA_CPP_CACHE_TYPES
 from kvplan.runtimes import LLAMACPP, canonical_runtime, runtime_names
-from kvplan.runtimes.engines import CACHE_DTYPE_BYTES
-from kvplan.runtimes.engines.state import SSM_DTYPES
 from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
+from kvplan.runtimes.names import CACHE_DTYPE_BYTES, SSM_DTYPES
 from kvplan.units import parse_count, parse_fraction, parse_params, parse_size
 
 # --- parsers (raise ValueError with a message) ------------------------------------------------------------

@@ -1,16 +1,16 @@
 """The runtimes kvplan plans for: llama.cpp (byte-exact, ``llamacpp/``) and the paged serving engines (``engines/``:
-vLLM, SGLang, TensorRT-LLM). Names are case-insensitive and accept each project's own spellings."""
+vLLM, SGLang, TensorRT-LLM). Names are case-insensitive and accept each project's own spellings; resolving one
+imports no runtime's code (``names.py``)."""
 
 from __future__ import annotations
 
-from kvplan.runtimes.engines import ENGINES
+from kvplan.runtimes.names import ENGINE_NAMES, LLAMACPP, LLAMACPP_ALIASES
 
-LLAMACPP = "llama.cpp"
-LLAMACPP_ALIASES = ("llama.cpp", "llamacpp", "llama-cpp", "llama_cpp", "llama-server", "llama-cli")
+__all__ = ["LLAMACPP", "LLAMACPP_ALIASES", "canonical_runtime", "is_engine", "runtime_names"]
 
 
 def runtime_names() -> tuple[str, ...]:
-    return (LLAMACPP, *ENGINES)
+    return (LLAMACPP, *ENGINE_NAMES)
 
 
 def canonical_runtime(name: object) -> str:
@@ -18,11 +18,11 @@ def canonical_runtime(name: object) -> str:
     key = str(name).strip().lower()
     if key in LLAMACPP_ALIASES:
         return LLAMACPP
-    for engine in ENGINES.values():
-        if key == engine.name or key in engine.aliases:
-            return engine.name
+    for engine, (_, aliases) in ENGINE_NAMES.items():
+        if key == engine or key in aliases:
+            return engine
     raise ValueError(f"unknown runtime {name!r}; expected one of {', '.join(runtime_names())}")
 
 
 def is_engine(name: str) -> bool:
-    return name in ENGINES
+    return name in ENGINE_NAMES

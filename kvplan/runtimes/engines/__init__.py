@@ -2,7 +2,6 @@
 
 from kvplan.runtimes.engines.layout import capacity, layout
 from kvplan.runtimes.engines.paged import (
-    CACHE_DTYPE_BYTES,
     CacheSpec,
     Capacity,
     Engine,
@@ -15,6 +14,7 @@ from kvplan.runtimes.engines.paged import (
 from kvplan.runtimes.engines.sglang import ENGINE as SGLANG
 from kvplan.runtimes.engines.trtllm import ENGINE as TRTLLM
 from kvplan.runtimes.engines.vllm import ENGINE as VLLM
+from kvplan.runtimes.names import CACHE_DTYPE_BYTES
 
 #: every engine kvplan plans for, by canonical name
 ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM, SGLANG, TRTLLM)}

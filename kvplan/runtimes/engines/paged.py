@@ -15,20 +15,10 @@ from typing import ClassVar, NamedTuple
 
 from kvplan.errors import UsageError
 from kvplan.model import ModelDescription
+from kvplan.runtimes.names import CACHE_DTYPE_BYTES
 from kvplan.units import cdiv
 
 #: bytes per K/V element by engine cache dtype ("auto" = the checkpoint dtype, bf16 here)
-CACHE_DTYPE_BYTES = {
-    "auto": 2,
-    "bf16": 2,
-    "bfloat16": 2,
-    "fp16": 2,
-    "float16": 2,
-    "half": 2,
-    "fp8": 1,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-}
 #: DeepSeek-V3.2's lightning-indexer row: fp8 index_head_dim 128 + one fp32 scale per 128 values = 132 B
 DSA_INDEX_HEAD_DIM = 128
 DSA_INDEXER_BYTES = DSA_INDEX_HEAD_DIM + DSA_INDEX_HEAD_DIM // 128 * 4

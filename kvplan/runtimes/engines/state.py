@@ -50,7 +50,6 @@ STATE_BACKENDS = {
 }
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 #: --mamba-ssm-cache-dtype values
-SSM_DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: FLASHINFER_GDN_CHECKPOINT_ALIGNMENT (vllm/v1/attention/backends/gdn_attn.py)
 GDN_CHECKPOINT_ALIGNMENT = 64
 

@@ -41,6 +41,7 @@ from kvplan.runtimes.engines.paged import (
 )
 from kvplan.runtimes.engines.vllm import backends as bk
 from kvplan.runtimes.engines.vllm.grouping import group_layers
+from kvplan.runtimes.names import SSM_DTYPES
 from kvplan.units import GIB, cdiv
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # CacheConfig.gpu_memory_utilization since 0.20 (0.9 before)
@@ -163,9 +164,9 @@ class VLLM(Engine):
             )
         if attn:
             self._check_heads(model, s, attn[0])
-        if s.mamba_ssm_cache_dtype not in (None, *st.SSM_DTYPES):
+        if s.mamba_ssm_cache_dtype not in (None, *SSM_DTYPES):
             raise RefusedConfigError(
-                f"vllm: --mamba-ssm-cache-dtype {s.mamba_ssm_cache_dtype!r}: expected one of {', '.join(st.SSM_DTYPES)}"
+                f"vllm: --mamba-ssm-cache-dtype {s.mamba_ssm_cache_dtype!r}: expected one of {', '.join(SSM_DTYPES)}"
             )
         if states and model.arch == "kimi-linear" and s.mamba_ssm_cache_dtype == "float16":
             raise RefusedConfigError(  # MambaStateDtypeCalculator.kda_state_dtype
