@@ -8,8 +8,6 @@ allocation rules for sweeps. Names load on first use, so ``import kvplan`` costs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -31,6 +29,7 @@ __all__ = [
     "simulate",
 ]
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.api import (
         Document,
@@ -51,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in __all__ and name != "__version__":
         from kvplan import api
 

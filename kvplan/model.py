@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 
 class SwaType(str, Enum):
@@ -166,12 +167,19 @@ class ModelDescription:
         """The trunk: layers that are not nextn/MTP blocks (llama.cpp's n_layer())."""
         return self.n_layer_all - self.n_layer_nextn
 
-    @property
+    @cached_property
+    def plan_memo(self) -> dict[object, object]:
+        """What the planner derives from the layers alone (row widths per cache), kept with the model: a
+        sweep over contexts and cache types derives it once (not a field: no effect on equality)."""
+        return {}
+
+    @cached_property
     def v_width_max(self) -> int:
-        """n_embd_v_gqa_max(): the widest V over all n_layer_all layers (FA-off padding width)."""
+        """n_embd_v_gqa_max(): the widest V over all n_layer_all layers (FA-off padding width). Computed once
+        per model (sweeps plan one model many times)."""
         return max((layer.v_width for layer in self.layers), default=0)
 
-    @property
+    @cached_property
     def v_width_variable(self) -> bool:
         return any(layer.v_width != self.layers[0].v_width for layer in self.layers)
 

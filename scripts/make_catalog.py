@@ -253,7 +253,10 @@ def main() -> None:
     for stale in out_dir.glob("*.yaml"):
         if stale.stem not in written:
             stale.unlink()
-    print(f"wrote {len(written)} specs; skipped: {'; '.join(skipped) or 'none'}")
+    from kvplan.sources.catalog import COMPILED, compile_catalog
+
+    COMPILED.write_text(compile_catalog(), encoding="utf-8")
+    print(f"wrote {len(written)} specs and {COMPILED.name}; skipped: {'; '.join(skipped) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from kvplan.capacity.budgets import Finding, Outcome, evaluate, outcome_of
 from kvplan.capacity.llamacpp import CACHE_TYPE_LADDER, settings_for
 from kvplan.capacity.request import LlamaCppOptions, Request
 from kvplan.capacity.results import FitResult
-from kvplan.capacity.runtime import get_runtime
 from kvplan.errors import RefusedConfigError, UnsupportedError
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, FlashAttn, MemoryPlan, plan, plan_mtp_draft
@@ -94,6 +93,8 @@ def evaluate_request(model: ModelDescription, req: Request, *, suggest: bool = F
         est = estimate(model, req)
         result = Evaluation(req, model, est, None, _findings(req, est.outcome(), None))
     else:
+        from kvplan.capacity.runtime import get_runtime  # the engines' code only for a fit on hardware
+
         runtime = get_runtime(req.runtime)
         fit = runtime.fit(model, req)
         solver = runtime.solver(model, req) if needs_solver else None

@@ -1,48 +1,114 @@
-"""The built-in catalog: the YAML specs in ``kvplan/model_specs/``, by name or by Hugging Face repository id."""
+"""The built-in catalog: the YAML specs in ``kvplan/model_specs/``, by name or by Hugging Face repository id.
+
+The specs are compiled into ``catalog.json`` (``scripts/make_catalog.py``, or ``python -m kvplan.sources.catalog``):
+their checked GGUF metadata, so reading a catalog model parses no YAML (tests/sources/test_catalog.py checks
+the compiled catalog equals the YAML). A spec the compiled file does not hold is read from its YAML."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
-import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from kvplan.errors import ModelNotFoundError
-from kvplan.model import ModelDescription
-from kvplan.sources.spec import load_spec
+from kvplan.model import ModelDescription, SpecInfo
+from kvplan.sources.gguf_reader import ArrayValue
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "model_specs"
-_HF_ID_RE = re.compile(r"^hf_id:\s*(\S+)\s*$", re.MULTILINE)
+COMPILED = CATALOG_DIR / "catalog.json"
+
+
+@cache
+def _compiled() -> dict[str, dict[str, Any]]:
+    try:
+        data: dict[str, dict[str, Any]] = json.loads(COMPILED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data
 
 
 def catalog_names() -> list[str]:
-    return sorted(p.stem for p in CATALOG_DIR.glob("*.yaml"))
+    return sorted({p.stem for p in CATALOG_DIR.glob("*.yaml")} | set(_compiled()))
 
 
 @cache
 def hf_ids() -> dict[str, str]:
-    """Hugging Face repository id (lower case) → catalog name, read from each spec's ``hf_id:`` line."""
+    """Hugging Face repository id (lower case) → catalog name."""
     out = {}
-    for path in sorted(CATALOG_DIR.glob("*.yaml")):
-        m = _HF_ID_RE.search(path.read_text(encoding="utf-8"))
-        if m:
-            out[m.group(1).strip("'\"").lower()] = path.stem
+    compiled = _compiled()
+    for name in catalog_names():
+        entry = compiled.get(name)
+        hf_id = entry["spec"]["hf_id"] if entry is not None else _spec_of(name).info.hf_id
+        if hf_id:
+            out[hf_id.lower()] = name
     return out
 
 
 def catalog_name(ref: str) -> str | None:
     """The catalog name ``ref`` refers to: a catalog name, or the Hugging Face id a catalog entry carries."""
     lower = ref.strip().lower()
-    if (CATALOG_DIR / f"{lower}.yaml").is_file():
+    if lower in _compiled() or (CATALOG_DIR / f"{lower}.yaml").is_file():
         return lower
     return hf_ids().get(lower)
+
+
+def _spec_of(name: str) -> Any:
+    from kvplan.sources.files import read_text
+    from kvplan.sources.spec import spec_parts
+
+    path = os.fspath(CATALOG_DIR / f"{name}.yaml")
+    return spec_parts(read_text(path, "a YAML model spec"), path, default_name=name)
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, ArrayValue):
+        return {"array": value.element_type, "values": list(value.values or ())}
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        return ArrayValue(value["array"], len(value["values"]), tuple(value["values"]))
+    return value
+
+
+def compile_catalog() -> str:
+    """catalog.json's text: every spec's checked parts."""
+    out = {}
+    for name in sorted(p.stem for p in CATALOG_DIR.glob("*.yaml")):
+        parts = _spec_of(name)
+        out[name] = {
+            "kv": {k: _encode(v) for k, v in parts.kv.items()},
+            "name": parts.name,
+            "params": parts.params,
+            "spec": dataclasses.asdict(parts.info),
+        }
+    return json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def load_catalog_model(name: str) -> ModelDescription:
     found = catalog_name(name)
     if found is None:
         raise ModelNotFoundError(f"{name}: not a catalog model (`kvplan models` lists them)")
-    model = load_spec(os.fspath(CATALOG_DIR / f"{found}.yaml"), source_kind="catalog", default_name=found)
+    entry = _compiled().get(found)
+    if entry is None:
+        from kvplan.sources.spec import load_spec
+
+        model = load_spec(os.fspath(CATALOG_DIR / f"{found}.yaml"), source_kind="catalog", default_name=found)
+    else:
+        from kvplan.sources.metadata import describe
+
+        kv = {k: _decode(v) for k, v in entry["kv"].items()}
+        spec = entry["spec"]
+        info = SpecInfo(**{**spec, "sources": tuple(spec["sources"])})
+        model = describe(kv, source="catalog", source_kind="catalog", name=entry["name"], n_params=entry["params"])
+        model = dataclasses.replace(model, spec=info)
     # a stable source (not this machine's install path), so output can be diffed across machines
     return dataclasses.replace(model, source=f"catalog:{found}")
+
+
+if __name__ == "__main__":  # regenerate catalog.json
+    COMPILED.write_text(compile_catalog(), encoding="utf-8")

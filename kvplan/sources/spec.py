@@ -126,6 +126,27 @@ def _params(path: str, top: dict[str, Node]) -> int | None:
     return int(value)
 
 
+@dataclasses.dataclass(frozen=True)
+class SpecParts:
+    """A spec read and checked: its GGUF metadata, name, parameters and description of itself."""
+
+    kv: dict[str, Any]
+    name: str | None
+    params: int | None
+    info: SpecInfo
+
+
+def spec_parts(text: str, path: str, default_name: str | None = None) -> SpecParts:
+    """The spec's parts, each checked with file, line and key (the catalog is compiled from these)."""
+    root = load_nodes(text, path, "the file is empty; expected a mapping with 'arch' and 'metadata'")
+    top, arch, meta_node = _top(root, path)
+    kv, _ = _metadata(path, arch, meta_node)
+    name = top["name"].value if "name" in top else default_name
+    if name is not None and not isinstance(name, str):
+        raise SpecError(path, top["name"].line, "name", "must be text")
+    return SpecParts(kv, name, _params(path, top), _spec_info(path, top))
+
+
 def load_spec_text(
     text: str,
     path: str,

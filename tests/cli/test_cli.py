@@ -203,3 +203,19 @@ def test_check_reports_the_context_that_really_fits() -> None:
             "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on"]  # fmt: skip
     assert kv(*base, "--ctx-per-seq", "70656").exit_code == 0
     assert kv(*base, "--ctx-per-seq", "70912").exit_code == 1
+
+
+def test_the_estimate_path_imports_nothing_heavy() -> None:
+    """`kvplan estimate CATALOG-MODEL -o json` reads the compiled catalog and plans llama.cpp: no YAML, no
+    gguf/numpy, no serving-engine code, no simulation, no framework."""
+    code = (
+        "import io, sys\n"
+        "from kvplan.cli import run\n"
+        "assert run(['estimate', 'llama-3.1-8b', '-o', 'json'], io.StringIO(), sys.stderr) == 0\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.split())
+    heavy = {"yaml", "gguf", "numpy", "typer", "pydantic", "rich", "kvplan.sources.spec", "kvplan.runtimes.engines",
+             "kvplan.simulation", "kvplan.capacity.engines", "kvplan.sources.remote"}  # fmt: skip
+    assert not heavy & loaded, sorted(heavy & loaded)

@@ -68,10 +68,9 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # 
             raise RefusedConfigError(
                 f"llama.cpp refuses: quantized V cache ({type_v.name}) requires flash attention (-fa on)"
             )
-    trunk = [layer for layer in model.layers if layer.index < model.n_layer]
     for t, attr, label in ((type_k, "head_k", "K"), (type_v, "head_v", "V")):
         if fa is not FlashAttn.OFF and t.is_quantized:
-            for layer in trunk:
+            for layer in model.layers[: model.n_layer]:
                 width = getattr(layer, attr)
                 if width % t.block_elements:
                     raise RefusedConfigError(

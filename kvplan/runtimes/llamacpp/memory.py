@@ -9,8 +9,10 @@ figure of ``llama_get_memory_breakdown()`` for the CPU backend (tensor alignment
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME, GGMLType
 from kvplan.model import Layer, MemoryKind, ModelDescription, SwaType
@@ -29,13 +31,34 @@ CSA_STATE_ROWS, HCA_STATE_ROWS = 2 * 8, 128
 # --- building blocks: one llama_kv_cache, one recurrent state --------------------------------------
 
 
-@dataclass(frozen=True)
-class _Row:
+class _Row(NamedTuple):
     """One layer of one cache: its K and V widths in elements (V None: the cache has no V tensor)."""
 
-    index: int
+    layer: int
     k: int
     v: int | None
+
+
+class _Rows(list[_Row]):
+    """Rows with their shapes found once: the distinct (K, V) widths, how many layers have each, and each
+    layer's shape (a sweep sizes a cache per shape, not per layer)."""
+
+    def __init__(self, rows: Iterable[_Row]) -> None:
+        super().__init__(rows)
+        index: dict[tuple[int, int | None], int] = {}
+        self.of_row = [index.setdefault((r.k, r.v), len(index)) for r in self]
+        self.shapes = list(index)
+        self.counts = [0] * len(index)
+        for i in self.of_row:
+            self.counts[i] += 1
+        self.layers = tuple(r.layer for r in self)
+        self._pick = operator.itemgetter(*self.of_row) if len(self.of_row) > 1 else None
+
+    def per_layer(self, per_shape: list[int]) -> tuple[int, ...]:
+        if self._pick is None:
+            return tuple(per_shape[i] for i in self.of_row)
+        picked: tuple[int, ...] = self._pick(per_shape)
+        return picked
 
 
 def _kv_cache(
@@ -50,39 +73,42 @@ def _kv_cache(
     type_k: GGMLType | None = None,
     type_v: GGMLType | None = None,
 ) -> CachePlan:
-    """One llama_kv_cache: K [k, cells, streams] (and V) per layer, each buffer-padded."""
+    """One llama_kv_cache: K [k, cells, streams] (and V) per layer, each buffer-padded. Layers of one shape
+    (K and V widths) are sized once: a sweep costs per shape, not per layer."""
     tk = type_k or ctx.type_k
     tv = type_v or ctx.type_v
-    has_v = any(r.v is not None for r in rows)
-    k_bytes = v_bytes = per_token = 0
-    layer_bytes = []
-    for r in rows:
-        k_row = tk.row_bytes(r.k)
+    g = rows if isinstance(rows, _Rows) else _Rows(rows)
+    k_bytes = v_bytes = per_token = buffer = 0
+    this_of: list[int] = []
+    for (k_w, v_w), n in zip(g.shapes, g.counts, strict=True):
+        k_row = tk.row_bytes(k_w)
         k = k_row * cells * streams
-        k_bytes += k
-        this = ctx.alloc(tk, r.k, k)
-        per_token += k_row
-        if r.v is not None:
-            v_row = tv.row_bytes(r.v)
+        this, row, v = ctx.alloc(tk, k_w, k), k_row, 0
+        if v_w is not None:
+            v_row = tv.row_bytes(v_w)
             v = v_row * cells * streams
-            v_bytes += v
-            this += ctx.alloc(tv, r.v, v)
-            per_token += v_row
-        layer_bytes.append(this)
+            this += ctx.alloc(tv, v_w, v)
+            row += v_row
+        k_bytes += k * n
+        v_bytes += v * n
+        buffer += this * n
+        per_token += row * n
+        this_of.append(this)
+    has_v = any(v_w is not None for _, v_w in g.shapes)
     return CachePlan(
         name=name,
         kind=kind,
-        layers=tuple(r.index for r in rows),
+        layers=g.layers,
         cells=cells,
         streams=streams,
         type_k=tk.name,
         type_v=tv.name if has_v else None,
         k_bytes=k_bytes,
         v_bytes=v_bytes,
-        buffer_bytes=sum(layer_bytes),
+        buffer_bytes=buffer,
         per_token_bytes=per_token if grows else 0,
         why=why,
-        layer_bytes=tuple(layer_bytes),
+        layer_bytes=g.per_layer(this_of),
     )
 
 
@@ -94,14 +120,27 @@ def _attention_rows(
     v_max_over: Iterable[Layer] | None = None,
 ) -> list[_Row]:
     """K/V widths of ordinary attention layers; with FA off every V is the widest V (over all layers)."""
-    all_layers = list(v_max_over if v_max_over is not None else model.layers)
+    if v_max_over is None:
+        layers = tuple(layers)
+        key = ("attention rows", tuple(layer.index for layer in layers), k_only, ctx.v_trans)
+        memo = model.plan_memo
+        if key not in memo:
+            memo[key] = _Rows(_rows(layers, k_only, ctx.v_trans and model.v_width_variable, model.v_width_max))
+        rows = memo[key]
+        assert isinstance(rows, list)
+        return rows
+    all_layers = list(v_max_over)
     v_max = max((layer.v_width for layer in all_layers), default=0)
     variable = any(layer.v_width != all_layers[0].v_width for layer in all_layers)
-    rows = []
-    for layer in layers:
-        v = None if k_only else (v_max if ctx.v_trans and variable else layer.v_width)
-        rows.append(_Row(layer.index, layer.k_width, v))
-    return rows
+    return _rows(layers, k_only, ctx.v_trans and variable, v_max)
+
+
+def _rows(layers: Iterable[Layer], k_only: bool, pad_v: bool, v_max: int) -> list[_Row]:
+    if k_only:
+        return [_Row(layer.index, layer.k_width, None) for layer in layers]
+    if pad_v:
+        return [_Row(layer.index, layer.k_width, v_max) for layer in layers]
+    return [_Row(layer.index, layer.k_width, layer.v_width) for layer in layers]
 
 
 def _full_why(ctx: Context, cells: int | None = None) -> str:
@@ -169,19 +208,24 @@ def _recurrent(model: ModelDescription, ctx: Context, keep: Callable[[Layer], bo
     rows = ctx.n_seq * (1 + ctx.n_rs_seq)
     r_bytes = s_bytes = 0
     layer_bytes = []
+    seen: dict[bool, tuple[int, int, int]] = {}  # with / without the PLE history: computed once each
     for layer in layers:
-        widths = [model.n_embd_r, model.n_embd_s]
-        if layer.ple and model.ple_conv_state:
-            widths.append(model.ple_conv_state)
-        this = 0
-        for i, w in enumerate(widths):
-            b = F32.row_bytes(w) * rows
-            this += ctx.alloc(F32, w, b)
-            if i == 1:
-                s_bytes += b
-            else:
-                r_bytes += b
-        layer_bytes.append(this)
+        ple = bool(layer.ple and model.ple_conv_state)
+        shape = seen.get(ple)
+        if shape is None:
+            widths = [model.n_embd_r, model.n_embd_s, *([model.ple_conv_state] if ple else [])]
+            this = r = s_ = 0
+            for i, w in enumerate(widths):
+                b = F32.row_bytes(w) * rows
+                this += ctx.alloc(F32, w, b)
+                if i == 1:
+                    s_ += b
+                else:
+                    r += b
+            shape = seen[ple] = (r, s_, this)
+        r_bytes += shape[0]
+        s_bytes += shape[1]
+        layer_bytes.append(shape[2])
     snap = f" × (1 + {ctx.n_rs_seq} rollback snapshots)" if ctx.n_rs_seq else ""
     why = (
         f"{ctx.n_seq} sequence(s){snap} = {rows} row(s) of {model.n_embd_r:,} r + {model.n_embd_s:,} s "
