@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,7 +215,36 @@ class _Cursor:
             raise self.fail(f"{what}: string is not valid UTF-8", start) from None
 
     def skip_strings(self, count: int, what: str) -> None:
-        """Skip ``count`` length-prefixed strings without decoding them (the hot loop)."""
+        """Skip ``count`` length-prefixed strings without decoding them (the hot loop). Fast path: lengths read
+        straight from the buffer through memoryviews of it as u64 at each of the 8 alignments, unchecked: a read
+        past the buffer raises IndexError, the buffer grows and the walk goes on; a last string that runs past
+        it, a truncated file or a length that exceeds it are left to the checked loop, which reports the exact
+        element."""
+        remaining = count
+        while remaining > 64 and self.prefix == "<" and sys.byteorder == "little":
+            buf, pos, done = self.buf, self.pos, 0
+            views = [memoryview(buf)[k : k + (self.avail - k) // 8 * 8].cast("Q") for k in range(8)]
+            try:
+                for done in range(remaining):  # noqa: B007 - done counts the strings walked
+                    pos += 8 + views[pos & 7][pos >> 3]
+                done = remaining
+            except IndexError:  # string `done` starts at pos; its length is past the buffer
+                pass
+            finally:
+                for view in views:
+                    view.release()
+            if done == remaining:
+                if pos <= self.avail:
+                    self.pos = pos
+                    return
+                break  # the last string ends past the buffer: the checked loop walks these again
+            self.pos, remaining = pos, remaining - done
+            if pos + 8 > self.end:
+                break  # truncated: the checked loop says where
+            self.grow(pos + 8)
+        self._skip_strings_checked(remaining, what)
+
+    def _skip_strings_checked(self, count: int, what: str) -> None:
         unpack = struct.Struct(self.prefix + "Q").unpack_from
         buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
         for i in range(count):
