@@ -203,14 +203,44 @@ class Target:
         return best
 
     def max_parallel(self, settings: LlamaCppSettings, ctx_per_seq: int) -> Placement | None:
-        """The most sequences (1..256) of ``ctx_per_seq`` tokens each that fit (every count is checked: padding
-        and refusals make the answer not strictly monotone)."""
-        best = None
-        for n in range(1, LLAMA_MAX_SEQ + 1):
-            p = self.fitting(per_sequence(settings, n, ctx_per_seq))
-            if p is not None:
-                best = p
-        return best
+        """The most sequences (1..256) of ``ctx_per_seq`` tokens each that fit. The bytes grow with the count,
+        but llama.cpp refuses some counts outright (a batch smaller than the sequences, MiniMax-01's ubatch
+        rule), so the search bisects over ``n → the largest count ≤ n llama.cpp accepts``, which is monotone;
+        refused counts cost no plan."""
+        placed: dict[int, Placement | None] = {}
+        refused: set[int] = set()
+
+        def accepted(n: int) -> int:  # the largest count <= n llama.cpp does not refuse (0: none)
+            while n >= 1:
+                if n not in refused:
+                    if n not in placed:
+                        try:
+                            p = self.place(per_sequence(settings, n, ctx_per_seq))
+                        except RefusedConfigError:
+                            refused.add(n)
+                            n -= 1
+                            continue
+                        placed[n] = p if p.fits else None
+                    return n
+                n -= 1
+            return 0
+
+        def fits(n: int) -> bool:
+            k = accepted(n)
+            return k >= 1 and placed[k] is not None
+
+        if not fits(1):
+            return None
+        lo, hi = 1, LLAMA_MAX_SEQ
+        if fits(hi):
+            return placed[accepted(hi)]
+        while hi - lo > 1:  # fits(lo), not fits(hi)
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return placed[accepted(lo)]
 
     def cheapest_cache_types(self, settings: LlamaCppSettings) -> Placement | None:
         """The first (least lossy) K/V type pair with which ``settings`` fits."""

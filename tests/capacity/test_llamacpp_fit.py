@@ -191,3 +191,28 @@ def test_compute_buffer_grows_with_flash_attention_off() -> None:
     off = fit.compute_buffer(plan(m, LlamaCppSettings(n_ctx=32768, flash_attn=FlashAttn.OFF)))
     assert on[0] == 32768 * 512 * 2  # f16 mask: cells × ubatch × 2 B
     assert off[0] == (32 * 32768 + 32768) * 512 * 4 and "flash attention off" in off[1]  # f32 scores of 32 heads
+
+
+@pytest.mark.parametrize(
+    ("name", "gib", "ctx", "kw"),
+    [
+        ("llama-3.1-8b", 24, 32768, {}),
+        ("llama-3.1-8b", 80, 1024, {}),  # more sequences than the default batch allows: refusals above 2048/1024
+        ("gemma-3-27b", 48, 8192, {}),
+        ("minimax-m1", 300, 4096, {"n_ubatch": 512}),  # 64: MiniMax-01 refuses counts that do not divide the ubatch
+        ("qwen3-next-80b-a3b", 96, 16384, {"kv_unified": True}),
+    ],
+)
+def test_max_parallel_equals_checking_every_count(name: str, gib: int, ctx: int, kw: dict[str, object]) -> None:
+    """The bisection over accepted counts answers what checking all 256 counts answers."""
+    target = _target((gib * GIB,), name)
+    s = dataclasses.replace(LlamaCppSettings(backend=Backend.CUDA), **kw)  # type: ignore[arg-type]
+    brute = None
+    for n in range(1, fit.LLAMA_MAX_SEQ + 1):
+        p = target.fitting(fit.per_sequence(s, n, ctx))
+        if p is not None:
+            brute = p
+    found = target.max_parallel(s, ctx)
+    assert (found is None) == (brute is None)
+    if found is not None and brute is not None:
+        assert found.plan.context.n_seq == brute.plan.context.n_seq
