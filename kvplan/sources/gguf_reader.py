@@ -221,11 +221,22 @@ class _Cursor:
         it, a truncated file or a length that exceeds it are left to the checked loop, which reports the exact
         element."""
         remaining = count
+        ahead = min(self.end, MAX_HEADER_BYTES, self.pos + 16 * count)  # typical strings: one read, few copies
+        if ahead > self.avail and self.source is not None:
+            self.grow(ahead)
         while remaining > 64 and self.prefix == "<" and sys.byteorder == "little":
             buf, pos, done = self.buf, self.pos, 0
-            views = [memoryview(buf)[k : k + (self.avail - k) // 8 * 8].cast("Q") for k in range(8)]
+            views = tuple(memoryview(buf)[k : k + (self.avail - k) // 8 * 8].cast("Q") for k in range(8))
             try:
-                for done in range(remaining):  # noqa: B007 - done counts the strings walked
+                # four strings a turn; pos moves only when all four were read, so on IndexError it is the
+                # start of string `done`
+                for done in range(0, remaining - 3, 4):  # noqa: B007 - done counts the strings walked
+                    x = pos + 8 + views[pos & 7][pos >> 3]
+                    x += 8 + views[x & 7][x >> 3]
+                    x += 8 + views[x & 7][x >> 3]
+                    pos = x + 8 + views[x & 7][x >> 3]
+                done = remaining - remaining % 4
+                for done in range(done, remaining):  # noqa: B007, B020
                     pos += 8 + views[pos & 7][pos >> 3]
                 done = remaining
             except IndexError:  # string `done` starts at pos; its length is past the buffer
