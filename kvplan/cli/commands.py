@@ -249,12 +249,27 @@ def simulate(inv: Invocation) -> Document:
     from kvplan.simulation.budgets import SIM_BUDGETS, findings, sim_budgets
     from kvplan.simulation.run import simulate as run
     from kvplan.simulation.setup import prepare
-    from kvplan.simulation.workload import WORKLOAD_KEYS, workload_from
+    from kvplan.simulation.workload import WORKLOAD_KEYS, workload_file, workload_from
 
     req = _request(inv, need_hardware=True)
-    workload = workload_from(
-        {key: (inv.value(key), flag) for key, flag in WORKLOAD_KEYS.items() if inv.value(key) is not None}
-    )
+    given: dict[str, tuple[object, str]] = {}
+    lines: dict[str, int] = {}
+    path = inv.value("workload")
+    if path is not None:
+        given, lines = workload_file(path)
+    cli = {key: (inv.value(key), flag) for key, flag in WORKLOAD_KEYS.items() if inv.value(key) is not None}
+    if "request_rate" in cli or "max_concurrency" in cli or "trace" in cli:  # the flags' mode replaces the file's
+        for mode in ("request_rate", "max_concurrency", "trace"):
+            given.pop(mode, None)
+    given.update(cli)
+    try:
+        workload = workload_from(given)
+    except UsageError as exc:
+        if path is not None and exc.param in lines:
+            from kvplan.errors import SpecError
+
+            raise SpecError(path, lines[exc.param], exc.param, exc.detail) from None
+        raise
     budgets = sim_budgets(
         {key: (inv.value(key), flag) for key, (flag, _) in SIM_BUDGETS.items() if inv.value(key) is not None}
     )
@@ -441,6 +456,14 @@ COMMANDS: dict[str, Command] = {
                     "engine",
                     None,
                     negate=("--no-async-scheduling",),
+                ),
+                Option(
+                    "workload",
+                    ("--workload",),
+                    "a YAML file of these workload keys (request_rate: 10, prompt_len: ..., as a deployments "
+                    "entry's workload:); flags given as well win",
+                    "workload",
+                    "FILE",
                 ),
                 Option("request_rate", ("--request-rate",), "Poisson arrivals, requests per second", "workload", "R"),
                 Option("max_concurrency", ("--max-concurrency",), "instead: N requests always in flight", "workload"),

@@ -215,3 +215,29 @@ def workload_from(given: dict[str, tuple[object, str]]) -> Workload:
         shared_prefix=int(num("shared_prefix", 0, 2**31, integer=True) or 0),
         trace=load_trace(trace) if trace else None,
     )
+
+
+def workload_file(path: str) -> tuple[dict[str, tuple[object, str]], dict[str, int]]:
+    """A YAML workload file: the workload keys at the top level, or under ``workload:`` (a deployments entry's
+    mapping copied as it is). Returns the raw values (key → (value, key)) and each key's line."""
+    import os
+
+    from kvplan.errors import SpecError
+    from kvplan.sources.files import did_you_mean, load_nodes
+
+    root = load_nodes(read_text(path, "a workload file"), path, "the file is empty; expected request_rate: 10, ...")
+    node = root
+    if isinstance(root.value, dict) and set(root.value) == {"workload"}:
+        node = root.value["workload"]
+    if not isinstance(node.value, dict):
+        raise SpecError(path, node.line, None, "expected a mapping of workload keys (request_rate: 10, ...)")
+    given: dict[str, tuple[object, str]] = {}
+    lines: dict[str, int] = {}
+    for key, child in node.value.items():
+        if key not in WORKLOAD_KEYS:
+            raise SpecError(path, child.line, key, f"unknown workload key{did_you_mean(key, WORKLOAD_KEYS)}")
+        value = child.value
+        if key == "trace" and isinstance(value, str) and not os.path.isabs(value):
+            value = os.path.join(os.path.dirname(os.path.abspath(path)), value)
+        given[key], lines[key] = (value, key), child.line
+    return given, lines

@@ -179,3 +179,19 @@ def test_curve_gains_decode_bytes_and_the_itl_floor() -> None:
     assert rows[0]["itl_floor_s"] == pytest.approx((16_000_000_000 + 536_870_912) / 3.35e12)
     assert rows[1]["decode_bytes"] == 16_000_000_000 + 2 * 536_870_912
     assert "decode_bytes" not in kv("curve", "llama-3.1-8b", "-c", "4k", "-o", "json").json()["rows"][0]
+
+
+def test_cli_workload_file(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text("workload:\n  request_rate: 2\n  duration: 5\n  prompt_len: uniform:100:200\n  seed: 4\n")
+    a = kv(*BASE, "--workload", str(f), "-o", "json").json()
+    b = kv(*BASE, "--request-rate", "2", "--duration", "5", "--prompt-len", "uniform:100:200", "--seed", "4",
+           "-o", "json").json()  # fmt: skip
+    assert a == b
+    assert kv(*BASE, "--workload", str(f), "--max-concurrency", "3", "-o", "json").exit_code == 0  # flags win
+    f.write_text("request_rate: 2\ncancel_rate: 7\n")
+    r = kv(*BASE, "--workload", str(f))
+    assert r.exit_code == 3 and "w.yaml:2: cancel_rate: expected a number from 0 to 1" in r.stderr
+    f.write_text("request_rate: 2\nburst: 1\n")
+    r = kv(*BASE, "--workload", str(f))
+    assert r.exit_code == 3 and "w.yaml:2: burst: unknown workload key" in r.stderr
