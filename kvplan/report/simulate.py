@@ -41,7 +41,7 @@ def simulate_document(
         f"{_ms(percentile(r.itl, 50))} p50 / {_ms(percentile(r.itl, 99))} p99"
     )
     settings = (
-        f"block {c.block_size} tokens × {r.usable_blocks:,} blocks ({c.block_size * r.usable_blocks:,} tokens, "
+        f"block {c.block_size} tokens × {r.usable_blocks:,} blocks ({p.capacity.tokens:,} KV tokens, "
         f"{format_size(p.capacity.kv_budget_bytes, units)} per GPU), --max-model-len {c.max_model_len:,}, "
         f"--max-num-batched-tokens {c.max_num_batched_tokens:,}, --max-num-seqs {c.max_num_seqs:,}, prefix caching "
         f"{'on' if c.prefix_caching else 'off'}, {'async' if c.async_scheduling else 'sync'} scheduling"

@@ -41,18 +41,21 @@ class CostModel:
 
     weight_bytes: int  # read once per step
     flops_per_token: float  # 2 x parameters (this rank's share)
-    kv_bytes_per_token: int  # this rank's KV bytes per token of context
+    kv_bytes_per_token: int  # this rank's KV bytes per token of context (full-attention layers)
     attention_flops_per_pair: float  # FLOPs per (query token, context token): QK and PV, this rank's heads
     hardware: Hardware
+    windowed: tuple[tuple[int, int], ...] = ()  # (bytes per token, window) of sliding-window layers
 
     def step(self, work: Iterable[tuple[int, int]]) -> StepCost:
         """``work``: (tokens computed this step, tokens of context before them) per scheduled request."""
         new = ctx = pairs = 0
+        windowed = 0
         for n, before in work:
             new += n
             ctx += before + n
             pairs += n * before + n * (n + 1) // 2
-        read = self.weight_bytes + self.kv_bytes_per_token * ctx
+            windowed += sum(b * min(before + n, w + n) for b, w in self.windowed)  # a window's history + new
+        read = self.weight_bytes + self.kv_bytes_per_token * ctx + windowed
         flops = self.flops_per_token * new + self.attention_flops_per_pair * pairs
         h = self.hardware
         return StepCost(

@@ -12,7 +12,7 @@ from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
 from kvplan.runtimes.engines import ENGINES, Capacity
 from kvplan.simulation.roofline import PERF, CostModel, Hardware
-from kvplan.simulation.vllm import SchedulerConfig
+from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,21 @@ def prepare(
     max_len = req.engine.max_model_len or s.max_model_len or model.engine_ctx
     cap = target.capacity(replace(s, max_model_len=max_len))
     groups = cap.layout.groups
-    if len(groups) != 1 or not groups[0].spec.full_type:
-        raise UnsupportedError(
-            f"{model.name}: {len(groups)} KV cache groups ({', '.join(sorted({g.spec.kind for g in groups}))}); "
-            "simulate follows vLLM's scheduler for one full-attention group (dense, GQA, MLA models) so far"
-        )
+    kinds = sorted({g.spec.kind for g in groups})
+    caching = s.enable_prefix_caching is not False
+    several: tuple[GroupSpec, ...] = ()
+    if len(groups) > 1 or not groups[0].spec.full_type:
+        if not set(kinds) <= {"full", "sliding_window"}:
+            raise UnsupportedError(
+                f"{model.name}: KV cache groups of {', '.join(kinds)}; simulate follows vLLM's scheduler for "
+                "full-attention, MLA and sliding-window groups so far (chunked-local and state groups are not)"
+            )
+        if caching:
+            raise UnsupportedError(
+                f"{model.name}: {len(groups)} KV cache groups ({', '.join(kinds)}) with prefix caching, which "
+                "simulate does not follow yet (vLLM's hybrid cache-hit rules); give --no-enable-prefix-caching"
+            )
+        several = tuple(GroupSpec(g.spec.block_tokens, g.spec.window) for g in groups)
     if cap.requests_that_fit(max_len) < 1:
         raise RefusedConfigError(
             f"vLLM refuses to start: one request of --max-model-len {max_len:,} tokens needs more KV cache than "
@@ -81,8 +91,9 @@ def prepare(
         max_model_len=max_len,
         max_num_batched_tokens=s.max_num_batched_tokens,
         max_num_seqs=s.max_num_seqs,
-        prefix_caching=s.enable_prefix_caching is not False,
+        prefix_caching=caching,
         async_scheduling=async_scheduling,
+        groups=several,
     )
     ranks = s.tp * s.pp
     notes = []
@@ -95,10 +106,17 @@ def prepare(
         for layer in model.layers
         if layer.has_kv and not layer.recurrent and layer.n_head_kv
     )
+    lay = cap.layout
+    busiest = [lay.specs[ref] for ref in lay.stages[lay.busiest_stage]]
+    windows: dict[int, int] = {}
+    for spec in busiest:
+        if spec.window:
+            windows[spec.window] = windows.get(spec.window, 0) + spec.token_bytes
     cost = CostModel(
         weight_bytes=target.weight_bytes_per_rank,
         flops_per_token=2.0 * params / ranks,
-        kv_bytes_per_token=cap.layout.bytes_per_token,
+        kv_bytes_per_token=sum(spec.token_bytes for spec in busiest if not spec.window),
+        windowed=tuple((b, w) for w, b in sorted(windows.items())),
         attention_flops_per_pair=attention / ranks,
         hardware=hardware_for(req, bandwidth, peak_tflops),
     )

@@ -209,6 +209,91 @@ class KVCacheManager:
 
 
 @dataclass(frozen=True)
+class GroupSpec:
+    """One KV cache group: its block size and sliding window (0: full attention)."""
+
+    block_size: int
+    window: int = 0
+
+
+class GroupedKVCacheManager:
+    """KVCacheManager over several groups without prefix caching (KVCacheCoordinatorNoPrefixCache with a
+    FullAttentionManager or SlidingWindowManager per group, sharing one BlockPool): a sliding-window group
+    frees the blocks that fall out of the window as a request is processed (remove_skipped_blocks, on the
+    processed-token basis), and admission caps it at the recycling-aware bound
+    (SlidingWindowSpec.max_admission_blocks_per_request)."""
+
+    def __init__(self, num_blocks: int, groups: tuple[GroupSpec, ...], max_model_len: int, in_flight: int) -> None:
+        self.pool = BlockPool(num_blocks, caching=False)
+        self.groups = groups
+        self.max_model_len = max_model_len
+        self.caps = tuple(
+            cdiv(min(g.window - 1 + in_flight, max_model_len), g.block_size) + 1 if g.window else None for g in groups
+        )
+        self.req_blocks: tuple[dict[int, list[int]], ...] = tuple({} for _ in groups)  # 0 = the null block
+
+    def computed_blocks(self, r: Request) -> tuple[list[int], int]:
+        return [], 0
+
+    def _to_allocate(self, r: Request, num_tokens: int, total: int, admission: bool) -> int:
+        need = 0
+        for g, cap, table in zip(self.groups, self.caps, self.req_blocks, strict=True):
+            required = cdiv(num_tokens, g.block_size)
+            if admission and cap is not None:
+                required = min(required, cap)
+            held = len(table.get(r.rid, ()))
+            skipped = max(0, total - g.window + 1) // g.block_size if g.window else 0
+            need += max(required - max(skipped, held), 0)
+        return need
+
+    def _remove_skipped(self, r: Request, processed: int) -> None:
+        for g, table in zip(self.groups, self.req_blocks, strict=True):
+            skipped = max(0, processed - g.window + 1) if g.window else 0
+            blocks = table.get(r.rid)
+            if not skipped or not blocks:
+                continue
+            freed = []
+            for i in range(min(skipped // g.block_size, len(blocks)) - 1, -1, -1):
+                if blocks[i] == 0:
+                    break
+                freed.append(blocks[i])
+                blocks[i] = 0
+            self.pool.free_blocks(freed)
+
+    def allocate_slots(
+        self,
+        r: Request,
+        num_new: int,
+        hits: Sequence[int] = (),
+        num_hit_tokens: int = 0,
+        full_sequence_must_fit: bool = False,
+    ) -> bool:
+        total = min(r.num_computed, self.max_model_len)
+        if full_sequence_must_fit:
+            full = min(r.num_tokens, self.max_model_len)
+            if self._to_allocate(r, full, total, admission=True) > self.pool.num_free():
+                return False
+        need_slot = min(total + num_new, self.max_model_len)
+        self._remove_skipped(r, max(0, total - r.in_flight))
+        if self._to_allocate(r, need_slot, total, admission=False) > self.pool.num_free():
+            return False
+        for g, table in zip(self.groups, self.req_blocks, strict=True):
+            blocks = table.setdefault(r.rid, [])
+            missing = cdiv(need_slot, g.block_size) - len(blocks)
+            if missing > 0:
+                blocks.extend(self.pool.get_new_blocks(missing))
+        return True
+
+    def cache_blocks(self, r: Request, num_tokens: int) -> None:
+        return  # no prefix caching
+
+    def free(self, r: Request) -> None:
+        for table in self.req_blocks:
+            blocks = [b for b in table.pop(r.rid, []) if b != 0]
+            self.pool.free_blocks(reversed(blocks))
+
+
+@dataclass(frozen=True)
 class SchedulerConfig:
     """The resolved settings the scheduler runs with (vLLM's own defaults where the user gave none)."""
 
@@ -219,6 +304,7 @@ class SchedulerConfig:
     max_num_seqs: int
     prefix_caching: bool = True
     async_scheduling: bool = True  # AsyncScheduler + two batches in flight (vLLM 0.33's default)
+    groups: tuple[GroupSpec, ...] = ()  # several KV cache groups (sliding window): no prefix caching
 
 
 @dataclass(frozen=True)
@@ -247,7 +333,7 @@ class Scheduler:
     """vllm.v1.core.sched.scheduler.Scheduler (and AsyncScheduler when ``config.async_scheduling``)."""
 
     config: SchedulerConfig
-    kv: KVCacheManager = field(init=False)
+    kv: KVCacheManager | GroupedKVCacheManager = field(init=False)
     requests: dict[int, Request] = field(default_factory=dict)
     running: list[Request] = field(default_factory=list)
     waiting: deque[Request] = field(default_factory=deque)
@@ -256,7 +342,13 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         c = self.config
-        self.kv = KVCacheManager(c.num_blocks, c.block_size, c.max_model_len, c.prefix_caching)
+        if c.groups:
+            if c.prefix_caching:
+                raise ValueError("several KV cache groups are simulated without prefix caching only")
+            in_flight = (2 if c.async_scheduling else 1) * c.max_num_batched_tokens  # VllmConfig.max_in_flight_tokens
+            self.kv = GroupedKVCacheManager(c.num_blocks, c.groups, c.max_model_len, in_flight)
+        else:
+            self.kv = KVCacheManager(c.num_blocks, c.block_size, c.max_model_len, c.prefix_caching)
 
     def add(self, r: Request) -> None:
         self.waiting.append(r)

@@ -154,6 +154,30 @@ def cases() -> list[dict[str, Any]]:
             "max_num_batched_tokens": 2048,
             "requests": workload(6, 40, span=50, prompt=(100, 3000), output=(20, 600), cancel=0.1),
         },
+        *(
+            {
+                "name": f"gpt-oss-20b-swa-noapc-{sched}",
+                "model": "gpt-oss-20b",
+                "gpu": h100,
+                "enable_prefix_caching": False,
+                **flags,
+                "kv_cache_memory_bytes": 200 * 2**20,
+                "max_model_len": 4096,
+                "max_num_batched_tokens": 1024,
+                "requests": workload(7, 40, span=50, prompt=(50, 3000), output=(10, 800), cancel=0.1),
+            }
+            for sched, flags in (("async", {}), ("sync", {"async_scheduling": False}))
+        ),
+        {
+            "name": "gemma-3-1b-swa-noapc",
+            "model": "gemma-3-1b",
+            "gpu": h100,
+            "enable_prefix_caching": False,
+            "kv_cache_memory_bytes": 192 * 2**20,
+            "max_model_len": 8192,
+            "max_num_batched_tokens": 2048,
+            "requests": workload(8, 40, span=40, prompt=(100, 6000), output=(10, 1500), cancel=0.1),
+        },
         {
             "name": "deepseek-v2-lite-mla",
             "model": "deepseek-v2-lite",

@@ -174,7 +174,7 @@ def run() -> dict[str, Any]:  # noqa: C901 - EngineCore's loop, in one place
                 break
         LOOP_SECONDS.append(time.perf_counter() - started)
         return {
-            "planned": {k: planned[k] for k in ("num_blocks", "block_size", "max_model_len")},
+            "planned": {k: planned[k] for k in ("num_blocks", "block_size", "max_model_len", "groups")},
             "resolved": {
                 **planned["resolved"],
                 "scheduler": sched_cls.__name__,

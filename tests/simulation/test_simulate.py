@@ -195,3 +195,15 @@ def test_cli_workload_file(tmp_path: Path) -> None:
     f.write_text("request_rate: 2\nburst: 1\n")
     r = kv(*BASE, "--workload", str(f))
     assert r.exit_code == 3 and "w.yaml:2: burst: unknown workload key" in r.stderr
+
+
+def test_sliding_window_models_without_prefix_caching() -> None:
+    """gpt-oss (sliding-window + full groups) runs through the grouped manager without prefix caching (proven
+    on the recorded gpt-oss / Gemma-3 workloads); with vLLM's default prefix caching it is refused with the
+    reason and the flag that avoids it."""
+    args = ("simulate", "gpt-oss-20b", "--engine", "vllm", "--gpu", "H100-80GB", "--request-rate", "2",
+            "--duration", "5", "-o", "json")  # fmt: skip
+    doc = kv(*args, "--no-enable-prefix-caching").json()
+    assert doc["scheduler"]["prefix_caching"] is False and doc["blocks_returned"]
+    r = kv(*args)
+    assert r.exit_code == 4 and "give --no-enable-prefix-caching" in r.stderr

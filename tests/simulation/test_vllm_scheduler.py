@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from helpers import FIXTURES
 
-from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration
+from kvplan.simulation.vllm import GroupSpec, SchedulerConfig, run_by_iteration
 
 RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "vllm_sched.json").read_text())["cases"]
 
 
 def _config(answer: dict[str, Any]) -> SchedulerConfig:
     r, p = answer["resolved"], answer["planned"]
+    groups = tuple(GroupSpec(g["spec"]["block_size"], g["spec"].get("sliding_window", 0)) for g in p["groups"])
     return SchedulerConfig(
         num_blocks=p["num_blocks"],
         block_size=p["block_size"],
@@ -24,6 +25,7 @@ def _config(answer: dict[str, Any]) -> SchedulerConfig:
         max_num_seqs=r["max_num_running_reqs"],
         prefix_caching=r["enable_prefix_caching"],
         async_scheduling=r["max_concurrent_batches"] > 1,
+        groups=groups if len(groups) > 1 else (),
     )
 
 
