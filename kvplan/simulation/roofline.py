@@ -45,17 +45,19 @@ class CostModel:
     attention_flops_per_pair: float  # FLOPs per (query token, context token): QK and PV, this rank's heads
     hardware: Hardware
     windowed: tuple[tuple[int, int], ...] = ()  # (bytes per token, window) of sliding-window layers
+    state_bytes: int = 0  # a request's recurrent state (Mamba / linear attention), read once per step
 
     def step(self, work: Iterable[tuple[int, int]]) -> StepCost:
         """``work``: (tokens computed this step, tokens of context before them) per scheduled request."""
         new = ctx = pairs = 0
         windowed = 0
+        work = list(work)
         for n, before in work:
             new += n
             ctx += before + n
             pairs += n * before + n * (n + 1) // 2
             windowed += sum(b * min(before + n, w + n) for b, w in self.windowed)  # a window's history + new
-        read = self.weight_bytes + self.kv_bytes_per_token * ctx + windowed
+        read = self.weight_bytes + self.kv_bytes_per_token * ctx + windowed + self.state_bytes * len(work)
         flops = self.flops_per_token * new + self.attention_flops_per_pair * pairs
         h = self.hardware
         return StepCost(

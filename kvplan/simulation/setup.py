@@ -68,17 +68,18 @@ def prepare(
     caching = s.enable_prefix_caching is not False
     several: tuple[GroupSpec, ...] = ()
     if len(groups) > 1 or not groups[0].spec.full_type:
-        if not set(kinds) <= {"full", "sliding_window"}:
+        if not set(kinds) <= {"full", "mla", "sliding_window", "state"}:
             raise UnsupportedError(
                 f"{model.name}: KV cache groups of {', '.join(kinds)}; simulate follows vLLM's scheduler for "
-                "full-attention, MLA and sliding-window groups so far (chunked-local and state groups are not)"
+                "full-attention, MLA, sliding-window and state groups so far (not chunked-local or indexer)"
             )
         if caching:
             raise UnsupportedError(
                 f"{model.name}: {len(groups)} KV cache groups ({', '.join(kinds)}) with prefix caching, which "
-                "simulate does not follow yet (vLLM's hybrid cache-hit rules); give --no-enable-prefix-caching"
+                "simulate does not follow yet (vLLM's hybrid cache-hit rules, Mamba's align mode); give "
+                "--no-enable-prefix-caching"
             )
-        several = tuple(GroupSpec(g.spec.block_tokens, g.spec.window) for g in groups)
+        several = tuple(GroupSpec(g.spec.block_tokens, g.spec.window, g.spec.kind == "state") for g in groups)
     if cap.requests_that_fit(max_len) < 1:
         raise RefusedConfigError(
             f"vLLM refuses to start: one request of --max-model-len {max_len:,} tokens needs more KV cache than "
@@ -115,7 +116,8 @@ def prepare(
     cost = CostModel(
         weight_bytes=target.weight_bytes_per_rank,
         flops_per_token=2.0 * params / ranks,
-        kv_bytes_per_token=sum(spec.token_bytes for spec in busiest if not spec.window),
+        kv_bytes_per_token=sum(spec.token_bytes for spec in busiest if not spec.window and spec.kind != "state"),
+        state_bytes=sum(spec.content_bytes for spec in busiest if spec.kind == "state"),
         windowed=tuple((b, w) for w, b in sorted(windows.items())),
         attention_flops_per_pair=attention / ranks,
         hardware=hardware_for(req, bandwidth, peak_tflops),

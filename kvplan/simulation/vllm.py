@@ -210,10 +210,19 @@ class KVCacheManager:
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """One KV cache group: its block size and sliding window (0: full attention)."""
+    """One KV cache group: its block size and sliding window (0: full attention); ``state``: a Mamba /
+    linear-attention group (MambaManager with mamba_cache_mode "none": a block of max_model_len tokens holds
+    a request's state, and only the last computed token's state is kept)."""
 
     block_size: int
     window: int = 0
+    state: bool = False
+
+    def skipped(self, computed: int) -> int:
+        """get_num_skipped_tokens: tokens whose blocks are no longer needed."""
+        if self.state:
+            return max(0, computed - 1)
+        return max(0, computed - self.window + 1) if self.window else 0
 
 
 class GroupedKVCacheManager:
@@ -242,13 +251,12 @@ class GroupedKVCacheManager:
             if admission and cap is not None:
                 required = min(required, cap)
             held = len(table.get(r.rid, ()))
-            skipped = max(0, total - g.window + 1) // g.block_size if g.window else 0
-            need += max(required - max(skipped, held), 0)
+            need += max(required - max(g.skipped(total) // g.block_size, held), 0)
         return need
 
     def _remove_skipped(self, r: Request, processed: int) -> None:
         for g, table in zip(self.groups, self.req_blocks, strict=True):
-            skipped = max(0, processed - g.window + 1) if g.window else 0
+            skipped = g.skipped(processed)
             blocks = table.get(r.rid)
             if not skipped or not blocks:
                 continue

@@ -178,6 +178,19 @@ def cases() -> list[dict[str, Any]]:
             "max_num_batched_tokens": 2048,
             "requests": workload(8, 40, span=40, prompt=(100, 6000), output=(10, 1500), cancel=0.1),
         },
+        *(
+            {
+                "name": f"{model}-state-noapc",
+                "model": model,
+                "gpu": h100,
+                "enable_prefix_caching": False,
+                "kv_cache_memory_bytes": budget * 2**20,
+                "max_model_len": 8192,
+                "max_num_batched_tokens": 2048,
+                "requests": workload(9, 40, span=40, prompt=(100, 6000), output=(10, 1500), cancel=0.1),
+            }
+            for model, budget in (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
+        ),
         {
             "name": "deepseek-v2-lite-mla",
             "model": "deepseek-v2-lite",

@@ -16,7 +16,10 @@ RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "vllm_sched.
 
 def _config(answer: dict[str, Any]) -> SchedulerConfig:
     r, p = answer["resolved"], answer["planned"]
-    groups = tuple(GroupSpec(g["spec"]["block_size"], g["spec"].get("sliding_window", 0)) for g in p["groups"])
+    groups = tuple(
+        GroupSpec(g["spec"]["block_size"], g["spec"].get("sliding_window", 0), g["spec"]["type"] == "MambaSpec")
+        for g in p["groups"]
+    )
     return SchedulerConfig(
         num_blocks=p["num_blocks"],
         block_size=p["block_size"],
