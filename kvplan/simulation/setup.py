@@ -73,11 +73,10 @@ def prepare(
                 f"{model.name}: KV cache groups of {', '.join(kinds)}; simulate follows vLLM's scheduler for "
                 "full-attention, MLA, sliding-window and state groups so far (not chunked-local or indexer)"
             )
-        if caching:
+        if caching and "state" in kinds:
             raise UnsupportedError(
-                f"{model.name}: {len(groups)} KV cache groups ({', '.join(kinds)}) with prefix caching, which "
-                "simulate does not follow yet (vLLM's hybrid cache-hit rules, Mamba's align mode); give "
-                "--no-enable-prefix-caching"
+                f"{model.name}: state groups with prefix caching (vLLM's Mamba 'align' mode), which simulate does "
+                "not follow yet; give --no-enable-prefix-caching"
             )
         several = tuple(GroupSpec(g.spec.block_tokens, g.spec.window, g.spec.kind == "state") for g in groups)
     if cap.requests_that_fit(max_len) < 1:

@@ -22,9 +22,10 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 #: a block's hash: the shared prompt prefix (-1) or the request's own tokens, and the block's index
-BlockKey = tuple[int, int]
+BlockKey = tuple[int, ...]
 
 
 def cdiv(a: int, b: int) -> int:
@@ -56,6 +57,7 @@ class Request:
     next_decode_eligible_step: int = 0
     preemptions: int = 0
     status: Status = Status.WAITING
+    shared_boundary: int = 0  # shared_prefix_boundary: a junction a sparse group has not cached yet
 
     @property
     def num_tokens(self) -> int:
@@ -163,7 +165,7 @@ class KVCacheManager:
         self,
         r: Request,
         num_new: int,
-        hits: Sequence[int] = (),
+        hits: Sequence[Any] = (),
         num_hit_tokens: int = 0,
         full_sequence_must_fit: bool = False,
     ) -> bool:
@@ -272,7 +274,7 @@ class GroupedKVCacheManager:
         self,
         r: Request,
         num_new: int,
-        hits: Sequence[int] = (),
+        hits: Sequence[Any] = (),
         num_hit_tokens: int = 0,
         full_sequence_must_fit: bool = False,
     ) -> bool:
@@ -298,6 +300,183 @@ class GroupedKVCacheManager:
     def free(self, r: Request) -> None:
         for table in self.req_blocks:
             blocks = [b for b in table.pop(r.rid, []) if b != 0]
+            self.pool.free_blocks(reversed(blocks))
+
+
+class HybridKVCacheManager:
+    """KVCacheManager over full-attention and sliding-window groups with prefix caching (HybridKVCacheCoordinator
+    for a "simple hybrid": full attention, then the window groups; FullAttentionManager, SlidingWindowManager).
+    The cache hit is the full-attention prefix cut to where the window groups hold a whole window of cached
+    blocks; a window group caches only the blocks that can serve a hit (the window before the prompt's last
+    token and before a shared-prefix junction: vLLM's default retention interval 0)."""
+
+    def __init__(
+        self, num_blocks: int, groups: tuple[GroupSpec, ...], max_model_len: int, in_flight: int, align: int
+    ) -> None:
+        self.pool = BlockPool(num_blocks, caching=True)
+        self.groups = groups
+        self.max_model_len = max_model_len
+        self.align = align  # cache_hit_alignment_tokens (the scheduler block size)
+        self.caps = tuple(
+            cdiv(min(g.window - 1 + in_flight, max_model_len), g.block_size) + 1 if g.window else None for g in groups
+        )
+        self.req_blocks: tuple[dict[int, list[int]], ...] = tuple({} for _ in groups)
+        self.num_cached: tuple[dict[int, int], ...] = tuple({} for _ in groups)
+        full = [i for i, g in enumerate(groups) if not g.window]
+        window = [i for i, g in enumerate(groups) if g.window]
+        self.full_ids, self.window_ids = full, window
+
+    def _cached(self, ids: list[int], r: Request, index: int) -> list[int] | None:
+        out = []
+        for gid in ids:
+            block = self.pool.cached_block((gid, *r.key(index, self.groups[gid].block_size)))
+            if block is None:
+                return None
+            out.append(block)
+        return out
+
+    def computed_blocks(self, r: Request) -> tuple[list[list[int]], int]:
+        """find_longest_cache_hit: the hit blocks per group, and the hit length; sets the request's junction."""
+        hits: list[list[int]] = [[] for _ in self.groups]
+        longest = self._full_hit(r, hits)
+        hit = self._window_hit(r, hits, longest) if self.window_ids else longest
+        for gid in self.full_ids:
+            del hits[gid][cdiv(hit, self.groups[gid].block_size) :]
+        r.shared_boundary = longest if longest > hit else 0
+        if not any(hits):
+            return [], 0
+        return hits, hit
+
+    def _full_hit(self, r: Request, hits: list[list[int]]) -> int:
+        """FullAttentionManager: the run of cached blocks from the start, at most num_tokens - 1 tokens."""
+        bs = self.groups[self.full_ids[0]].block_size
+        n = 0
+        for index in range(min(r.num_tokens // bs, (r.num_tokens - 1) // bs)):
+            got = self._cached(self.full_ids, r, index)
+            if got is None:
+                break
+            for gid, block in zip(self.full_ids, got, strict=True):
+                hits[gid].append(block)
+            n += 1
+        return n * bs
+
+    def _window_hit(self, r: Request, hits: list[list[int]], max_length: int) -> int:
+        """SlidingWindowManager: the last whole window of cached blocks within ``max_length`` (searched from
+        the end), null blocks before it; else the cached run from the start."""
+        g = self.groups[self.window_ids[0]]
+        need = cdiv(g.window - 1, g.block_size)
+        top = max_length // g.block_size
+        computed: list[list[int]] = [[0] * top for _ in self.window_ids]
+        run, found = 0, False
+        for index in range(top - 1, -1, -1):
+            got = self._cached(self.window_ids, r, index)
+            if got is None:
+                run = 0
+                continue
+            for lst, block in zip(computed, got, strict=True):
+                lst[index] = block
+            run += 1
+            if run >= need:
+                for lst in computed:
+                    del lst[index + run :]
+                found = True
+                break
+        if not found:
+            for lst in computed:
+                del lst[run:]
+        for gid, lst in zip(self.window_ids, computed, strict=True):
+            hits[gid] = lst
+        return len(computed[0]) * g.block_size
+
+    def _to_allocate(self, r: Request, num_tokens: int, hits: Sequence[list[int]], total: int, admission: bool) -> int:
+        need = 0
+        for gid, (g, cap) in enumerate(zip(self.groups, self.caps, strict=True)):
+            required = cdiv(num_tokens, g.block_size)
+            if admission and cap is not None:
+                required = min(required, cap)
+            held = len(self.req_blocks[gid].get(r.rid, ()))
+            h = hits[gid] if hits else []
+            if r.rid in self.num_cached[gid]:
+                need += max(required - held, 0)
+                continue
+            skipped = g.skipped(total) // g.block_size
+            new = max(required - max(skipped, len(h) + held), 0)
+            evictable = sum(1 for b in h[max(0, skipped - held) :] if b != 0 and self.pool.ref[b] == 0)
+            need += new + evictable
+        return need
+
+    def _remove_skipped(self, r: Request, processed: int) -> None:
+        for gid, g in enumerate(self.groups):
+            blocks = self.req_blocks[gid].get(r.rid)
+            skipped = g.skipped(processed)
+            if not skipped or not blocks:
+                continue
+            freed = []
+            for i in range(min(skipped // g.block_size, len(blocks)) - 1, -1, -1):
+                if blocks[i] == 0:
+                    break
+                freed.append(blocks[i])
+                blocks[i] = 0
+            self.pool.free_blocks(freed)
+
+    def allocate_slots(
+        self,
+        r: Request,
+        num_new: int,
+        hits: Sequence[Any] = (),
+        num_hit_tokens: int = 0,
+        full_sequence_must_fit: bool = False,
+    ) -> bool:
+        local = r.num_computed + num_hit_tokens
+        total = min(local, self.max_model_len)
+        if full_sequence_must_fit:
+            full = min(r.num_tokens, self.max_model_len)
+            if self._to_allocate(r, full, hits, total, admission=True) > self.pool.num_free():
+                return False
+        need_slot = min(total + num_new, self.max_model_len)
+        self._remove_skipped(r, max(0, total - r.in_flight))
+        if self._to_allocate(r, need_slot, hits, total, admission=False) > self.pool.num_free():
+            return False
+        if hits and not any(r.rid in nc for nc in self.num_cached):
+            for gid, g in enumerate(self.groups):
+                skipped = g.skipped(local) // g.block_size
+                h = hits[gid][skipped:]
+                self.pool.touch([b for b in h if b != 0])
+                blocks = [0] * skipped + list(h)
+                self.req_blocks[gid][r.rid] = blocks
+                self.num_cached[gid][r.rid] = len(blocks)
+        for gid, g in enumerate(self.groups):
+            blocks = self.req_blocks[gid].setdefault(r.rid, [])
+            missing = cdiv(need_slot, g.block_size) - len(blocks)
+            if missing > 0:
+                blocks.extend(self.pool.get_new_blocks(missing))
+        self.cache_blocks(r, min(total + num_new, r.num_tokens))
+        return True
+
+    def cache_blocks(self, r: Request, num_tokens: int) -> None:
+        num_tokens = num_tokens // self.align * self.align
+        for gid, g in enumerate(self.groups):
+            done = self.num_cached[gid].get(r.rid, 0)
+            full = min(num_tokens, r.num_tokens // g.block_size * g.block_size) // g.block_size
+            if done >= full:
+                continue
+            keep: set[int] | None = None
+            if g.window:
+                need = cdiv(g.window - 1, g.block_size)
+                keep = set()
+                for boundary in (r.prompt - 1, *((r.shared_boundary,) if r.shared_boundary else ())):
+                    end = boundary // self.align * self.align // g.block_size
+                    keep.update(range(max(done, end - need), min(full, end)))
+            blocks = self.req_blocks[gid][r.rid]
+            for i in range(done, full):
+                if blocks[i] != 0 and (keep is None or i in keep):
+                    self.pool.cache(blocks[i], (gid, *r.key(i, g.block_size)))
+            self.num_cached[gid][r.rid] = full
+
+    def free(self, r: Request) -> None:
+        for gid in range(len(self.groups)):
+            blocks = [b for b in self.req_blocks[gid].pop(r.rid, []) if b != 0]
+            self.num_cached[gid].pop(r.rid, None)
             self.pool.free_blocks(reversed(blocks))
 
 
@@ -341,7 +520,7 @@ class Scheduler:
     """vllm.v1.core.sched.scheduler.Scheduler (and AsyncScheduler when ``config.async_scheduling``)."""
 
     config: SchedulerConfig
-    kv: KVCacheManager | GroupedKVCacheManager = field(init=False)
+    kv: KVCacheManager | GroupedKVCacheManager | HybridKVCacheManager = field(init=False)
     requests: dict[int, Request] = field(default_factory=dict)
     running: list[Request] = field(default_factory=list)
     waiting: deque[Request] = field(default_factory=deque)
@@ -351,10 +530,13 @@ class Scheduler:
     def __post_init__(self) -> None:
         c = self.config
         if c.groups:
-            if c.prefix_caching:
-                raise ValueError("several KV cache groups are simulated without prefix caching only")
             in_flight = (2 if c.async_scheduling else 1) * c.max_num_batched_tokens  # VllmConfig.max_in_flight_tokens
-            self.kv = GroupedKVCacheManager(c.num_blocks, c.groups, c.max_model_len, in_flight)
+            if c.prefix_caching:
+                if any(g.state for g in c.groups) or all(g.window for g in c.groups):
+                    raise ValueError("prefix caching is simulated for full-attention and sliding-window groups")
+                self.kv = HybridKVCacheManager(c.num_blocks, c.groups, c.max_model_len, in_flight, c.block_size)
+            else:
+                self.kv = GroupedKVCacheManager(c.num_blocks, c.groups, c.max_model_len, in_flight)
         else:
             self.kv = KVCacheManager(c.num_blocks, c.block_size, c.max_model_len, c.prefix_caching)
 

@@ -168,6 +168,40 @@ def cases() -> list[dict[str, Any]]:
             }
             for sched, flags in (("async", {}), ("sync", {"async_scheduling": False}))
         ),
+        *(
+            {
+                "name": f"gpt-oss-20b-swa-apc-{sched}",
+                "model": "gpt-oss-20b",
+                "gpu": h100,
+                **flags,
+                "kv_cache_memory_bytes": 200 * 2**20,
+                "max_model_len": 4096,
+                "max_num_batched_tokens": 1024,
+                "shared_prefix": 320,
+                "requests": workload(11, 40, span=50, prompt=(330, 3000), output=(10, 800), cancel=0.1),
+            }
+            for sched, flags in (("async", {}), ("sync", {"async_scheduling": False}))
+        ),
+        {
+            "name": "gpt-oss-20b-swa-apc-burst",
+            "model": "gpt-oss-20b",
+            "gpu": h100,
+            "kv_cache_memory_bytes": 220 * 2**20,
+            "max_model_len": 4096,
+            "max_num_batched_tokens": 2048,
+            "shared_prefix": 200,
+            "requests": workload(12, 50, span=0, prompt=(210, 2500), output=(100, 1200), cancel=0.1),
+        },
+        {
+            "name": "gemma-3-1b-swa-apc",
+            "model": "gemma-3-1b",
+            "gpu": h100,
+            "kv_cache_memory_bytes": 192 * 2**20,
+            "max_model_len": 8192,
+            "max_num_batched_tokens": 2048,
+            "shared_prefix": 1100,
+            "requests": workload(13, 40, span=30, prompt=(1200, 6000), output=(10, 1500), cancel=0.1),
+        },
         {
             "name": "gemma-3-1b-swa-noapc",
             "model": "gemma-3-1b",

@@ -137,8 +137,8 @@ def test_cli_usage_errors(args: tuple[str, ...], code: int, message: str) -> Non
 def test_cli_refusals(tmp_path: Path) -> None:
     r = kv("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "--request-rate", "1")
     assert r.exit_code == 4 and "give --engine vllm" in r.stderr
-    r = kv("simulate", "gemma-3-27b", "--engine", "vllm", "--gpu", "H100-80GB", "--request-rate", "1")
-    assert r.exit_code == 4 and "KV cache groups" in r.stderr
+    r = kv(*BASE[:1], "llama-4-scout", *BASE[2:], "--kv-cache-memory-bytes", "8GiB", "--request-rate", "1")
+    assert r.exit_code == 4 and "KV cache groups of chunked_local" in r.stderr
     r = kv(*BASE[:-1], "T4", "--kv-cache-memory-bytes", "4GiB", "--max-model-len", "8192", "--request-rate", "1")
     assert r.exit_code == 2 and "--bandwidth" in r.stderr
     bad = tmp_path / "bad.jsonl"
@@ -197,13 +197,17 @@ def test_cli_workload_file(tmp_path: Path) -> None:
     assert r.exit_code == 3 and "w.yaml:2: burst: unknown workload key" in r.stderr
 
 
-def test_sliding_window_models_without_prefix_caching() -> None:
-    """gpt-oss (sliding-window + full groups) runs through the grouped manager without prefix caching (proven
-    on the recorded gpt-oss / Gemma-3 workloads); with vLLM's default prefix caching it is refused with the
-    reason and the flag that avoids it."""
+def test_hybrid_models() -> None:
+    """gpt-oss (sliding-window + full groups) runs with and without prefix caching (proven on the recorded
+    gpt-oss / Gemma-3 workloads); a Mamba hybrid runs without prefix caching, and with vLLM's default (its
+    'align' mode, not ported) is refused with the flag that avoids it."""
     args = ("simulate", "gpt-oss-20b", "--engine", "vllm", "--gpu", "H100-80GB", "--request-rate", "2",
             "--duration", "5", "-o", "json")  # fmt: skip
-    doc = kv(*args, "--no-enable-prefix-caching").json()
-    assert doc["scheduler"]["prefix_caching"] is False and doc["blocks_returned"]
-    r = kv(*args)
+    for extra in ((), ("--no-enable-prefix-caching",)):
+        doc = kv(*args, *extra).json()
+        assert doc["scheduler"]["prefix_caching"] is not bool(extra) and doc["blocks_returned"]
+    mamba = ("simulate", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "H100-80GB", "--max-model-len",
+             "32768", "--request-rate", "2", "--duration", "5", "-o", "json")  # fmt: skip
+    assert kv(*mamba, "--no-enable-prefix-caching").json()["blocks_returned"]
+    r = kv(*mamba)
     assert r.exit_code == 4 and "give --no-enable-prefix-caching" in r.stderr
