@@ -68,17 +68,20 @@ def prepare(
     caching = s.enable_prefix_caching is not False
     several: tuple[GroupSpec, ...] = ()
     if len(groups) > 1 or not groups[0].spec.full_type:
-        if not set(kinds) <= {"full", "mla", "sliding_window", "state"}:
+        if not set(kinds) <= {"full", "mla", "sliding_window", "chunked_local", "state"}:
             raise UnsupportedError(
                 f"{model.name}: KV cache groups of {', '.join(kinds)}; simulate follows vLLM's scheduler for "
-                "full-attention, MLA, sliding-window and state groups so far (not chunked-local or indexer)"
+                "full-attention, MLA, sliding-window, chunked-local and state groups so far (not indexer)"
             )
         if caching and "state" in kinds:
             raise UnsupportedError(
                 f"{model.name}: state groups with prefix caching (vLLM's Mamba 'align' mode), which simulate does "
                 "not follow yet; give --no-enable-prefix-caching"
             )
-        several = tuple(GroupSpec(g.spec.block_tokens, g.spec.window, g.spec.kind == "state") for g in groups)
+        several = tuple(
+            GroupSpec(g.spec.block_tokens, g.spec.window, g.spec.kind == "state", g.spec.kind == "chunked_local")
+            for g in groups
+        )
     if cap.requests_that_fit(max_len) < 1:
         raise RefusedConfigError(
             f"vLLM refuses to start: one request of --max-model-len {max_len:,} tokens needs more KV cache than "

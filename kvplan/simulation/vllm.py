@@ -219,12 +219,23 @@ class GroupSpec:
     block_size: int
     window: int = 0
     state: bool = False
+    chunked: bool = False  # the window is a chunk of chunked-local attention (Llama 4)
 
     def skipped(self, computed: int) -> int:
         """get_num_skipped_tokens: tokens whose blocks are no longer needed."""
         if self.state:
             return max(0, computed - 1)
+        if self.chunked:
+            return computed // self.window * self.window
         return max(0, computed - self.window + 1) if self.window else 0
+
+    def admission_cap(self, in_flight: int, max_model_len: int) -> int | None:
+        """max_admission_blocks_per_request (SlidingWindowSpec, ChunkedLocalAttentionSpec)."""
+        if not self.window:
+            return None
+        if self.chunked:
+            return cdiv(min(self.window + in_flight, max_model_len), self.block_size)
+        return cdiv(min(self.window - 1 + in_flight, max_model_len), self.block_size) + 1
 
 
 class GroupedKVCacheManager:
@@ -238,9 +249,7 @@ class GroupedKVCacheManager:
         self.pool = BlockPool(num_blocks, caching=False)
         self.groups = groups
         self.max_model_len = max_model_len
-        self.caps = tuple(
-            cdiv(min(g.window - 1 + in_flight, max_model_len), g.block_size) + 1 if g.window else None for g in groups
-        )
+        self.caps = tuple(g.admission_cap(in_flight, max_model_len) for g in groups)
         self.req_blocks: tuple[dict[int, list[int]], ...] = tuple({} for _ in groups)  # 0 = the null block
 
     def computed_blocks(self, r: Request) -> tuple[list[int], int]:
@@ -317,9 +326,7 @@ class HybridKVCacheManager:
         self.groups = groups
         self.max_model_len = max_model_len
         self.align = align  # cache_hit_alignment_tokens (the scheduler block size)
-        self.caps = tuple(
-            cdiv(min(g.window - 1 + in_flight, max_model_len), g.block_size) + 1 if g.window else None for g in groups
-        )
+        self.caps = tuple(g.admission_cap(in_flight, max_model_len) for g in groups)
         self.req_blocks: tuple[dict[int, list[int]], ...] = tuple({} for _ in groups)
         self.num_cached: tuple[dict[int, int], ...] = tuple({} for _ in groups)
         full = [i for i, g in enumerate(groups) if not g.window]
@@ -362,8 +369,11 @@ class HybridKVCacheManager:
 
     def _window_hit(self, r: Request, hits: list[list[int]], max_length: int) -> int:
         """SlidingWindowManager: the last whole window of cached blocks within ``max_length`` (searched from
-        the end), null blocks before it; else the cached run from the start."""
+        the end), null blocks before it; else the cached run from the start. ChunkedLocalAttentionManager:
+        null blocks up to the chunk ``max_length`` falls in, then its cached run."""
         g = self.groups[self.window_ids[0]]
+        if g.chunked:
+            return self._chunk_hit(r, hits, max_length, g)
         need = cdiv(g.window - 1, g.block_size)
         top = max_length // g.block_size
         computed: list[list[int]] = [[0] * top for _ in self.window_ids]
@@ -387,6 +397,19 @@ class HybridKVCacheManager:
         for gid, lst in zip(self.window_ids, computed, strict=True):
             hits[gid] = lst
         return len(computed[0]) * g.block_size
+
+    def _chunk_hit(self, r: Request, hits: list[list[int]], max_length: int, g: GroupSpec) -> int:
+        start = max_length // g.window * g.window // g.block_size if max_length > 0 else 0
+        chunk: list[list[int]] = [[0] * start for _ in self.window_ids]
+        for index in range(start, max_length // g.block_size):
+            got = self._cached(self.window_ids, r, index)
+            if got is None:
+                break
+            for lst, block in zip(chunk, got, strict=True):
+                lst.append(block)
+        for gid, lst in zip(self.window_ids, chunk, strict=True):
+            hits[gid] = lst
+        return len(chunk[0]) * g.block_size
 
     def _to_allocate(self, r: Request, num_tokens: int, hits: Sequence[list[int]], total: int, admission: bool) -> int:
         need = 0
@@ -461,7 +484,7 @@ class HybridKVCacheManager:
             if done >= full:
                 continue
             keep: set[int] | None = None
-            if g.window:
+            if g.window and not g.chunked:
                 need = cdiv(g.window - 1, g.block_size)
                 keep = set()
                 for boundary in (r.prompt - 1, *((r.shared_boundary,) if r.shared_boundary else ())):

@@ -225,6 +225,19 @@ def cases() -> list[dict[str, Any]]:
             }
             for model, budget in (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
         ),
+        *(
+            {
+                "name": f"llama-4-scout-text-chunked-{tag}",
+                "model": "llama-4-scout-text",
+                "gpu": h100,
+                "enable_prefix_caching": caching,
+                "kv_cache_memory_bytes": 4000 * 2**20,
+                "max_model_len": 16384,
+                "max_num_batched_tokens": 2048,
+                "requests": workload(10, 40, span=40, prompt=(100, 12000), output=(10, 1500), cancel=0.1),
+            }
+            for tag, caching in (("noapc", False), ("apc", True))
+        ),
         {
             "name": "deepseek-v2-lite-mla",
             "model": "deepseek-v2-lite",

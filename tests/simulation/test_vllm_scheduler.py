@@ -17,7 +17,12 @@ RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "vllm_sched.
 def _config(answer: dict[str, Any]) -> SchedulerConfig:
     r, p = answer["resolved"], answer["planned"]
     groups = tuple(
-        GroupSpec(g["spec"]["block_size"], g["spec"].get("sliding_window", 0), g["spec"]["type"] == "MambaSpec")
+        GroupSpec(
+            g["spec"]["block_size"],
+            g["spec"].get("sliding_window") or g["spec"].get("attention_chunk_size") or 0,
+            g["spec"]["type"] == "MambaSpec",
+            g["spec"]["type"] == "ChunkedLocalAttentionSpec",
+        )
         for g in p["groups"]
     )
     return SchedulerConfig(
