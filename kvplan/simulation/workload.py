@@ -92,7 +92,10 @@ class Workload:
     def describe(self) -> str:
         if self.trace is not None:
             return f"trace of {len(self.trace):,} requests"
-        arrivals = f"{self.rate:g} requests/s" if self.rate is not None else f"{self.concurrency} requests in flight"
+        if self.rate is not None:
+            arrivals = f"{self.rate:g} request{'' if self.rate == 1 else 's'}/s"
+        else:
+            arrivals = f"{self.concurrency} request{'' if self.concurrency == 1 else 's'} in flight"
         cancel = f", {self.cancel:.0%} cancelled" if self.cancel else ""
         return f"{arrivals} for {self.duration:g} s; prompt {self.prompt}, output {self.output}{cancel}"
 
