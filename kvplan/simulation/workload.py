@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from kvplan.errors import BadInputError, UsageError
 from kvplan.sources.files import read_text
 
-#: a trace larger than this many requests is refused (a bounded read; simulate runs in memory)
+#: a trace larger than this many requests is refused (a bounded read; simulate runs in memory), and so is a
+#: generated workload expected to be larger (rate × duration, or concurrency)
 MAX_TRACE_REQUESTS = 1_000_000
 
 
@@ -200,19 +201,26 @@ def workload_from(given: dict[str, tuple[object, str]]) -> Workload:
         return _bounded(value, where, low, high, integer=integer)
 
     rate = num("request_rate", 1e-6, 1e6)
-    concurrency = num("max_concurrency", 1, 1e6, integer=True)
+    concurrency = num("max_concurrency", 1, 100_000, integer=True)
     modes = [k for k in ("request_rate", "max_concurrency", "trace") if k in given]
     if len(modes) != 1:
         where = given[modes[1]][1] if len(modes) > 1 else None
         raise UsageError("give one of --request-rate R, --max-concurrency N or --trace FILE", where)
     lengths = {k: parse_lengths(str(given[k][0]), given[k][1]) for k in ("prompt_len", "output_len") if k in given}
     trace = str(given["trace"][0]) if "trace" in given else None
+    duration = num("duration", 1e-3, 86400) or 60.0
+    if rate is not None and rate * duration > MAX_TRACE_REQUESTS:
+        raise UsageError(
+            f"{rate:g} requests/s for {duration:g} s is {rate * duration:,.0f} requests; at most "
+            f"{MAX_TRACE_REQUESTS:,} are simulated (lower the rate or the duration)",
+            given["request_rate"][1],
+        )
     return Workload(
         prompt=lengths.get("prompt_len", Lengths("fixed", 1024)),
         output=lengths.get("output_len", Lengths("fixed", 256)),
         rate=rate,
         concurrency=None if concurrency is None else int(concurrency),
-        duration=num("duration", 1e-3, 86400) or 60.0,
+        duration=duration,
         cancel=num("cancel_rate", 0, 1) or 0.0,
         seed=int(num("seed", 0, 2**63, integer=True) or 0),
         shared_prefix=int(num("shared_prefix", 0, 2**31, integer=True) or 0),

@@ -211,3 +211,41 @@ def test_hybrid_models() -> None:
     assert kv(*mamba, "--no-enable-prefix-caching").json()["blocks_returned"]
     r = kv(*mamba)
     assert r.exit_code == 4 and "give --no-enable-prefix-caching" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--request-rate", "1000000", "--duration", "86400"), "--request-rate: 1e+06 requests/s for 86400 s"),
+        (("--max-concurrency", "1000000"), "--max-concurrency: expected a whole number from 1 to 100000"),
+        (("--request-rate", "nan"), "--request-rate: expected a number"),
+        (("--request-rate", "inf"), "--request-rate: expected a number"),
+        (("--request-rate", "1", "--duration", "1e9"), "--duration: expected a number"),
+        (("--request-rate", "1", "--shared-prefix", "-4"), "--shared-prefix: expected a whole number"),
+        (("--request-rate", "1", "--seed", "1.5"), "--seed: expected a whole number"),
+        (("--request-rate", "1", "--prompt-len", "lognormal:1000:9"), "--prompt-len: expected N"),
+    ],
+)
+def test_hostile_workloads_are_one_line_usage_errors(args: tuple[str, ...], message: str) -> None:
+    """No hang and no unbounded memory: every bound is checked before anything runs."""
+    r = kv(*BASE, *args)
+    assert r.exit_code == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from([".jsonl", ".csv"]))
+def test_hostile_traces_are_bad_input_or_requests(data: bytes, suffix: str) -> None:
+    import tempfile
+
+    from kvplan.errors import KvplanError
+    from kvplan.simulation.workload import load_trace
+
+    with tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as fh:
+        fh.write(data)
+    code = 0
+    try:
+        trace = load_trace(fh.name)
+    except KvplanError as exc:
+        code, trace = exc.exit_code, ()
+    assert code in (0, 3)
+    assert all(r.prompt >= 1 and r.output >= 1 and r.arrival >= 0 for r in trace)
