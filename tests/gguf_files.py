@@ -41,3 +41,89 @@ def big_vocab_model(path: Path, vocab: int = 150_000, tensor_mib: int = 24) -> P
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+#: full-size models for llama.cpp's own fit (issue 18): GGUF metadata and tensor infos as llama.cpp loads them,
+#: a synthetic vocabulary of the right size, and no data (the file extended to its full size, sparse)
+FIT_MODELS: dict[str, dict[str, int]] = {
+    "llama-3.1-8b": {"n_embd": 4096, "n_layer": 32, "n_head": 32, "n_kv": 8, "hd": 128, "n_ff": 14336,
+                     "n_vocab": 128256, "ctx": 131072},
+    "qwen3-30b-a3b": {"n_embd": 2048, "n_layer": 48, "n_head": 32, "n_kv": 4, "hd": 128, "n_ff": 6144,
+                      "n_vocab": 151936, "ctx": 40960, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 768},
+}  # fmt: skip
+
+
+def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
+    """``name`` of FIT_MODELS as a full-size sparse GGUF (dense Llama, or Qwen3-MoE with expert tensors) whose
+    2-D weights are ``weight_type`` (F16 or Q8_0), norms F32."""
+    import os
+
+    h = FIT_MODELS[name]
+    moe = "n_expert" in h
+    arch = "qwen3moe" if moe else "llama"
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_context_length(h["ctx"])
+    w.add_embedding_length(h["n_embd"])
+    w.add_block_count(h["n_layer"])
+    w.add_head_count(h["n_head"])
+    w.add_head_count_kv(h["n_kv"])
+    w.add_key_length(h["hd"])
+    w.add_value_length(h["hd"])
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_freq_base(1e6)
+    if moe:
+        w.add_expert_count(h["n_expert"])
+        w.add_expert_used_count(h["n_expert_used"])
+        w.add_expert_feed_forward_length(h["n_ff_exp"])
+    else:
+        w.add_feed_forward_length(h["n_ff"])
+        w.add_rope_dimension_count(h["hd"])
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list([f"t{i}" for i in range(h["n_vocab"])])
+    w.add_token_types([1] * h["n_vocab"])
+    w.add_token_merges(["t1 t2"])
+    wt = gguf.GGMLQuantizationType[weight_type]
+    f32 = gguf.GGMLQuantizationType.F32
+
+    def tensor(name: str, shape: tuple[int, ...], typ: gguf.GGMLQuantizationType = wt) -> None:
+        block, size = gguf.GGML_QUANT_SIZES[typ]
+        n = int(np.prod(shape))
+        w.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=typ)
+
+    e, v = h["n_embd"], h["n_vocab"]
+    tensor("token_embd.weight", (e, v))
+    tensor("output_norm.weight", (e,), f32)
+    tensor("output.weight", (e, v))
+    q, kv = h["n_head"] * h["hd"], h["n_kv"] * h["hd"]
+    for i in range(h["n_layer"]):
+        p = f"blk.{i}."
+        tensor(p + "attn_norm.weight", (e,), f32)
+        tensor(p + "attn_q.weight", (e, q))
+        tensor(p + "attn_k.weight", (e, kv))
+        tensor(p + "attn_v.weight", (e, kv))
+        tensor(p + "attn_output.weight", (q, e))
+        tensor(p + "ffn_norm.weight", (e,), f32)
+        if moe:
+            tensor(p + "attn_q_norm.weight", (h["hd"],), f32)
+            tensor(p + "attn_k_norm.weight", (h["hd"],), f32)
+            tensor(p + "ffn_gate_inp.weight", (e, h["n_expert"]), f32)
+            for part in ("gate", "up"):
+                tensor(p + f"ffn_{part}_exps.weight", (e, h["n_ff_exp"], h["n_expert"]))
+            tensor(p + "ffn_down_exps.weight", (h["n_ff_exp"], e, h["n_expert"]))
+        else:
+            tensor(p + "ffn_gate.weight", (e, h["n_ff"]))
+            tensor(p + "ffn_up.weight", (e, h["n_ff"]))
+            tensor(p + "ffn_down.weight", (h["n_ff"], e))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    header = os.path.getsize(path)
+    data_start = (header + 31) // 32 * 32
+    os.truncate(path, data_start)  # kvplan's reader then finds the tensors' extent
+    from kvplan.sources.gguf_reader import read_gguf
+
+    g = read_gguf(path, check_data_bounds=False)
+    os.truncate(path, data_start + max(t.offset + t.n_bytes for t in g.tensors))
+    return path

@@ -1,0 +1,122 @@
+"""Record llama.cpp's own fit (common_fit_params, via llama-fit-params) into tests/fixtures/fit/llama_fit.json.
+
+usage: python scripts/fit/record_fit.py FIT_DIR [--models DIR]
+
+FIT_DIR is what ../shared/oracle/build_fit.sh built (bin/llama-fit-params, bin/ggml-rpc-server). The models are
+full-size GGUFs with the tensor infos llama.cpp loads and no data (tests/gguf_files.py sparse_fit_model: sparse
+files, never read). Each simulated GPU is a ggml RPC server on 127.0.0.1 reporting the memory a case gives it
+(GGML_RPC_FAKE_MEM_MIB); the device buffer rules are those of the CPU backend behind the server, not CUDA's.
+Per case two answers: `-fitp on` (llama.cpp's projected MiB per device for the arguments as given: model,
+context, compute) and the fit itself (the -c / -ngl / -ts / -ot arguments it chooses). Never edit a recorded
+number by hand: change the case list here and re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from gguf_files import sparse_fit_model  # noqa: E402
+
+OUT = ROOT / "tests" / "fixtures" / "fit" / "llama_fit.json"
+MODELS = [("llama-3.1-8b", "F16"), ("llama-3.1-8b", "Q8_0"), ("qwen3-30b-a3b", "Q8_0"), ("qwen3-30b-a3b", "F16")]
+DEVICES = [(8000,), (16000,), (24000,), (48000,), (80000,), (24000, 16000), (16000, 16000, 8000)]
+PROJECTIONS = [["-c", "8192"], ["-c", "32768", "-ngl", "20"], ["-c", "16384", "-ngl", "10", "-np", "2"]]
+FITS = [[], ["-c", "32768"], ["-fitt", "2048"]]
+
+
+def cases() -> list[dict[str, Any]]:
+    out = []
+    for model, wtype in MODELS:
+        for devices in DEVICES:
+            for args in PROJECTIONS:
+                out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fitp"})
+            for args in FITS:
+                out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fit"})
+    return out
+
+
+def parse_projection(stdout: str) -> dict[str, list[int]]:
+    rows = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and all(p.isdigit() for p in parts[1:]):
+            rows[parts[0]] = [int(p) for p in parts[1:]]
+    return rows
+
+
+def run(fit_dir: Path, model: Path, case: dict[str, Any], base_port: int) -> dict[str, Any]:
+    servers = []
+    try:
+        for i, mib in enumerate(case["devices"]):
+            env = {**os.environ, "GGML_RPC_FAKE_MEM_MIB": str(mib)}
+            servers.append(
+                subprocess.Popen(
+                    [str(fit_dir / "bin" / "ggml-rpc-server"), "-p", str(base_port + i)],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        for i in range(len(case["devices"])):  # wait until each server listens
+            for _ in range(100):
+                with socket.socket() as sock:
+                    if sock.connect_ex(("127.0.0.1", base_port + i)) == 0:
+                        break
+                time.sleep(0.05)
+        rpc = ",".join(f"127.0.0.1:{base_port + i}" for i in range(len(case["devices"])))
+        cmd = [str(fit_dir / "bin" / "llama-fit-params"), "--rpc", rpc, "-m", str(model), *case["args"]]
+        if case["mode"] == "fitp":
+            cmd += ["-fitp", "on"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1][:300]}
+        if case["mode"] == "fitp":
+            return {"projection": parse_projection(proc.stdout)}
+        return {"fit": next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("-"))}
+    finally:
+        for s in servers:
+            s.terminate()
+            s.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("fit_dir", type=Path)
+    ap.add_argument("--models", type=Path, default=ROOT / ".oracle" / "fit" / "models")
+    args = ap.parse_args()
+    args.models.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for model, wtype in MODELS:
+        path = args.models / f"{model}-{wtype}.gguf"
+        if not path.exists():
+            sparse_fit_model(path, model, wtype)
+        paths[(model, wtype)] = path
+    done = []
+    for n, case in enumerate(cases()):
+        for attempt in range(4):  # a server that is not yet accepting makes the tool abort: try again elsewhere
+            result = run(args.fit_dir, paths[(case["model"], case["type"])], case, 50300 + (n % 20) * 4 + attempt * 100)
+            if "error" not in result:
+                break
+        done.append({"case": case, **result})
+        print(f"[{n + 1}] {case['model']} {case['type']} {case['devices']} {' '.join(case['args'])}: "
+              f"{result.get('fit') or result.get('projection') or result.get('error')}"[:160], flush=True)  # fmt: skip
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text('{"llama.cpp": "2026-10-01 (llama-cpp-python 0.3.36)", "cases": [\n'
+                   + ",\n".join(json.dumps(c) for c in done) + "\n]}\n")  # fmt: skip
+    print(f"wrote {len(done)} cases to {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

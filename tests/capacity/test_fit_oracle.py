@@ -1,0 +1,57 @@
+"""Against llama.cpp's own fit (issue 18's oracle, tests/fixtures/fit/llama_fit.json, recorded by
+scripts/fit/record_fit.py with llama-fit-params and ggml RPC servers as devices): for every recorded `-fitp on`
+projection — dense Llama-3.1-8B and Qwen3-30B-A3B MoE, F16 and Q8_0, one to three devices of 8-80 GB, partial
+-ngl, -np — kvplan places the GGUF's weights and KV on the same devices, to the MiB llama.cpp prints. (The
+compute column is not compared: llama.cpp's there is the CPU backend's behind the RPC server; the fit's
+chosen arguments are recorded for the port of common_fit_params, not yet compared.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gguf_files import sparse_fit_model
+from helpers import FIXTURES
+
+import kvplan
+from kvplan.model import ModelDescription
+
+RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "fit" / "llama_fit.json").read_text())["cases"]
+PROJECTIONS = [c for c in RECORDED if c["case"]["mode"] == "fitp"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], ModelDescription]:
+    folder: Path = tmp_path_factory.mktemp("fit")
+    keys = sorted({(c["case"]["model"], c["case"]["type"]) for c in PROJECTIONS})
+    return {k: kvplan.load_model(str(sparse_fit_model(folder / f"{k[0]}-{k[1]}.gguf", *k))) for k in keys}
+
+
+def test_the_recording_covers_the_cases() -> None:
+    assert len(RECORDED) >= 100 and not any("error" in c for c in RECORDED)
+    assert {len(c["case"]["devices"]) for c in RECORDED} == {1, 2, 3}
+    assert any("-ot" in c.get("fit", "") for c in RECORDED)  # llama.cpp moved MoE experts to the host
+
+
+@pytest.mark.parametrize("recorded", PROJECTIONS, ids=[f"{i}" for i in range(len(PROJECTIONS))])
+def test_weights_and_kv_per_device_equal_llama_cpp(
+    recorded: dict[str, Any], models: dict[tuple[str, str], ModelDescription]
+) -> None:
+    case = recorded["case"]
+    args = dict(zip(case["args"][::2], case["args"][1::2], strict=True))
+    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "ctx_size": int(args["-c"])}
+    if "-ngl" in args:
+        settings["n_gpu_layers"] = int(args["-ngl"])
+    if "-np" in args:
+        settings["parallel"] = int(args["-np"])
+    doc = kvplan.fit(models[(case["model"], case["type"])], **settings).to_dict()
+    mine = {
+        ("Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")): [
+            d["weight_bytes"] // 2**20,
+            d["kv_bytes"] // 2**20,
+        ]
+        for d in doc["devices"]
+    }
+    assert mine == {k: v[:2] for k, v in recorded["projection"].items()}
