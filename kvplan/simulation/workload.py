@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import random
 from dataclasses import dataclass
 
 from kvplan.errors import BadInputError, UsageError
-from kvplan.sources.files import read_text
+from kvplan.sources.files import parse_json, read_text
 
 #: a trace larger than this many requests is refused (a bounded read; simulate runs in memory), and so is a
 #: generated workload expected to be larger (rate × duration, or concurrency)
@@ -121,21 +120,21 @@ def load_trace(path: str) -> tuple[RequestSpec, ...]:
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInputError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            value = parse_json(line, f"{path}:{n}")  # bounded: depth, digits, no NaN
             if not isinstance(value, dict):
                 raise BadInputError(f"{path}:{n}: expected an object with arrival, prompt_tokens, output_tokens")
             rows.append(value)
             if len(rows) > MAX_TRACE_REQUESTS:
                 raise BadInputError(f"{path}: more than {MAX_TRACE_REQUESTS:,} requests")
     else:
-        reader = csv.DictReader(io.StringIO(text))
-        for row in reader:
-            rows.append(dict(row))
-            if len(rows) > MAX_TRACE_REQUESTS:
-                raise BadInputError(f"{path}: more than {MAX_TRACE_REQUESTS:,} requests")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        try:
+            for row in reader:
+                rows.append(dict(row))
+                if len(rows) > MAX_TRACE_REQUESTS:
+                    raise BadInputError(f"{path}: more than {MAX_TRACE_REQUESTS:,} requests")
+        except csv.Error as exc:
+            raise BadInputError(f"{path}:{reader.line_num}: not CSV ({exc})") from None
     out = [_trace_row(path, n, row) for n, row in enumerate(rows, 1)]
     if not out:
         raise BadInputError(f"{path}: no requests")

@@ -249,3 +249,18 @@ def test_hostile_traces_are_bad_input_or_requests(data: bytes, suffix: str) -> N
         code, trace = exc.exit_code, ()
     assert code in (0, 3)
     assert all(r.prompt >= 1 and r.output >= 1 and r.arrival >= 0 for r in trace)
+
+
+def test_a_trace_that_breaks_the_csv_reader_is_bad_input(tmp_path: Path) -> None:
+    """Found by the property test above: a carriage return before a NUL made the csv module raise."""
+    f = tmp_path / "t.csv"
+    f.write_bytes(b"\r\x00")
+    r = kv(*BASE, "--trace", str(f))
+    assert r.exit_code == 3 and r.stderr.startswith("kvplan: error:") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_deeply_nested_jsonl_trace_is_bad_input(tmp_path: Path) -> None:
+    f = tmp_path / "t.jsonl"
+    f.write_bytes(b"[" * 100_000)
+    r = kv(*BASE, "--trace", str(f))
+    assert r.exit_code == 3 and "t.jsonl:1: not valid JSON: nested deeper than" in r.stderr, r.stderr
