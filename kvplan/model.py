@@ -88,6 +88,9 @@ class TensorWeights:
     input_bytes: int
     layer_bytes: tuple[int, ...]  # index = layer (n_layer_all entries)
     output_bytes: int
+    #: of each layer's bytes, its MoE expert tensors' (ffn_{up,down,gate,gate_up}_exps / _chexps: what llama.cpp's
+    #: --cpu-moe / --n-cpu-moe keep in host memory); () for a model without experts
+    expert_bytes: tuple[int, ...] = ()
 
     @property
     def total_bytes(self) -> int:

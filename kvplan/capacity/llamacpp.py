@@ -133,6 +133,7 @@ class Target:
     overhead: int | None = None  # per GPU; None: the estimate (DEFAULT_OVERHEAD_BYTES + compute_buffer)
     n_gpu_layers: int = -1  # -ngl (< 0: all)
     no_kv_offload: bool = False
+    n_cpu_moe: int = 0  # the first N layers keep their MoE experts in host memory (-ncmoe N; -cmoe: all)
 
     def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         """Weights, KV / state, compute and overhead of every device for one configuration (raises where
@@ -142,8 +143,11 @@ class Target:
         where = layer_devices(model.n_layer_all, self.splits or [float(m) for m in memory], self.n_gpu_layers)
         n = len(memory)
         w, kv = [0] * (n + 1), [0] * (n + 1)  # the last slot is the host
+        moved = weights.expert_bytes[: self.n_cpu_moe] if self.n_cpu_moe else ()
         for il, b in enumerate(weights.layer_bytes):
-            w[where[il]] += b
+            e = moved[il] if il < len(moved) else 0  # llama.cpp's tensor buffer overrides: experts to the host
+            w[where[il]] += b - e
+            w[-1] += e
         w[where[-1]] += weights.output_bytes
         w[-1] += weights.input_bytes
         for cache in p.caches:
@@ -323,6 +327,8 @@ def run_args(model: ModelDescription, target: Target, placement: Placement) -> t
     args += ["-ngl", str(model.n_layer_all + 1 if ngl < 0 else ngl)]
     if target.no_kv_offload:
         args.append("-nkvo")
+    if target.n_cpu_moe:
+        args += ["-cmoe"] if target.n_cpu_moe >= model.n_layer_all else ["-ncmoe", str(target.n_cpu_moe)]
     args += ["--fit", "off"]
     return tuple(args)
 
@@ -360,6 +366,12 @@ class LlamaCppRuntime:
         assert req.hardware is not None  # build_request(need_hardware=True)
         o = req.llamacpp
         weights = model_weights(model, req.weights, req.weight_bytes)
+        if (o.cpu_moe or o.n_cpu_moe) and not weights.expert_bytes:
+            dest = "cpu_moe" if o.cpu_moe else "n_cpu_moe"
+            raise req.origin(dest).error(
+                "needs the MoE expert tensors' sizes: a GGUF of an MoE model (its tensor infos), not "
+                f"{'an estimate' if not weights.exact else 'a model without experts'}"
+            )
         return Target(
             model,
             weights,
@@ -368,6 +380,7 @@ class LlamaCppRuntime:
             req.overhead,
             -1 if o.n_gpu_layers is None else o.n_gpu_layers,
             o.no_kv_offload,
+            model.n_layer_all if o.cpu_moe else (o.n_cpu_moe or 0),
         )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:

@@ -67,6 +67,7 @@ class Weights:
     output_bytes: int
     exact: bool
     basis: str
+    expert_bytes: tuple[int, ...] = ()  # of each layer's bytes, its MoE experts' (exact weights only)
 
     @property
     def total_bytes(self) -> int:
@@ -98,7 +99,9 @@ def model_weights(
         return spread(weight_bytes, model.n_layer_all, "given (--weight-bytes)")
     tw = model.tensor_weights
     if tw is not None and weight_type_name is None:
-        return Weights(tw.input_bytes, tw.layer_bytes, tw.output_bytes, True, "exact: the GGUF's tensor sizes")
+        return Weights(
+            tw.input_bytes, tw.layer_bytes, tw.output_bytes, True, "exact: the GGUF's tensor sizes", tw.expert_bytes
+        )
     if model.n_params is None:
         raise BadInputError(
             f"{model.source}: no tensor sizes and no parameter count; pass --weight-bytes SIZE, or "

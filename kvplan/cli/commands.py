@@ -370,6 +370,8 @@ COMMANDS: dict[str, Command] = {
                     *LLAMACPP_CONTEXT,
                     "n_gpu_layers",
                     "tensor_split",
+                    "cpu_moe",
+                    "n_cpu_moe",
                     "no_kv_offload",
                     "backend",
                     *ENGINE,

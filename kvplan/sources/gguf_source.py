@@ -76,10 +76,13 @@ def tensor_weights(tensors: list[TensorInfo], n_layer_all: int) -> TensorWeights
     llama.cpp does."""
     input_bytes = output_bytes = 0
     layers = [0] * n_layer_all
+    experts = [0] * n_layer_all
     for t in tensors:
         parts = t.name.split(".")
         if parts[0] == "blk" and len(parts) > 1 and parts[1].isdigit() and int(parts[1]) < n_layer_all:
             layers[int(parts[1])] += t.n_bytes
+            if _EXPS.search(t.name):
+                experts[int(parts[1])] += t.n_bytes
         elif parts[0] == "token_embd":
             input_bytes += t.n_bytes
         else:
@@ -87,4 +90,8 @@ def tensor_weights(tensors: list[TensorInfo], n_layer_all: int) -> TensorWeights
     names = {t.name for t in tensors}
     if "output.weight" not in names and "token_embd.weight" in names:
         output_bytes += next(t.n_bytes for t in tensors if t.name == "token_embd.weight")
-    return TensorWeights(input_bytes, tuple(layers), output_bytes)
+    return TensorWeights(input_bytes, tuple(layers), output_bytes, tuple(experts) if any(experts) else ())
+
+
+#: llama.cpp's LLM_FFN_EXPS_REGEX (common/arg.cpp): the MoE expert tensors --cpu-moe / --n-cpu-moe move
+_EXPS = re.compile(r"\.ffn_(up|down|gate|gate_up)_(ch|)exps")

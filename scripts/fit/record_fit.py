@@ -33,6 +33,12 @@ OUT = ROOT / "tests" / "fixtures" / "fit" / "llama_fit.json"
 MODELS = [("llama-3.1-8b", "F16"), ("llama-3.1-8b", "Q8_0"), ("qwen3-30b-a3b", "Q8_0"), ("qwen3-30b-a3b", "F16")]
 DEVICES = [(8000,), (16000,), (24000,), (48000,), (80000,), (24000, 16000), (16000, 16000, 8000)]
 PROJECTIONS = [["-c", "8192"], ["-c", "32768", "-ngl", "20"], ["-c", "16384", "-ngl", "10", "-np", "2"]]
+#: MoE models also: experts of the first N layers (or all) kept in host memory
+MOE_PROJECTIONS = [
+    ["-c", "8192", "-ncmoe", "20"],
+    ["-c", "16384", "-cmoe"],
+    ["-c", "8192", "-ngl", "30", "-ncmoe", "10"],
+]
 FITS = [[], ["-c", "32768"], ["-fitt", "2048"]]
 
 
@@ -40,7 +46,7 @@ def cases() -> list[dict[str, Any]]:
     out = []
     for model, wtype in MODELS:
         for devices in DEVICES:
-            for args in PROJECTIONS:
+            for args in PROJECTIONS + (MOE_PROJECTIONS if "qwen3" in model else []):
                 out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fitp"})
             for args in FITS:
                 out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fit"})

@@ -1,9 +1,10 @@
 """Against llama.cpp's own fit (issue 18's oracle, tests/fixtures/fit/llama_fit.json, recorded by
 scripts/fit/record_fit.py with llama-fit-params and ggml RPC servers as devices): for every recorded `-fitp on`
 projection — dense Llama-3.1-8B and Qwen3-30B-A3B MoE, F16 and Q8_0, one to three devices of 8-80 GB, partial
--ngl, -np — kvplan places the GGUF's weights and KV on the same devices, to the MiB llama.cpp prints. (The
-compute column is not compared: llama.cpp's there is the CPU backend's behind the RPC server; the fit's
-chosen arguments are recorded for the port of common_fit_params, not yet compared.)"""
+-ngl, -np, MoE experts kept in host memory (-ncmoe, -cmoe) — kvplan places the GGUF's weights and KV on the
+same devices, to the MiB llama.cpp prints. (The compute column is not compared: llama.cpp's there is the CPU
+backend's behind the RPC server; the fit's chosen arguments are recorded for the port of common_fit_params, not
+yet compared.)"""
 
 from __future__ import annotations
 
@@ -40,12 +41,17 @@ def test_weights_and_kv_per_device_equal_llama_cpp(
     recorded: dict[str, Any], models: dict[tuple[str, str], ModelDescription]
 ) -> None:
     case = recorded["case"]
-    args = dict(zip(case["args"][::2], case["args"][1::2], strict=True))
+    flags = [a for a in case["args"] if a != "-cmoe"]
+    args = dict(zip(flags[::2], flags[1::2], strict=True))
     settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "ctx_size": int(args["-c"])}
+    if "-cmoe" in case["args"]:
+        settings["cpu_moe"] = True
     if "-ngl" in args:
         settings["n_gpu_layers"] = int(args["-ngl"])
     if "-np" in args:
         settings["parallel"] = int(args["-np"])
+    if "-ncmoe" in args:
+        settings["n_cpu_moe"] = int(args["-ncmoe"])
     doc = kvplan.fit(models[(case["model"], case["type"])], **settings).to_dict()
     mine = {
         ("Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")): [
@@ -55,3 +61,10 @@ def test_weights_and_kv_per_device_equal_llama_cpp(
         for d in doc["devices"]
     }
     assert mine == {k: v[:2] for k, v in recorded["projection"].items()}
+
+
+def test_moe_flags_need_the_expert_tensors() -> None:
+    from helpers import kv
+
+    r = kv("fit", "qwen3-30b-a3b", "--gpu", "RTX-4090", "-ncmoe", "4")
+    assert r.exit_code == 2 and "-ncmoe: needs the MoE expert tensors' sizes" in r.stderr
