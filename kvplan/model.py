@@ -91,6 +91,8 @@ class TensorWeights:
     #: of each layer's bytes, its MoE expert tensors' (ffn_{up,down,gate,gate_up}_exps / _chexps: what llama.cpp's
     #: --cpu-moe / --n-cpu-moe keep in host memory); () for a model without experts
     expert_bytes: tuple[int, ...] = ()
+    #: every tensor: (name, layer: -1 the input layer, -2 the output layer; bytes), for -ot overrides
+    tensors: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def total_bytes(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,7 @@ class Target:
     n_gpu_layers: int = -1  # -ngl (< 0: all)
     no_kv_offload: bool = False
     n_cpu_moe: int = 0  # the first N layers keep their MoE experts in host memory (-ncmoe N; -cmoe: all)
+    overrides: tuple[tuple[str, str], ...] = ()  # -ot: (regex, buffer), first match wins
 
     def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         """Weights, KV / state, compute and overhead of every device for one configuration (raises where
@@ -143,13 +145,16 @@ class Target:
         where = layer_devices(model.n_layer_all, self.splits or [float(m) for m in memory], self.n_gpu_layers)
         n = len(memory)
         w, kv = [0] * (n + 1), [0] * (n + 1)  # the last slot is the host
-        moved = weights.expert_bytes[: self.n_cpu_moe] if self.n_cpu_moe else ()
-        for il, b in enumerate(weights.layer_bytes):
-            e = moved[il] if il < len(moved) else 0  # llama.cpp's tensor buffer overrides: experts to the host
-            w[where[il]] += b - e
-            w[-1] += e
-        w[where[-1]] += weights.output_bytes
-        w[-1] += weights.input_bytes
+        if self.overrides:
+            self._place_tensors(weights, where, w)
+        else:
+            moved = weights.expert_bytes[: self.n_cpu_moe] if self.n_cpu_moe else ()
+            for il, b in enumerate(weights.layer_bytes):
+                e = moved[il] if il < len(moved) else 0  # llama.cpp's tensor buffer overrides: experts to the host
+                w[where[il]] += b - e
+                w[-1] += e
+            w[where[-1]] += weights.output_bytes
+            w[-1] += weights.input_bytes
         for cache in p.caches:
             for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
                 kv[-1 if self.no_kv_offload else where[min(il, len(where) - 1)]] += b
@@ -173,6 +178,18 @@ class Target:
         host_layers = [il for il in range(model.n_layer_all) if where[il] == -1]
         host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], 0, 0)
         return Placement(settings, p, gpus, host, basis)
+
+    def _place_tensors(self, weights: Weights, where: list[int], w: list[int]) -> None:
+        """Tensor by tensor, as llama.cpp's loader does with buffer overrides: the first -ot pattern a tensor's
+        name matches (re.search, as std::regex_search) decides its buffer; then -ncmoe / -cmoe (patterns of
+        their own, after the user's); else its layer's device."""
+        rules = [(re.compile(p), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
+                 for p, b in self.overrides]  # fmt: skip
+        rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
+        for name, il, b in weights.tensors:
+            home = -1 if il == -1 else where[-1] if il == -2 else where[il]
+            dest = next((d for rule, d in rules if rule.search(name)), home)
+            w[dest] += b
 
     def fitting(self, settings: LlamaCppSettings) -> Placement | None:
         """The placement if llama.cpp accepts the settings and every GPU has room, else None."""
@@ -327,6 +344,8 @@ def run_args(model: ModelDescription, target: Target, placement: Placement) -> t
     args += ["-ngl", str(model.n_layer_all + 1 if ngl < 0 else ngl)]
     if target.no_kv_offload:
         args.append("-nkvo")
+    if target.overrides:
+        args += ["-ot", ",".join(f"{p}={b}" for p, b in target.overrides)]
     if target.n_cpu_moe:
         args += ["-cmoe"] if target.n_cpu_moe >= model.n_layer_all else ["-ncmoe", str(target.n_cpu_moe)]
     args += ["--fit", "off"]
@@ -366,6 +385,12 @@ class LlamaCppRuntime:
         assert req.hardware is not None  # build_request(need_hardware=True)
         o = req.llamacpp
         weights = model_weights(model, req.weights, req.weight_bytes)
+        if o.override_tensor and not weights.tensors:
+            raise req.origin("override_tensor").error("needs the tensors' names and sizes: a GGUF (its tensor infos)")
+        for _, buft in o.override_tensor:
+            index = re.match(r"^[A-Za-z]+(\d+)", buft)
+            if index is not None and int(index.group(1)) >= req.hardware.count:
+                raise req.origin("override_tensor").error(f"{buft}: there are {req.hardware.count} GPU(s)")
         if (o.cpu_moe or o.n_cpu_moe) and not weights.expert_bytes:
             dest = "cpu_moe" if o.cpu_moe else "n_cpu_moe"
             raise req.origin(dest).error(
@@ -381,6 +406,7 @@ class LlamaCppRuntime:
             -1 if o.n_gpu_layers is None else o.n_gpu_layers,
             o.no_kv_offload,
             model.n_layer_all if o.cpu_moe else (o.n_cpu_moe or 0),
+            o.override_tensor,
         )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:

@@ -65,6 +65,7 @@ class LlamaCppOptions:
     n_gpu_layers: int | None = None  # -1 auto, -2 all
     tensor_split: tuple[float, ...] | None = None
     no_kv_offload: bool = False
+    override_tensor: tuple[tuple[str, str], ...] = ()  # -ot PATTERN=BUFT
     cpu_moe: bool = False  # -cmoe
     n_cpu_moe: int | None = None  # -ncmoe N
     backend: Backend | None = None

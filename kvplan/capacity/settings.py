@@ -72,6 +72,26 @@ def _gpu_layers(value: object) -> int:
     return parse_count(value, minimum=0)
 
 
+def _overrides(value: object) -> tuple[tuple[str, str], ...]:
+    """-ot PATTERN=BUFT[,PATTERN=BUFT...]: llama.cpp's tensor buffer overrides (regexes searched in tensor
+    names; the buffer: CPU, or a device by index)."""
+    import re
+
+    out = []
+    for item in str(value).split(","):
+        pattern, eq, buft = item.partition("=")
+        if not eq or not pattern or not buft:
+            raise ValueError(f"expected PATTERN=BUFFER pairs such as 'exps=CPU', not {item!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a regular expression ({exc})") from None
+        if buft.upper() != "CPU" and not re.match(r"^[A-Za-z]+(\d+)(\[.*\])?$", buft):
+            raise ValueError(f"unknown buffer {buft!r}; expected CPU or a device such as CUDA0, GPU1, RPC0[...]")
+        out.append((pattern, buft))
+    return tuple(out)
+
+
 def _proportions(value: object) -> tuple[float, ...]:
     """-ts 3,1 (llama.cpp also splits on /): finite, non-negative, not all zero."""
     items: list[object] = (
@@ -210,6 +230,10 @@ SETTINGS: tuple[Setting, ...] = (
             "llama.cpp", "N|auto|all", runtime=_LL),
     Setting("tensor_split", ("-ts", "--tensor-split"), _proportions,
             "layer split over the GPUs: 3,1 (default: by their memory)", "llama.cpp", "N0,N1,...", runtime=_LL),
+    Setting("override_tensor", ("-ot", "--override-tensor"), _overrides,
+            "tensors whose names match a regex go to a buffer: PATTERN=CPU (host memory) or =CUDA0 / GPU1 / "
+            "RPC0[host:port] (a GPU by index), comma-separated, first match wins (needs a GGUF)", "llama.cpp",
+            "PATTERN=BUFT,...", runtime=_LL),
     Setting("cpu_moe", ("-cmoe", "--cpu-moe"), _switch,
             "keep every layer's MoE expert weights in host memory", "llama.cpp", None, runtime=_LL),
     Setting("n_cpu_moe", ("-ncmoe", "--n-cpu-moe"), _count(0),

@@ -68,6 +68,7 @@ class Weights:
     exact: bool
     basis: str
     expert_bytes: tuple[int, ...] = ()  # of each layer's bytes, its MoE experts' (exact weights only)
+    tensors: tuple[tuple[str, int, int], ...] = ()  # (name, layer | -1 input | -2 output, bytes): exact only
 
     @property
     def total_bytes(self) -> int:
@@ -100,7 +101,13 @@ def model_weights(
     tw = model.tensor_weights
     if tw is not None and weight_type_name is None:
         return Weights(
-            tw.input_bytes, tw.layer_bytes, tw.output_bytes, True, "exact: the GGUF's tensor sizes", tw.expert_bytes
+            tw.input_bytes,
+            tw.layer_bytes,
+            tw.output_bytes,
+            True,
+            "exact: the GGUF's tensor sizes",
+            tw.expert_bytes,
+            tw.tensors,
         )
     if model.n_params is None:
         raise BadInputError(

@@ -370,6 +370,7 @@ COMMANDS: dict[str, Command] = {
                     *LLAMACPP_CONTEXT,
                     "n_gpu_layers",
                     "tensor_split",
+                    "override_tensor",
                     "cpu_moe",
                     "n_cpu_moe",
                     "no_kv_offload",

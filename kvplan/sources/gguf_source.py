@@ -77,20 +77,28 @@ def tensor_weights(tensors: list[TensorInfo], n_layer_all: int) -> TensorWeights
     input_bytes = output_bytes = 0
     layers = [0] * n_layer_all
     experts = [0] * n_layer_all
+    placed: list[tuple[str, int, int]] = []
     for t in tensors:
         parts = t.name.split(".")
         if parts[0] == "blk" and len(parts) > 1 and parts[1].isdigit() and int(parts[1]) < n_layer_all:
             layers[int(parts[1])] += t.n_bytes
+            placed.append((t.name, int(parts[1]), t.n_bytes))
             if _EXPS.search(t.name):
                 experts[int(parts[1])] += t.n_bytes
         elif parts[0] == "token_embd":
             input_bytes += t.n_bytes
+            placed.append((t.name, -1, t.n_bytes))
         else:
             output_bytes += t.n_bytes
+            placed.append((t.name, -2, t.n_bytes))
     names = {t.name for t in tensors}
     if "output.weight" not in names and "token_embd.weight" in names:
-        output_bytes += next(t.n_bytes for t in tensors if t.name == "token_embd.weight")
-    return TensorWeights(input_bytes, tuple(layers), output_bytes, tuple(experts) if any(experts) else ())
+        tied = next(t.n_bytes for t in tensors if t.name == "token_embd.weight")
+        output_bytes += tied
+        placed.append(("token_embd.weight", -2, tied))  # llama.cpp loads it again as the output (duplicated)
+    return TensorWeights(
+        input_bytes, tuple(layers), output_bytes, tuple(experts) if any(experts) else (), tuple(placed)
+    )
 
 
 #: llama.cpp's LLM_FFN_EXPS_REGEX (common/arg.cpp): the MoE expert tensors --cpu-moe / --n-cpu-moe move

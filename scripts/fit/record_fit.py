@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -90,7 +91,13 @@ def run(fit_dir: Path, model: Path, case: dict[str, Any], base_port: int) -> dic
             return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1][:300]}
         if case["mode"] == "fitp":
             return {"projection": parse_projection(proc.stdout)}
-        return {"fit": next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("-"))}
+        fit = next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("-"))
+        # what the chosen arguments project, on the same devices (the -ot buffers name them)
+        again = subprocess.run(
+            [*cmd[:5], *shlex.split(fit), "-fitp", "on"], capture_output=True, text=True, timeout=300
+        )
+        # an RPC device is named by its endpoint (RPC0[127.0.0.1:PORT]), not by its place in --rpc
+        return {"fit": fit, "fit_projection": parse_projection(again.stdout), "rpc": rpc.split(",")}
     finally:
         for s in servers:
             s.terminate()

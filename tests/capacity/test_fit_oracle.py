@@ -9,6 +9,8 @@ yet compared.)"""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ PROJECTIONS = [c for c in RECORDED if c["case"]["mode"] == "fitp"]
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], ModelDescription]:
     folder: Path = tmp_path_factory.mktemp("fit")
-    keys = sorted({(c["case"]["model"], c["case"]["type"]) for c in PROJECTIONS})
+    keys = sorted({(c["case"]["model"], c["case"]["type"]) for c in RECORDED})
     return {k: kvplan.load_model(str(sparse_fit_model(folder / f"{k[0]}-{k[1]}.gguf", *k))) for k in keys}
 
 
@@ -68,3 +70,35 @@ def test_moe_flags_need_the_expert_tensors() -> None:
 
     r = kv("fit", "qwen3-30b-a3b", "--gpu", "RTX-4090", "-ncmoe", "4")
     assert r.exit_code == 2 and "-ncmoe: needs the MoE expert tensors' sizes" in r.stderr
+
+
+FITS = [c for c in RECORDED if c["case"]["mode"] == "fit"]
+
+
+@pytest.mark.parametrize("recorded", FITS, ids=[f"{i}" for i in range(len(FITS))])
+def test_llama_cpp_fit_answers_placed_by_kvplan(
+    recorded: dict[str, Any], models: dict[tuple[str, str], ModelDescription]
+) -> None:
+    """llama.cpp's fit chose -c, -ngl, -ts and -ot (MoE experts or parts of layers moved to the host or to
+    another device); given those arguments, kvplan puts the same weights and KV on each device as llama.cpp
+    projects for them. (Choosing them as llama.cpp does is the rest of issue 18.)"""
+    case, fit = recorded["case"], recorded["fit"]
+    for i, endpoint in enumerate(recorded["rpc"]):  # an RPC device is named by its endpoint
+        fit = re.sub(r"RPC\d+\[" + re.escape(endpoint) + r"\]", f"GPU{i}", fit)
+    words = shlex.split(fit)
+    args = dict(zip(words[::2], words[1::2], strict=True))
+    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "ctx_size": int(args["-c"])}
+    if args.get("-ngl", "-1") != "-1":
+        settings["n_gpu_layers"] = int(args["-ngl"])
+    for flag, key in (("-ts", "tensor_split"), ("-ot", "override_tensor")):
+        if flag in args:
+            settings[key] = args[flag]
+    doc = kvplan.fit(models[(case["model"], case["type"])], **settings).to_dict()
+    mine = {
+        ("Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")): [
+            d["weight_bytes"] // 2**20,
+            d["kv_bytes"] // 2**20,
+        ]
+        for d in doc["devices"]
+    }
+    assert mine == {k: v[:2] for k, v in recorded["fit_projection"].items()}
