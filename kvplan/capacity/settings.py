@@ -86,8 +86,10 @@ def _overrides(value: object) -> tuple[tuple[str, str], ...]:
             re.compile(pattern)
         except re.error as exc:
             raise ValueError(f"{pattern!r} is not a regular expression ({exc})") from None
-        if buft.upper() != "CPU" and not re.match(r"^[A-Za-z]+(\d+)(\[.*\])?$", buft):
-            raise ValueError(f"unknown buffer {buft!r}; expected CPU or a device such as CUDA0, GPU1, RPC0[...]")
+        if "[" in buft:  # llama.cpp names an RPC device by its endpoint, not by its place among the GPUs
+            raise ValueError(f"{buft!r}: name the GPU by its place instead, GPU0, GPU1, ... (or CUDA0, ...)")
+        if buft.upper() != "CPU" and not re.match(r"^[A-Za-z]+(\d+)$", buft):
+            raise ValueError(f"unknown buffer {buft!r}; expected CPU or a GPU such as CUDA0 or GPU1")
         out.append((pattern, buft))
     return tuple(out)
 
@@ -231,8 +233,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tensor_split", ("-ts", "--tensor-split"), _proportions,
             "layer split over the GPUs: 3,1 (default: by their memory)", "llama.cpp", "N0,N1,...", runtime=_LL),
     Setting("override_tensor", ("-ot", "--override-tensor"), _overrides,
-            "tensors whose names match a regex go to a buffer: PATTERN=CPU (host memory) or =CUDA0 / GPU1 / "
-            "RPC0[host:port] (a GPU by index), comma-separated, first match wins (needs a GGUF)", "llama.cpp",
+            "tensors whose names match a regex go to a buffer: PATTERN=CPU (host memory) or =CUDA0 / GPU1 (a GPU "
+            "by its place), comma-separated, first match wins (needs a GGUF)", "llama.cpp",
             "PATTERN=BUFT,...", runtime=_LL),
     Setting("cpu_moe", ("-cmoe", "--cpu-moe"), _switch,
             "keep every layer's MoE expert weights in host memory", "llama.cpp", None, runtime=_LL),

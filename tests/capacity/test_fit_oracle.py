@@ -102,3 +102,19 @@ def test_llama_cpp_fit_answers_placed_by_kvplan(
         for d in doc["devices"]
     }
     assert mine == {k: v[:2] for k, v in recorded["fit_projection"].items()}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("exps", "expected PATTERN=BUFFER pairs"),
+        ("(=CPU", "is not a regular expression"),
+        ("exps=RPC0[127.0.0.1:50052]", "name the GPU by its place instead"),
+        ("exps=disk", "unknown buffer 'disk'"),
+    ],
+)
+def test_override_tensor_errors(value: str, message: str) -> None:
+    from helpers import kv
+
+    r = kv("fit", "llama-3.1-8b", "--gpu", "RTX-4090", "-ot", value)
+    assert r.exit_code == 2 and message in r.stderr, r.stderr
