@@ -118,3 +118,20 @@ def test_override_tensor_errors(value: str, message: str) -> None:
 
     r = kv("fit", "llama-3.1-8b", "--gpu", "RTX-4090", "-ot", value)
     assert r.exit_code == 2 and message in r.stderr, r.stderr
+
+
+def test_override_tensor_needs_a_gguf_and_a_gpu_that_exists(
+    models: dict[tuple[str, str], ModelDescription],
+) -> None:
+    from kvplan.errors import UsageError
+
+    with pytest.raises(UsageError, match="override_tensor: needs the tensors' names and sizes"):
+        kvplan.fit("qwen3-30b-a3b", gpu="RTX-4090", override_tensor="exps=CPU")
+    moe = models[("qwen3-30b-a3b", "Q8_0")]
+    with pytest.raises(UsageError, match="override_tensor: GPU2: there are 2 GPU"):
+        kvplan.fit(moe, memory="24GiB,24GiB", ctx_size=4096, override_tensor="exps=GPU2")
+    # every expert to the host: the GPU keeps attention, norms, the output layer
+    doc = kvplan.fit(moe, memory="24GiB", ctx_size=4096, override_tensor=r"ffn_.*_exps=CPU").to_dict()
+    cmoe = kvplan.fit(moe, memory="24GiB", ctx_size=4096, cpu_moe=True).to_dict()
+    assert [d["weight_bytes"] for d in doc["devices"]] == [d["weight_bytes"] for d in cmoe["devices"]]
+    assert "-ot" in doc["run_args"] and "-cmoe" in cmoe["run_args"]
