@@ -30,6 +30,7 @@ import argparse
 import inspect
 import json
 import shutil
+import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -148,7 +149,6 @@ SYNTH: dict[str, dict[str, Any]] = {
     "HrmTextModel": {"H_cycles": 2, "L_cycles": 2, "embedding_scale": 1.0},
     "HYV3Model": _MOE,
     "HYV4Model": {**_MOE},
-    "JaisModel": {"activation_function": "swiglu"},
     "KimiLinearModel": {
         **_MLA,
         **_MOE,
@@ -183,6 +183,19 @@ SYNTH: dict[str, dict[str, Any]] = {
         **{f"layernorm_{p}_{g}": 1.0 for p in ("full_attention", "linear_attention", "mlp") for g in ("alpha", "beta")},
     },
     "MiniMaxM2Model": {**_MOE, "rotary_dim": 64, "num_local_experts": 8},
+    "MiniMaxM3Model": {**_MOE, "rotary_dim": 64, "num_local_experts": 8},
+    "JaisModel": {
+        "activation_function": "swiglu",
+        "position_embedding_type": "alibi",
+        "n_positions": 2048,
+        "n_embd": 1024,
+        "n_inner": 2048,
+        "n_head": 16,
+        "n_layer": 8,
+        "layer_norm_epsilon": 1e-5,
+        "embeddings_scale": 1.0,
+        "width_scale": 1.0,
+    },
     "Cohere2Model": {"rotary_pct": 1.0, "logit_scale": 0.25, "sliding_window": 4096, "sliding_window_pattern": 4},
     "Gemma4Model": _GEMMA4,
     "Gemma4AssistantModel": _GEMMA4,
@@ -768,6 +781,8 @@ def main() -> None:  # noqa: C901 - one pass over the converter's registry, in o
         "",
     ]
     FACTS.write_text("\n".join(lines))
+    # the generated file is checked by `ruff format --check` in CI: format it as it is written
+    subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", str(FACTS)], check=True)
     print(summary, f"{len(archs)} architectures, {len(classes)} config classes")
     print("derived by transformers (kvplan/sources/hf_conversion.py DERIVED must cover what the converter reads):")
     for name, keys in sorted(DERIVED.items()):

@@ -1454,6 +1454,7 @@ CONVERTED_ARCHS: frozenset[str] = frozenset(
         "hunyuan_vl",
         "hy_v3",
         "internlm2",
+        "jais",
         "jais2",
         "jamba",
         "jina-bert-v2",

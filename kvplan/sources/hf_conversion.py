@@ -176,6 +176,20 @@ def _bloom(c: _Config, kv: dict[str, Any]) -> None:
     )
 
 
+def _jais(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/jais.py JaisModel: its own keys (n_positions, n_embd, n_inner, n_head; MHA, ALiBi)."""
+    if c.get("activation_function") != "swiglu" or c.get("position_embedding_type") != "alibi":
+        raise BadInputError(f"{c.path}: JAIS converts with activation_function swiglu and ALiBi positions only")
+    _replace(
+        kv,
+        kv["block_count"],
+        context_length=c.int("n_positions"),
+        embedding_length=c.int("n_embd"),
+        feed_forward_length=c.int("n_inner"),
+        attention__head_count=_n_head(c, "n_head"),
+    )
+
+
 def _falcon(c: _Config, kv: dict[str, Any]) -> None:
     n_head = c.get("num_attention_heads")
     if n_head is None:
@@ -1056,6 +1070,7 @@ RULES: dict[str, Rule] = {
     "MambaModel": _mamba,
     "Mamba2Model": _mamba2,
     "MapleModel": _maple,
+    "JaisModel": _jais,
     "HunYuanMoEModel": _hunyuan_moe,
     "OpenELMModel": _openelm,
     "Gemma4Model": _gemma4,

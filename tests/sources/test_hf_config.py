@@ -177,11 +177,18 @@ def test_the_engines_read_the_configs_context_where_llama_cpp_writes_its_own() -
 
 
 def test_an_unproven_architecture_says_so(tmp_path: Path) -> None:
-    """JAIS has no recorded conversion (the converter needs more than its config): the estimate says so."""
+    """GraniteSwitch has no recorded conversion (the converter needs more than its config): the estimate says so."""
     from kvplan.facts.hf_archs import CONVERTED_ARCHS
 
-    assert "jais" not in CONVERTED_ARCHS and "llama" in CONVERTED_ARCHS
-    cfg = {"architectures": ["JAISLMHeadModel"], "n_embd": 1024, "n_head": 16, "n_layer": 4, "n_positions": 2048}
+    assert "graniteswitch" not in CONVERTED_ARCHS and "llama" in CONVERTED_ARCHS
+    cfg = {
+        "architectures": ["GraniteSwitchForCausalLM"],
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 4,
+        "max_position_embeddings": 4096,
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     doc = kv("estimate", str(tmp_path), "-o", "json").json()
     assert any("no recorded conversion proves" in n for n in doc["notes"]), doc["notes"]
