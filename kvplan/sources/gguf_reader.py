@@ -228,14 +228,18 @@ class _Cursor:
             buf, pos, done = self.buf, self.pos, 0
             views = tuple(memoryview(buf)[k : k + (self.avail - k) // 8 * 8].cast("Q") for k in range(8))
             try:
-                # four strings a turn; pos moves only when all four were read, so on IndexError it is the
+                # eight strings a turn; pos moves only when all eight were read, so on IndexError it is the
                 # start of string `done`
-                for done in range(0, remaining - 3, 4):  # noqa: B007 - done counts the strings walked
+                for done in range(0, remaining - 7, 8):  # noqa: B007 - done counts the strings walked
                     x = pos + 8 + views[pos & 7][pos >> 3]
                     x += 8 + views[x & 7][x >> 3]
                     x += 8 + views[x & 7][x >> 3]
+                    x += 8 + views[x & 7][x >> 3]
+                    x += 8 + views[x & 7][x >> 3]
+                    x += 8 + views[x & 7][x >> 3]
+                    x += 8 + views[x & 7][x >> 3]
                     pos = x + 8 + views[x & 7][x >> 3]
-                done = remaining - remaining % 4
+                done = remaining - remaining % 8
                 for done in range(done, remaining):  # noqa: B007, B020
                     pos += 8 + views[pos & 7][pos >> 3]
                 done = remaining
