@@ -59,11 +59,10 @@ def evaluate(dep: Deployment) -> DeploymentResult:
         ev = evaluate_request(model, checked_request(model, dep.request), suggest=True)
         if dep.workload is not None:  # the deployment as configured (the engine's own defaults), over time
             from kvplan.simulation.budgets import findings
-            from kvplan.simulation.run import simulate
             from kvplan.simulation.setup import prepare
 
             p = prepare(model, dep.request)
-            ev = replace(ev, findings=ev.findings + findings(simulate(p.config, p.cost, dep.workload), dep.sim_budgets))
+            ev = replace(ev, findings=ev.findings + findings(p.run(dep.workload), dep.sim_budgets))
         return DeploymentResult(dep, ev)
     except KvplanError as exc:
         return DeploymentResult(dep, None, exc)

@@ -69,6 +69,7 @@ BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
 #: simulate's budgets (kvplan.simulation.budgets.SIM_BUDGETS, repeated here so that --help imports nothing heavy)
 SIM_BUDGET_FLAGS = {
     "max_preemptions": ("--max-preemptions", "preemptions over the run"),
+    "max_failed": ("--max-failed", "requests the server fails (llama-server: context exceeded, prompt too long)"),
     "max_ttft_p99": ("--max-ttft-p99", "the p99 TTFT floor (500ms, 2s)"),
     "max_itl_p99": ("--max-itl-p99", "the p99 inter-token latency floor (50ms)"),
     "max_peak_kv": ("--max-peak-kv", "the peak share of KV blocks in use (90%)"),
@@ -247,7 +248,6 @@ def simulate(inv: Invocation) -> Document:
     from kvplan.capacity.deployment import load_model_for
     from kvplan.report.simulate import simulate_document
     from kvplan.simulation.budgets import SIM_BUDGETS, findings, sim_budgets
-    from kvplan.simulation.run import simulate as run
     from kvplan.simulation.setup import prepare
     from kvplan.simulation.workload import WORKLOAD_KEYS, workload_file, workload_from
 
@@ -288,7 +288,7 @@ def simulate(inv: Invocation) -> Document:
             sys.stderr.write(f"\rsimulating: {t:,.1f} s of traffic, {n:,} requests")
             sys.stderr.flush()
 
-    result = run(prepared.config, prepared.cost, workload, progress)
+    result = prepared.run(workload, progress)
     if show:
         sys.stderr.write("\r\033[K")
     doc = simulate_document(prepared, workload, result, inv.units, findings(result, budgets))
@@ -444,13 +444,23 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "simulate",
-            "requests over time through vLLM's scheduler; latency floors",
-            "A workload through the engine's own scheduler (vLLM 0.33's, ported and proven step for step): blocks "
-            "in use, preemptions and cancels over time, and roofline floors for TTFT and inter-token latency.",
+            "requests over time: llama-server's slots, vLLM's scheduler",
+            "A workload through llama-server's slots (the default runtime) or vLLM 0.33's own scheduler (--engine "
+            "vllm; ported and proven step for step): KV in use, failed requests or preemptions, and cancels over "
+            "time, and roofline floors for TTFT and inter-token latency.",
             (MODEL,),
             (
                 *_settings(
-                    "gpu", "memory", "gpus_file", "engine", *ENGINE, "weights", "weight_bytes", "params", "overhead"
+                    "gpu",
+                    "memory",
+                    "gpus_file",
+                    "engine",
+                    *LLAMACPP_CONTEXT,
+                    *ENGINE,
+                    "weights",
+                    "weight_bytes",
+                    "params",
+                    "overhead",
                 ),
                 Option(
                     "async_scheduling",

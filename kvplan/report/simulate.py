@@ -20,10 +20,10 @@ def _ms(s: float | None) -> str:
 def simulate_document(
     p: Prepared, w: Workload, r: SimResult, units: Units, found: tuple[Finding, ...] = ()
 ) -> Document:
-    c = r.config
     reqs = r.requests
-    served = [q for q in reqs if q.finished is not None and not q.cancelled]
+    served = [q for q in reqs if q.finished is not None and not q.cancelled and q.error is None]
     cancelled = [q for q in reqs if q.cancelled]
+    failed = [q for q in reqs if q.error is not None]
     ttft = [q.first_token - q.arrival for q in reqs if q.first_token is not None]
     e2e = [q.finished - q.arrival for q in served if q.finished is not None]
     peak_blocks = max((s.blocks_used for s in r.steps), default=0)
@@ -32,24 +32,18 @@ def simulate_document(
     prefill = [s for s in r.steps if s.prefill_tokens]
     decode = [s for s in r.steps if s.decode_tokens and not s.prefill_tokens]
     tokens_out = sum(q.tokens for q in reqs)
-    t = p.target
-    label = f"{t.engine.label} {t.engine.version} on {t.gpu_label}"
+    unit = "cells" if p.failure == "failures" else "blocks"
+    trouble = f"{len(failed):,} failed" if p.failure == "failures" else f"{preemptions:,} preemptions"
     headline = (
-        f"{label}: {len(reqs):,} requests, {len(served):,} served, {len(cancelled):,} cancelled; peak KV "
-        f"{peak_blocks / r.usable_blocks:.0%} of {r.usable_blocks:,} blocks, {preemptions:,} preemptions; "
+        f"{p.label}: {len(reqs):,} requests, {len(served):,} served, {len(cancelled):,} cancelled; peak KV "
+        f"{peak_blocks / (r.usable_blocks or 1):.0%} of {r.usable_blocks:,} {unit}, {trouble}; "
         f"TTFT ≥ {_ms(percentile(ttft, 50))} p50 / {_ms(percentile(ttft, 99))} p99, ITL ≥ "
         f"{_ms(percentile(r.itl, 50))} p50 / {_ms(percentile(r.itl, 99))} p99"
     )
-    settings = (
-        f"block {c.block_size} tokens × {r.usable_blocks:,} blocks ({p.capacity.tokens:,} KV tokens, "
-        f"{format_size(p.capacity.kv_budget_bytes, units)} per GPU), --max-model-len {c.max_model_len:,}, "
-        f"--max-num-batched-tokens {c.max_num_batched_tokens:,}, --max-num-seqs {c.max_num_seqs:,}, prefix caching "
-        f"{'on' if c.prefix_caching else 'off'}, {'async' if c.async_scheduling else 'sync'} scheduling"
-    )
     hw = p.cost.hardware
     summary = (
-        ("Model", f"{t.model.name} ({t.model.source})"),
-        ("Engine", settings),
+        ("Model", f"{p.model.name} ({p.model.source})"),
+        ("Engine", p.settings(units)),
         ("Workload", w.describe() + (f", shared prefix {w.shared_prefix:,} tokens" if w.shared_prefix else "")),
         ("Roofline", f"{hw.bandwidth / 1e12:.3g} TB/s, {hw.peak_flops / 1e12:,.0f} TFLOPS dense per GPU ({hw.source})"),
     )
@@ -57,15 +51,22 @@ def simulate_document(
         {"metric": "requests arrived", "value": len(reqs)},
         {"metric": "served to the end", "value": len(served)},
         {"metric": "cancelled", "value": len(cancelled)},
+        *(({"metric": "failed by the server", "value": len(failed)},) if p.failure == "failures" else ()),
         {"metric": "output tokens", "value": tokens_out},
         {"metric": "engine steps", "value": len(r.steps)},
         {"metric": "steps with prefill", "value": len(prefill)},
-        {"metric": "peak blocks in use", "value": peak_blocks},
+        {"metric": f"peak {unit} in use", "value": peak_blocks},
         {"metric": "peak running", "value": max((s.running for s in r.steps), default=0)},
         {"metric": "peak waiting", "value": max((s.waiting for s in r.steps), default=0)},
-        {"metric": "preemptions", "value": preemptions},
-        {"metric": "requests preempted", "value": preempted_requests},
-        {"metric": "free blocks after the last request", "value": r.final_free},
+        *(
+            ()
+            if p.failure == "failures"
+            else (
+                {"metric": "preemptions", "value": preemptions},
+                {"metric": "requests preempted", "value": preempted_requests},
+            )
+        ),
+        {"metric": f"free {unit} after the last request", "value": r.final_free},
     )
     latency_rows = tuple(
         {
@@ -122,14 +123,22 @@ def simulate_document(
     notes = [
         "latencies are roofline floors (bytes against bandwidth, FLOPs against the dense peak), never a "
         "measurement: kernels, launches, communication and sampling add time",
-        f"decode steps read {format_size(percentile(step_bytes, 50) or 0, units)} p50 (weights + KV history); "
-        f"the scheduler is vLLM {t.engine.version}'s own, ported and proven step for step",
+        f"decode steps read {format_size(percentile(step_bytes, 50) or 0, units)} p50 (weights + KV history)",
         *p.notes,
     ]
     warnings = []
     if not r.blocks_returned:
         warnings.append(
-            f"blocks leaked: {r.final_free:,} of {r.usable_blocks:,} free after every request ended (a bug: report it)"
+            f"{unit} leaked: {r.final_free:,} of {r.usable_blocks:,} free after every request ended (a bug: report it)"
+        )
+    if failed:
+        reasons: dict[str, int] = {}
+        for q in failed:
+            reasons[q.error or ""] = reasons.get(q.error or "", 0) + 1
+        worst = max(reasons, key=lambda k: reasons[k])
+        warnings.append(
+            f"{len(failed):,} requests failed in llama-server ({reasons[worst]:,}: {worst!r}); a unified cache (-kvu) "
+            "fails every request in flight when it fills: a larger -c, fewer -np, or one stream per slot avoids it"
         )
     if preemptions:
         warnings.append(
@@ -172,6 +181,7 @@ def simulate_document(
                         ("e2e_s", Kind.SECONDS),
                         ("cancelled", Kind.TEXT),
                         ("preemptions", Kind.COUNT),
+                        ("error", Kind.TEXT),
                     )
                 ),
                 tuple(
@@ -185,6 +195,7 @@ def simulate_document(
                         "e2e_s": None if q.finished is None else q.finished - q.arrival,
                         "cancelled": q.cancelled,
                         "preemptions": q.preemptions,
+                        "error": q.error,
                     }
                     for q in reqs
                 ),
@@ -194,16 +205,8 @@ def simulate_document(
         notes=tuple(notes),
         warnings=tuple(warnings),
         data={
-            "engine": {"name": t.engine.name, "version": t.engine.version, "gpu": t.gpu_label},
-            "scheduler": {
-                "num_blocks": c.num_blocks,
-                "block_size": c.block_size,
-                "max_model_len": c.max_model_len,
-                "max_num_batched_tokens": c.max_num_batched_tokens,
-                "max_num_seqs": c.max_num_seqs,
-                "prefix_caching": c.prefix_caching,
-                "async_scheduling": c.async_scheduling,
-            },
+            "engine": {"name": p.engine, "label": p.label},
+            "scheduler": p.scheduler,
             "hardware": {"bandwidth_bytes_per_s": hw.bandwidth, "peak_flops": hw.peak_flops, "source": hw.source},
             "blocks_returned": r.blocks_returned,
             "end_s": r.end,

@@ -13,11 +13,15 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kvplan.errors import KvplanError
 from kvplan.simulation.roofline import CostModel
 from kvplan.simulation.vllm import EngineLoop, Request, Scheduler, SchedulerConfig, Status
 from kvplan.simulation.workload import RequestSpec, Workload
+
+if TYPE_CHECKING:
+    from kvplan.simulation.llamacpp import ServerConfig
 
 #: a simulation is cut off after this many engine steps (a workload that would need more is refused)
 MAX_STEPS = 5_000_000
@@ -59,11 +63,12 @@ class RequestResult:
     tokens: int = 0
     cancelled: bool = False
     preemptions: int = 0
+    error: str | None = None  # the engine failed the request (llama-server: context exceeded, prompt too long)
 
 
 @dataclass(frozen=True)
 class SimResult:
-    config: SchedulerConfig
+    config: SchedulerConfig | ServerConfig
     steps: tuple[StepPoint, ...]
     requests: tuple[RequestResult, ...]
     itl: tuple[float, ...]  # every gap between two tokens of one request
@@ -95,13 +100,34 @@ class _Clock:
         return self.specs[self.next_index].arrival if self.next_index < len(self.specs) else None
 
 
-def _draw(w: Workload, rng: random.Random, arrival: float, max_len: int) -> RequestSpec:
-    prompt = min(w.prompt.draw(rng), max_len - 1)
-    output = max(1, min(w.output.draw(rng), max_len - prompt))
+def draw_one(w: Workload, rng: random.Random, arrival: float, max_len: int | None) -> RequestSpec:
+    """One request of the workload's distributions; ``max_len``: prompt + output clipped to it (vLLM's
+    --max-model-len), None: as drawn (llama-server refuses a prompt too long for a slot)."""
+    prompt = w.prompt.draw(rng)
+    output = w.output.draw(rng)
+    if max_len is not None:
+        prompt = min(prompt, max_len - 1)
+        output = min(output, max_len - prompt)
     cancel = None
     if w.cancel and rng.random() < w.cancel:
         cancel = rng.random()  # the share of its output tokens the client waits for
-    return RequestSpec(arrival, max(1, prompt), output, cancel)
+    return RequestSpec(arrival, max(1, prompt), max(1, output), cancel)
+
+
+def draw_specs(w: Workload, rng: random.Random, max_len: int | None) -> list[RequestSpec]:
+    """The workload's requests as they arrive (a trace's, or drawn; a fixed concurrency draws its first ones)."""
+    if w.trace is not None:
+        if max_len is None:
+            return [RequestSpec(r.arrival, r.prompt, r.output, r.cancel_after) for r in w.trace]
+        return [
+            RequestSpec(
+                r.arrival, min(r.prompt, max_len - 1), max(1, min(r.output, max_len - r.prompt)), r.cancel_after
+            )
+            for r in w.trace
+        ]
+    if w.rate is not None:
+        return [draw_one(w, rng, t, max_len) for t in w.arrivals(rng)]
+    return [draw_one(w, rng, 0.0, max_len) for _ in range(w.concurrency or 1)]
 
 
 def simulate(  # noqa: C901 - one event loop
@@ -113,17 +139,7 @@ def simulate(  # noqa: C901 - one event loop
     rng = random.Random(workload.seed)
     max_len = config.max_model_len
     clock = _Clock(workload, rng)
-    if workload.trace is not None:
-        clock.specs = [
-            RequestSpec(
-                r.arrival, min(r.prompt, max_len - 1), max(1, min(r.output, max_len - r.prompt)), r.cancel_after
-            )
-            for r in workload.trace
-        ]
-    elif workload.rate is not None:
-        clock.specs = [_draw(workload, rng, t, max_len) for t in workload.arrivals(rng)]
-    else:
-        clock.specs = [_draw(workload, rng, 0.0, max_len) for _ in range(workload.concurrency or 1)]
+    clock.specs = draw_specs(workload, rng, max_len)
     loop = EngineLoop(Scheduler(config))
     results: dict[int, RequestResult] = {}
     cancels: list[tuple[float, int]] = []
@@ -150,7 +166,7 @@ def simulate(  # noqa: C901 - one event loop
         r.finished, r.cancelled = now, cancelled
         end = max(end, now)
         if workload.concurrency is not None and now < workload.duration:
-            spec = _draw(workload, rng, now, max_len)
+            spec = draw_one(workload, rng, now, max_len)
             clock.specs.append(spec)
 
     idle_steps = 0

@@ -1,27 +1,43 @@
-"""From a deployment (model, engine flags, GPUs) to the scheduler's settings and the roofline's cost model: the
-same engine layout and KV pool `fit --engine` computes (proven against the engine's own planning)."""
+"""From a deployment (model, runtime flags, GPUs) to the scheduler's settings and the roofline's cost model: the
+same engine layout and KV pool `fit` computes (proven against the runtime's own planning)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
-from kvplan.capacity.engines import EngineRuntime, EngineTarget
 from kvplan.capacity.request import Request
 from kvplan.errors import RefusedConfigError, UnsupportedError, UsageError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
-from kvplan.runtimes.engines import ENGINES, Capacity
+from kvplan.runtimes.names import LLAMACPP
+from kvplan.simulation.llamacpp import ServerConfig, simulate_server
 from kvplan.simulation.roofline import PERF, CostModel, Hardware
+from kvplan.simulation.run import SimResult, simulate
 from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
+from kvplan.simulation.workload import Workload
+from kvplan.units import Units, format_size
 
 
 @dataclass(frozen=True)
 class Prepared:
-    target: EngineTarget
-    capacity: Capacity
-    config: SchedulerConfig
+    """What a run needs, and what the report says about the engine."""
+
+    model: ModelDescription
+    engine: str  # the runtime's name (llama.cpp, vllm)
+    label: str  # "vLLM 0.33.0 on 1× H100-80GB"
+    settings: Callable[[Units], str]  # the schedule's settings, in the runtime's flags
+    scheduler: dict[str, Any]  # the same, for JSON
+    config: SchedulerConfig | ServerConfig
     cost: CostModel
     notes: tuple[str, ...]
+    failure: str  # what running out of KV means here: vLLM preempts; llama-server fails requests
+
+    def run(self, workload: Workload, progress: Callable[[float, int], None] | None = None) -> SimResult:
+        if isinstance(self.config, ServerConfig):
+            return simulate_server(self.config, self.cost, workload, progress)
+        return simulate(self.config, self.cost, workload, progress)
 
 
 def hardware_for(
@@ -53,11 +69,16 @@ def prepare(
     peak_tflops: float | None = None,
 ) -> Prepared:
     name = canonical_runtime(req.runtime)
+    if name == LLAMACPP:
+        return prepare_server(model, req, hardware_for(req, bandwidth, peak_tflops))
+    from kvplan.capacity.engines import EngineRuntime
+    from kvplan.runtimes.engines import ENGINES
+
     engine = ENGINES.get(name)
     if engine is None or not engine.simulated:
         raise UnsupportedError(
-            "simulate follows vLLM's own scheduler (ported and proven step for step); give --engine vllm "
-            "(llama.cpp's slots and SGLang's scheduler are not simulated yet)"
+            "simulate follows vLLM's own scheduler (ported and proven step for step) and llama-server's slots; "
+            "give --engine vllm or llama.cpp (SGLang's and TensorRT-LLM's schedulers are not simulated yet)"
         )
     target = EngineRuntime(engine).target(model, req)
     s = target.settings
@@ -124,4 +145,152 @@ def prepare(
         attention_flops_per_pair=attention / ranks,
         hardware=hardware_for(req, bandwidth, peak_tflops),
     )
-    return Prepared(target, cap, config, cost, tuple(notes))
+
+    def settings(units: Units) -> str:
+        return (
+            f"block {config.block_size} tokens × {cap.blocks - 1:,} blocks ({cap.tokens:,} KV tokens, "
+            f"{format_size(cap.kv_budget_bytes, units)} per GPU), --max-model-len {config.max_model_len:,}, "
+            f"--max-num-batched-tokens {config.max_num_batched_tokens:,}, --max-num-seqs {config.max_num_seqs:,}, "
+            f"prefix caching {'on' if config.prefix_caching else 'off'}, "
+            f"{'async' if config.async_scheduling else 'sync'} scheduling"
+        )
+
+    scheduler = {
+        "num_blocks": config.num_blocks,
+        "block_size": config.block_size,
+        "max_model_len": config.max_model_len,
+        "max_num_batched_tokens": config.max_num_batched_tokens,
+        "max_num_seqs": config.max_num_seqs,
+        "prefix_caching": config.prefix_caching,
+        "async_scheduling": config.async_scheduling,
+    }
+    notes.append(f"the scheduler is vLLM {target.engine.version}'s own, ported and proven step for step")
+    return Prepared(
+        model,
+        target.engine.name,
+        f"{target.engine.label} {target.engine.version} on {target.gpu_label}",
+        settings,
+        scheduler,
+        config,
+        cost,
+        tuple(notes),
+        "preemptions",
+    )
+
+
+def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) -> Prepared:
+    """llama-server with the request's flags and llama-server's defaults (-np -1: 4 slots, a unified cache), on
+    the GPUs as `fit` places it (every layer on a GPU: the roofline has no host half)."""
+    from kvplan.capacity.llamacpp import LlamaCppRuntime, settings_for
+    from kvplan.runtimes.llamacpp import Backend, CacheKind
+    from kvplan.runtimes.llamacpp.plan import CachePlan
+
+    o = req.llamacpp
+    notes: list[str] = []
+    if o.parallel is None and o.ctx_per_seq is None:
+        o = replace(o, parallel=4, kv_unified=True)
+        notes.append("llama-server's default -np -1: 4 slots sharing one unified cache (-kvu)")
+    elif o.parallel is None:
+        o = replace(o, parallel=1)
+    runtime = LlamaCppRuntime()
+    target = runtime.target(model, replace(req, llamacpp=o))
+    settings = settings_for(o, Backend.CUDA)
+    placement = target.place(settings)
+    p = placement.plan
+    ctx = p.context
+    if not placement.fits:
+        tight = placement.tightest
+        raise RefusedConfigError(
+            f"{model.name} at -c {ctx.n_ctx:,} -np {ctx.n_seq} does not fit: {tight.name} is short by "
+            f"{format_size(-(tight.free_bytes or 0))} (`kvplan fit` finds the longest -c that fits; give -c)"
+        )
+    if placement.host.weight_bytes or placement.host.layers is not None or o.no_kv_offload:
+        raise UnsupportedError(
+            "simulate needs every layer and the KV cache on the GPUs (its roofline has no host half); drop -ngl, "
+            "-ot, -cmoe / -ncmoe and -nkvo"
+        )
+    attention = [c for c in p.caches if c.kind is CacheKind.ATTENTION]
+    full = max(attention, key=lambda c: c.cells, default=None)
+    trained = model.n_ctx_train or ctx.n_ctx_seq
+    n_ctx_slot = min(ctx.n_ctx_seq, trained)
+    windowed = [c for c in attention if full is not None and c.cells < full.cells]
+    recurrent = [c for c in p.caches if c.kind is CacheKind.RECURRENT]
+    others = [c for c in p.caches if c.kind not in (CacheKind.ATTENTION, CacheKind.RECURRENT)]
+    if others:
+        raise UnsupportedError(
+            f"{model.name}: {', '.join(sorted({c.name for c in others}))} caches; simulate follows llama-server "
+            "for attention and recurrent caches"
+        )
+    pool = None
+    if ctx.kv_unified:
+        pool = full.cells if full is not None else n_ctx_slot * ctx.n_seq
+    reuse = not windowed and not recurrent
+    if not reuse:
+        notes.append(
+            "sliding-window or recurrent cache: a slot's cached prefix is not reused (llama-server restores it "
+            "only from a context checkpoint, which simulate does not follow): prompts are processed in full"
+        )
+    config = ServerConfig(ctx.n_seq, n_ctx_slot, pool, ctx.n_batch, prefix_reuse=reuse)
+
+    def per_token(c: CachePlan) -> int:
+        return (c.k_bytes + c.v_bytes) // max(1, c.cells * c.streams)
+
+    params = model.n_params
+    weights = sum(d.weight_bytes for d in placement.gpus)
+    if not params:
+        params = weights // 2
+        notes.append("no parameter count: FLOPs from the weights' bytes at 2 bytes per parameter")
+    attention_flops = sum(
+        2 * layer.n_head * (layer.head_k + layer.head_v)
+        for layer in model.layers
+        if layer.has_kv and not layer.recurrent and layer.n_head_kv
+    )
+    swa = model.n_swa or 0
+    cost = CostModel(
+        weight_bytes=weights,
+        flops_per_token=2.0 * params,
+        kv_bytes_per_token=per_token(full) if full is not None else 0,
+        state_bytes=sum((c.k_bytes + c.v_bytes) // max(1, c.cells * c.streams) for c in recurrent),
+        windowed=tuple((per_token(c), swa) for c in windowed if swa),
+        attention_flops_per_pair=float(attention_flops),
+        hardware=hardware,
+    )
+    gpus = req.hardware.label if req.hardware is not None else "GPU"
+    cells = config.cells
+    kv = sum(d.kv_bytes for d in placement.gpus)
+
+    def line(units: Units) -> str:
+        cache = (
+            f"one unified cache of {cells:,} cells (-kvu)"
+            if pool is not None
+            else f"{ctx.n_seq} × {n_ctx_slot:,} cells, one stream per slot"
+        )
+        return (
+            f"-c {ctx.n_ctx:,} -np {ctx.n_seq}: {cache}, {format_size(kv, units)} of KV; a slot holds up to "
+            f"{n_ctx_slot:,} tokens; -b {ctx.n_batch:,} tokens per step; context shift off"
+        )
+
+    notes.append(f"weights on the GPUs {format_size(weights)} ({target.weights.basis})")
+    notes.append(
+        "the schedule follows a reading of llama-server's loop (server-context.cpp: get_available_slot, "
+        "update_slots, decode), not a recording of it"
+    )
+    return Prepared(
+        model,
+        LLAMACPP,
+        f"llama-server (llama.cpp) on {gpus}",
+        line,
+        {
+            "n_ctx": ctx.n_ctx,
+            "n_parallel": ctx.n_seq,
+            "kv_unified": ctx.kv_unified,
+            "n_ctx_slot": n_ctx_slot,
+            "cells": cells,
+            "n_batch": ctx.n_batch,
+            "prefix_reuse": reuse,
+        },
+        config,
+        cost,
+        tuple(notes),
+        "failures",
+    )
