@@ -56,3 +56,29 @@ def test_workload_errors_name_file_line_and_key(tmp_path: Path) -> None:
     for extra, message in cases:
         code, _, err = _check(tmp_path, BASE + extra)
         assert code == 3 and message in err, (extra, err)
+
+
+def test_a_llamacpp_deployment_is_simulated_through_llama_servers_slots(tmp_path: Path) -> None:
+    """A unified cache that fills fails requests; one stream per slot of the same memory does not."""
+    text = """deployments:
+  - name: unified
+    model: llama-3.1-8b
+    gpu: H100-80GB
+    ctx_size: 8192
+    workload: {request_rate: 4, duration: 20, prompt_len: 'uniform:500:3000', output_len: 800}
+    budgets: {max_failed: 0}
+  - name: streams
+    model: llama-3.1-8b
+    gpu: H100-80GB
+    ctx_size: 8192
+    parallel: 2
+    workload: {request_rate: 4, duration: 20, prompt_len: 'uniform:500:3000', output_len: 800}
+    budgets: {max_failed: 0}
+"""
+    code, out, _ = _check(tmp_path, text)
+    import json
+
+    got = [{b["budget"]: b for b in d["budgets"]}["max_failed"] for d in json.loads(out)["deployments"]]
+    assert code == 1
+    assert not got[0]["passed"] and got[0]["actual"] > 0
+    assert got[1]["passed"] and got[1]["actual"] == 0
