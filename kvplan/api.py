@@ -105,7 +105,8 @@ def curve(model: str | ModelDescription, *, units: str = "iec", **settings: Any)
 
 
 def simulate(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:
-    """A workload through vLLM's scheduler (``kvplan simulate``; ``engine="vllm"``, ``request_rate=10``, …)."""
+    """A workload through llama-server's slots or vLLM's scheduler (``kvplan simulate``; ``gpu="H100-80GB"``,
+    ``request_rate=10``, ``engine="vllm"``, …)."""
     return _run("simulate", model, settings, units)
 
 

@@ -56,7 +56,8 @@ def _buckets(rows: Sequence[dict[str, Cell]], t_end: float, n: int = 600) -> lis
 def render(doc: Document) -> str:
     steps = _rows(doc, "steps")
     requests = _rows(doc, "requests")
-    usable = float(doc.data.get("scheduler", {}).get("num_blocks", 1)) - 1
+    usable = float(doc.data.get("kv_capacity", 0))
+    unit = str(doc.data.get("kv_unit", "blocks"))
     t_end = max((_num(r["start_s"]) + _num(r["seconds"]) for r in steps), default=1.0)
     height = TOP + 3 * (PANEL + 50)
     inner = W - LEFT - RIGHT
@@ -73,7 +74,7 @@ def render(doc: Document) -> str:
 
     # panel 1: KV blocks in use (share of the pool), preemptions as ticks
     y0 = TOP + 10
-    _axis(out, y0, PANEL, 100.0, "KV blocks in use (%)")
+    _axis(out, y0, PANEL, 100.0, f"KV {unit} in use (%)")
     pts = [(fx(i), y0 + PANEL - b["blocks"] / (usable or 1) * PANEL) for i, b in enumerate(buckets)]
     out.append(_polyline(pts, COLORS["blocks"]))
     for i, b in enumerate(buckets):

@@ -208,6 +208,8 @@ def simulate_document(
             "engine": {"name": p.engine, "label": p.label},
             "scheduler": p.scheduler,
             "hardware": {"bandwidth_bytes_per_s": hw.bandwidth, "peak_flops": hw.peak_flops, "source": hw.source},
+            "kv_capacity": r.usable_blocks,  # the blocks (vLLM) or cells (llama-server) a run can use
+            "kv_unit": unit,
             "blocks_returned": r.blocks_returned,
             "end_s": r.end,
             "budgets": [f.to_dict() for f in found],

@@ -4,6 +4,7 @@ unified cache's failure, the invariant over random workloads, and the CLI."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from helpers import kv
 from hypothesis import given, settings
@@ -133,3 +134,21 @@ def test_cli_llamacpp_budgets_and_refusals() -> None:
     assert r.exit_code == 4 and "does not fit" in r.stderr and "give -c" in r.stderr
     r = kv(*base, "--max-failed", "x")
     assert r.exit_code == 2 and "whole number of requests" in r.stderr
+
+
+def test_cli_llamacpp_svg_draws_cells_as_a_share(tmp_path: Path) -> None:
+    import re
+
+    from kvplan.render.simulate_svg import TOP
+
+    svg = tmp_path / "s.svg"
+    args = ("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "-c", "8192", "--request-rate", "4", "--duration", "10")
+    r = kv(*args, "--prompt-len", "uniform:500:3000", "--output-len", "800", "--svg", str(svg))
+    assert r.exit_code == 0
+    text = svg.read_text()
+    assert "KV cells in use (%)" in text
+    first = re.search(r'polyline[^>]*points="([^"]+)"', text)
+    assert first is not None
+    ys = [float(p.split(",")[1]) for p in first.group(1).split()]
+    assert min(ys) >= TOP + 10 - 0.05  # a share of the pool: at most the panel's top (the cache fills: 100 %)
+    assert min(ys) <= TOP + 10 + 0.05
