@@ -3,7 +3,8 @@
 usage: python benchmarks/bench_simulate.py [--vllm-python PATH] [--duration 600] [--rate 10]
 
 1. `kvplan simulate` end to end in the library (Llama-3.1-8B on one H100, Poisson arrivals at --rate for
-   --duration seconds, lognormal prompts, uniform outputs, 5 % cancels): wall time, engine steps per second.
+   --duration seconds, lognormal prompts, uniform outputs, 5 % cancels): wall time, engine steps per second;
+   for vLLM, and for llama-server's slots (-c 32768 -np 16 -kvu).
 2. With --vllm-python (a venv with vllm==0.33.0, scripts/engines/README.md): the same requests, arriving at the
    engine-loop iterations kvplan's run gave them, through vLLM's own scheduler and KV cache manager
    (scripts/engines/vllm_sched_case.py; its engine loop timed, vLLM's start-up not) and through kvplan's port
@@ -24,7 +25,6 @@ sys.path.insert(0, str(ROOT))
 
 from kvplan.capacity.deployment import load_model_for  # noqa: E402
 from kvplan.capacity.request import Origin, Raw, build_request  # noqa: E402
-from kvplan.simulation.run import simulate  # noqa: E402
 from kvplan.simulation.setup import prepare  # noqa: E402
 from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration  # noqa: E402
 from kvplan.simulation.workload import Lengths, Workload  # noqa: E402
@@ -48,13 +48,28 @@ def main() -> None:
         seed=1,
     )
     t = time.perf_counter()
-    result = simulate(p.config, p.cost, w)
+    result = p.run(w)
     wall = time.perf_counter() - t
     steps = len(result.steps)
     print("| what | requests | engine steps | wall time | steps/s |\n|---|---:|---:|---:|---:|")
     print(
-        f"| kvplan simulate, {args.duration:g} s at {args.rate:g} req/s | {len(result.requests):,} | {steps:,} | "
-        f"{wall:.2f} s | {steps / wall:,.0f} |"
+        f"| kvplan simulate --engine vllm, {args.duration:g} s at {args.rate:g} req/s | {len(result.requests):,} | "
+        f"{steps:,} | {wall:.2f} s | {steps / wall:,.0f} |"
+    )
+    raw_ll = {
+        "gpu": Raw("H100-80GB", Origin("--gpu")),
+        "ctx_size": Raw("32768", Origin("-c")),
+        "parallel": Raw("16", Origin("-np")),
+        "kv_unified": Raw(True, Origin("-kvu")),
+    }
+    req_ll = build_request("llama-3.1-8b", raw_ll, need_hardware=True)
+    p_ll = prepare(load_model_for(req_ll), req_ll)
+    t = time.perf_counter()
+    r_ll = p_ll.run(w)
+    wall_ll = time.perf_counter() - t
+    print(
+        f"| kvplan simulate (llama-server, -c 32768 -np 16 -kvu), the same workload | {len(r_ll.requests):,} | "
+        f"{len(r_ll.steps):,} | {wall_ll:.2f} s | {len(r_ll.steps) / wall_ll:,.0f} |"
     )
     if not args.vllm_python:
         return
@@ -64,6 +79,7 @@ def main() -> None:
 
     requests = [[bisect.bisect_left(starts, q.arrival), q.prompt, q.output, None] for q in result.requests]
     c = p.config
+    assert isinstance(c, SchedulerConfig)
     config = SchedulerConfig(c.num_blocks, c.block_size, c.max_model_len, c.max_num_batched_tokens, c.max_num_seqs)
     t = time.perf_counter()
     mine = run_by_iteration(config, [tuple(r) for r in requests])  # type: ignore[misc]
@@ -74,7 +90,7 @@ def main() -> None:
     case = {
         "model": str(CONFIGS / "llama-3.1-8b"),
         "gpu": gpu("H100-80GB"),
-        "kv_cache_memory_bytes": p.capacity.kv_budget_bytes,
+        "kv_cache_memory_bytes": p.kv_bytes,
         "max_model_len": c.max_model_len,
         "requests": requests,
         "max_iters": 10**7,

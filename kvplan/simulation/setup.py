@@ -33,6 +33,7 @@ class Prepared:
     cost: CostModel
     notes: tuple[str, ...]
     failure: str  # what running out of KV means here: vLLM preempts; llama-server fails requests
+    kv_bytes: int  # the KV cache per GPU (vLLM's budget; llama.cpp's allocation on the GPUs)
 
     def run(self, workload: Workload, progress: Callable[[float, int], None] | None = None) -> SimResult:
         if isinstance(self.config, ServerConfig):
@@ -175,6 +176,7 @@ def prepare(
         cost,
         tuple(notes),
         "preemptions",
+        cap.kv_budget_bytes,
     )
 
 
@@ -293,4 +295,5 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
         cost,
         tuple(notes),
         "failures",
+        kv,
     )
