@@ -503,6 +503,286 @@ class HybridKVCacheManager:
             self.pool.free_blocks(reversed(blocks))
 
 
+def checkpoint_position(num_tokens: int, block_size: int) -> int:
+    """get_mamba_prefill_checkpoint_position (no EAGLE, no hash lookahead): the last block boundary before the
+    final token."""
+    return max((num_tokens - 1) // block_size * block_size, 0)
+
+
+def checkpoint_valid(start: int, end: int, position: int, block_size: int, alignment: int | None) -> bool:
+    """is_mamba_prefill_checkpoint_valid (hash block = Mamba block): the backend can export the state at
+    ``position`` from inside the chunk [start, end)."""
+    if alignment is None:
+        return False
+    return (
+        start % block_size == 0
+        and cdiv(end, block_size) - 2 > (start - 1) // block_size
+        and start + block_size <= position
+        and start < position < end
+        and (position - start) % alignment == 0
+    )
+
+
+class AlignKVCacheManager:
+    """KVCacheManager over full-attention and Mamba / linear-attention groups with prefix caching: vLLM's
+    Mamba "align" mode (HybridKVCacheCoordinator, FullAttentionManager, MambaManager with mamba_cache_mode
+    "align"). A state group keeps one block per scheduled chunk, at the chunk's last block (null blocks before
+    it), frees the state of two steps ago, and reserves a checkpoint block where the prompt's last chunk
+    exports the state at the prompt's last block boundary (num_prefill_checkpoint_blocks); only that boundary's
+    state (and a shared-prefix junction's) is cached (retention interval 0). A hit is the full-attention
+    prefix cut to the last cached state block within it. Scope: hash block = Mamba block (no partial hits),
+    no EAGLE / MTP, no KV connector."""
+
+    def __init__(self, num_blocks: int, groups: tuple[GroupSpec, ...], max_model_len: int, checkpoint: int | None):
+        self.pool = BlockPool(num_blocks, caching=True)
+        self.num_gpu_blocks = num_blocks
+        self.groups = groups
+        self.max_model_len = max_model_len
+        self.bs = groups[0].block_size
+        self.checkpoint = checkpoint  # prefill_checkpoint_alignment; None: no checkpoint blocks
+        n = len(groups)
+        self.req_blocks: tuple[dict[int, list[int]], ...] = tuple({} for _ in range(n))
+        self.num_cached: tuple[dict[int, int], ...] = tuple({} for _ in range(n))
+        self.last_state: tuple[dict[int, int], ...] = tuple({} for _ in range(n))
+        self.retired: tuple[dict[int, int], ...] = tuple({} for _ in range(n))
+        self.allocated: tuple[set[int], ...] = tuple(set() for _ in range(n))
+        self.checkpoints: tuple[dict[int, tuple[int, int]], ...] = tuple({} for _ in range(n))
+        self.cached_this_step: tuple[set[BlockKey], ...] = tuple(set() for _ in range(n))
+        self.hash_tokens: dict[int, int] = {}  # block → the tokens its hash covers
+        self.full_ids = [i for i, g in enumerate(groups) if not g.state]
+        self.state_ids = [i for i, g in enumerate(groups) if g.state]
+
+    def new_step_starts(self) -> None:
+        for s in self.cached_this_step:
+            s.clear()
+
+    def _key(self, gid: int, r: Request, index: int) -> BlockKey:
+        return (gid, *r.key(index, self.bs))
+
+    def _cached(self, ids: list[int], r: Request, index: int) -> list[int] | None:
+        out = []
+        for gid in ids:
+            block = self.pool.cached_block(self._key(gid, r, index))
+            if block is None:
+                return None
+            out.append(block)
+        return out
+
+    def computed_blocks(self, r: Request) -> tuple[list[list[int]], int]:
+        """find_longest_cache_hit (a simple hybrid): the full-attention run from the start, then the last
+        cached state block within it (searched from the end); sets the request's shared-prefix junction."""
+        hits: list[list[int]] = [[] for _ in self.groups]
+        top = (r.num_tokens - 1) // self.bs
+        full = 0
+        for index in range(top):
+            got = self._cached(self.full_ids, r, index)
+            if got is None:
+                break
+            for gid, block in zip(self.full_ids, got, strict=True):
+                hits[gid].append(block)
+            full += 1
+        hit = 0
+        for index in range(full - 1, -1, -1):
+            got = self._cached(self.state_ids, r, index)
+            if got is not None:
+                for gid, block in zip(self.state_ids, got, strict=True):
+                    hits[gid] = [0] * index + [block]
+                hit = index + 1
+                break
+        for gid in self.full_ids:
+            del hits[gid][hit:]
+        r.shared_boundary = full * self.bs if full > hit else 0
+        if not hit:
+            return [], 0
+        return hits, hit * self.bs
+
+    def _needs_checkpoint(self, gid: int, r: Request, start: int, end: int, position: int, prefill_end: int) -> bool:
+        """MambaManager._needs_internal_checkpoint."""
+        idx = cdiv(end, self.bs) - 2
+        blocks = self.req_blocks[gid].get(r.rid, [])
+        return (
+            self.checkpoint is not None
+            and end >= prefill_end
+            and checkpoint_valid(start, end, position, self.bs, self.checkpoint)
+            and idx >= 0
+            and (idx >= len(blocks) or blocks[idx] == 0)
+        )
+
+    def _to_allocate(
+        self, r: Request, num_tokens: int, hits: Sequence[list[int]], total: int, main: int, admission: bool
+    ) -> int:
+        need = 0
+        prefill_end = max(r.prompt, r.num_tokens - 1)
+        for gid, g in enumerate(self.groups):
+            h = hits[gid] if hits else []
+            held = self.req_blocks[gid].get(r.rid, [])
+            evictable = sum(1 for b in h if b != 0 and self.pool.ref[b] == 0)
+            if not g.state:
+                required = cdiv(num_tokens, self.bs)
+                if r.rid in self.num_cached[gid]:
+                    need += max(required - len(held), 0)
+                else:
+                    need += max(required - (len(h) + len(held)), 0) + evictable
+                continue
+            if h and self._key(gid, r, len(h) - 1) in self.cached_this_step[gid]:
+                return self.num_gpu_blocks + 1  # a state cached by another request this step: next step
+            new = cdiv(main, self.bs) - len(h) - len(held)
+            position = checkpoint_position(main, self.bs)
+            if not self._needs_checkpoint(gid, r, total, main, position, prefill_end):
+                position = 0
+            if not admission:
+                if position:
+                    self.checkpoints[gid][r.rid] = (position, cdiv(main, self.bs) - 2)
+                else:
+                    self.checkpoints[gid].pop(r.rid, None)
+            if new > 0:
+                new = min(new, 1 + int(position > 0))
+            need += new + evictable
+        return need
+
+    def _remove_skipped(self, r: Request, processed: int) -> None:
+        for gid, g in enumerate(self.groups):
+            if not g.state:
+                continue
+            blocks = self.req_blocks[gid].get(r.rid)
+            if blocks is None:
+                continue
+            skipped = processed - 1
+            if skipped > 0:
+                first = self.retired[gid].get(r.rid, 0)
+                last = min(skipped // self.bs, len(blocks))
+                if first < last:
+                    freed = []
+                    for i in range(last - 1, first - 1, -1):
+                        if blocks[i] != 0:
+                            freed.append(blocks[i])
+                            blocks[i] = 0
+                    if freed:
+                        self.pool.free_blocks(freed)
+                    self.retired[gid][r.rid] = last
+            at = self.last_state[gid].get(r.rid)
+            if at is not None and at < cdiv(processed, self.bs) - 1 and blocks[at] != 0:
+                self.pool.free_blocks([blocks[at]])
+                blocks[at] = 0
+
+    def allocate_slots(
+        self,
+        r: Request,
+        num_new: int,
+        hits: Sequence[Any] = (),
+        num_hit_tokens: int = 0,
+        full_sequence_must_fit: bool = False,
+    ) -> bool:
+        local = r.num_computed + num_hit_tokens
+        total = min(local, self.max_model_len)
+        if full_sequence_must_fit:
+            full = min(r.num_tokens, self.max_model_len)
+            if self._to_allocate(r, full, hits, total, full, admission=True) > self.pool.num_free():
+                return False
+        main = total + num_new
+        need_slot = min(main, self.max_model_len)
+        self._remove_skipped(r, max(0, total - r.in_flight))
+        if self._to_allocate(r, need_slot, hits, local, main, admission=False) > self.pool.num_free():
+            return False
+        if hits and not any(r.rid in nc for nc in self.num_cached):
+            for gid, g in enumerate(self.groups):
+                skipped = (local - 1) // self.bs if g.state else 0
+                h = [b for b in hits[gid][skipped:] if b != 0]
+                self.pool.touch(h)
+                blocks = [0] * skipped + h
+                self.req_blocks[gid][r.rid] = blocks
+                self.num_cached[gid][r.rid] = len(blocks)
+        for gid, g in enumerate(self.groups):
+            if g.state:
+                self._allocate_state(gid, r, main)
+                continue
+            blocks = self.req_blocks[gid].setdefault(r.rid, [])
+            missing = cdiv(need_slot, self.bs) - len(blocks)
+            if missing > 0:
+                blocks.extend(self.pool.get_new_blocks(missing))
+        self.cache_blocks(r, min(total + num_new, r.num_tokens))
+        return True
+
+    def _allocate_state(self, gid: int, r: Request, main: int) -> None:
+        """MambaManager.allocate_new_blocks, align mode."""
+        blocks = self.req_blocks[gid].setdefault(r.rid, [])
+        required = cdiv(main, self.bs)
+        checkpoint = int(r.rid in self.checkpoints[gid])
+        if required <= len(blocks) and not checkpoint:
+            self.allocated[gid].add(r.rid)
+            return
+        before = len(blocks)
+        if r.rid in self.allocated[gid] or before > 0:
+            self.last_state[gid][r.rid] = before - 1
+        skipped = required - 1
+        if before < skipped:
+            blocks.extend([0] * (skipped - checkpoint - before))
+        missing = max(required - len(blocks), 0)
+        blocks.extend(self.pool.get_new_blocks(missing))
+        self.allocated[gid].add(r.rid)
+
+    def cache_blocks(self, r: Request, num_tokens: int) -> None:
+        num_tokens = num_tokens // self.bs * self.bs
+        full = min(num_tokens, r.num_tokens // self.bs * self.bs) // self.bs
+        boundaries = [r.prompt - 1, *((r.shared_boundary,) if r.shared_boundary else ())]
+        for gid, g in enumerate(self.groups):
+            done = self.num_cached[gid].get(r.rid, 0)
+            blocks = self.req_blocks[gid].get(r.rid, [])
+            if done < full:
+                keep = None
+                if g.state:  # reachable_block_mask, retention interval 0: the boundaries' states only
+                    keep = {b // self.bs - 1 for b in boundaries}
+                for i in range(done, full):
+                    if blocks[i] != 0 and (keep is None or i in keep):
+                        self._cache(gid, r, i, blocks[i])
+                self.num_cached[gid][r.rid] = full
+            if g.state:
+                self._cache_tail(gid, r)
+
+    def _cache(self, gid: int, r: Request, index: int, block: int) -> None:
+        if block in self.pool.hash_of:
+            return
+        key = self._key(gid, r, index)
+        self.pool.cache(block, key)
+        self.hash_tokens[block] = (index + 1) * self.bs
+        if self.groups[gid].state:
+            self.cached_this_step[gid].add(key)
+
+    def _cache_tail(self, gid: int, r: Request) -> None:
+        """MambaManager._cache_partial_tail_block with hash block = Mamba block: the checkpoint block is keyed at
+        the prompt's checkpoint (or a shared-prefix junction) when the full-block pass did not key it."""
+        at = self.checkpoints[gid].get(r.rid)
+        if at is None:
+            return
+        position, idx = at
+        if position != checkpoint_position(r.prompt, self.bs) and position != r.shared_boundary:
+            return  # a transient state: nothing reusable (its block holds no key)
+        block = self.req_blocks[gid][r.rid][idx]
+        if self.pool.hash_of.get(block) is not None and self.hash_tokens.get(block) == position:
+            return
+        if block in self.pool.hash_of:  # re-keyed at the checkpoint
+            self._unkey(block)
+        self._cache(gid, r, position // self.bs - 1, block)
+
+    def _unkey(self, block: int) -> None:
+        key = self.pool.hash_of.pop(block)
+        holders = self.pool.cached[key]
+        del holders[block]
+        if not holders:
+            del self.pool.cached[key]
+
+    def free(self, r: Request) -> None:
+        for gid, g in enumerate(self.groups):
+            blocks = self.req_blocks[gid].pop(r.rid, [])
+            self.num_cached[gid].pop(r.rid, None)
+            if g.state:
+                self.allocated[gid].discard(r.rid)
+                self.last_state[gid].pop(r.rid, None)
+                self.retired[gid].pop(r.rid, None)
+                self.checkpoints[gid].pop(r.rid, None)
+            self.pool.free_blocks(reversed([b for b in blocks if b != 0]))
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     """The resolved settings the scheduler runs with (vLLM's own defaults where the user gave none)."""
@@ -514,7 +794,8 @@ class SchedulerConfig:
     max_num_seqs: int
     prefix_caching: bool = True
     async_scheduling: bool = True  # AsyncScheduler + two batches in flight (vLLM 0.33's default)
-    groups: tuple[GroupSpec, ...] = ()  # several KV cache groups (sliding window): no prefix caching
+    groups: tuple[GroupSpec, ...] = ()  # several KV cache groups (sliding window, chunked, state)
+    state_checkpoint: int | None = None  # prefix caching with state groups: prefill_checkpoint_alignment
 
 
 @dataclass(frozen=True)
@@ -543,7 +824,7 @@ class Scheduler:
     """vllm.v1.core.sched.scheduler.Scheduler (and AsyncScheduler when ``config.async_scheduling``)."""
 
     config: SchedulerConfig
-    kv: KVCacheManager | GroupedKVCacheManager | HybridKVCacheManager = field(init=False)
+    kv: KVCacheManager | GroupedKVCacheManager | HybridKVCacheManager | AlignKVCacheManager = field(init=False)
     requests: dict[int, Request] = field(default_factory=dict)
     running: list[Request] = field(default_factory=list)
     waiting: deque[Request] = field(default_factory=deque)
@@ -554,8 +835,12 @@ class Scheduler:
         c = self.config
         if c.groups:
             in_flight = (2 if c.async_scheduling else 1) * c.max_num_batched_tokens  # VllmConfig.max_in_flight_tokens
-            if c.prefix_caching:
-                if any(g.state for g in c.groups) or all(g.window for g in c.groups):
+            if c.prefix_caching and any(g.state for g in c.groups):
+                if any(g.window for g in c.groups) or len({g.block_size for g in c.groups}) > 1:
+                    raise ValueError("prefix caching with state groups is simulated next to full attention only")
+                self.kv = AlignKVCacheManager(c.num_blocks, c.groups, c.max_model_len, c.state_checkpoint)
+            elif c.prefix_caching:
+                if all(g.window for g in c.groups):
                     raise ValueError("prefix caching is simulated for full-attention and sliding-window groups")
                 self.kv = HybridKVCacheManager(c.num_blocks, c.groups, c.max_model_len, in_flight, c.block_size)
             else:
@@ -578,6 +863,9 @@ class Scheduler:
         context: dict[int, int] = {}
         preempted: list[Request] = []
         i = 0
+        align = self.kv if isinstance(self.kv, AlignKVCacheManager) else None
+        if align is not None:
+            align.new_step_starts()
         while i < len(self.running) and budget > 0:
             r = self.running[i]
             if r.placeholders > 0 and r.num_computed + 2 - r.placeholders >= r.prompt + r.max_tokens:
@@ -588,6 +876,8 @@ class Scheduler:
                 continue
             n = min(r.num_tokens + r.placeholders - r.num_computed, budget)
             n = min(n, c.max_model_len - r.num_computed - 1)
+            if align is not None and n > 0:
+                n = self._align_split(r, n, 0)
             if n <= 0:
                 i += 1
                 continue
@@ -619,6 +909,10 @@ class Scheduler:
                 hits, hit_tokens = self.kv.computed_blocks(r) if r.num_computed == 0 else ([], 0)
                 computed = hit_tokens if r.num_computed == 0 else r.num_computed
                 n = min(r.num_tokens - computed, budget)
+                if align is not None:
+                    n = self._align_split(r, n, hit_tokens if r.num_computed == 0 else 0)
+                    if n == 0:
+                        break
                 if not self.kv.allocate_slots(r, n, hits, hit_tokens, full_sequence_must_fit=True):
                     break
                 self.waiting.popleft()
@@ -632,6 +926,35 @@ class Scheduler:
         self._after_schedule(scheduled)
         sampled = frozenset(rid for rid in scheduled if not self.requests[rid].is_prefill_chunk)
         return StepOutput(scheduled, sampled, context), tuple(sorted(p.rid for p in preempted))
+
+    def _align_split(self, r: Request, n: int, hit: int) -> int:
+        """Scheduler._mamba_block_aligned_split (hash block = block, no EAGLE): a prefill chunk ends on a block
+        boundary (the prompt's last chunk excepted), never past the last cacheable boundary unless the backend
+        exports the checkpoint inside the chunk, and at a shared-prefix junction."""
+        c = self.config
+        bs = c.block_size
+        start = r.num_computed + hit
+        prefill_end = max(r.prompt, r.num_tokens - 1)
+        if start >= prefill_end:
+            return n
+        last_cache = checkpoint_position(r.num_tokens, bs)
+        end = start + n
+        position = checkpoint_position(prefill_end, bs)
+        internal = end >= prefill_end and checkpoint_valid(start, end, position, bs, c.state_checkpoint)
+        if internal:
+            last_cache = 0
+        if end < prefill_end:
+            aligned = end // bs * bs
+            if aligned > start or bs <= c.max_num_batched_tokens:
+                end = aligned
+        junction = r.shared_boundary
+        stops = (
+            (start // bs + 1) * bs if start % bs and not internal else 0,
+            last_cache,
+            start + (junction - start) // bs * bs if start < junction < end else 0,
+        )
+        end = min((x for x in stops if start < x < end), default=end)
+        return max(end - start, 0)
 
     def _preempt(self, r: Request) -> None:
         self.kv.free(r)

@@ -225,6 +225,46 @@ def cases() -> list[dict[str, Any]]:
             }
             for model, budget in (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
         ),
+        # prefix caching on: vLLM's Mamba "align" mode (block-aligned prefill chunks, state blocks per block)
+        *(
+            {
+                "name": f"{model}-state-apc-{sched}",
+                "model": model,
+                "gpu": h100,
+                **flags,
+                "kv_cache_memory_bytes": budget * 2**20,
+                "max_model_len": 8192,
+                "max_num_batched_tokens": 2048,
+                "requests": workload(14, 40, span=40, prompt=(100, 6000), output=(10, 1500), cancel=0.1),
+            }
+            for model, budget in (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
+            for sched, flags in (("async", {}), ("sync", {"async_scheduling": False}))
+        ),
+        *(  # mixers without prefill checkpoint blocks: Mamba-1, short conv, KDA
+            {
+                "name": f"{model}-state-apc",
+                "model": model,
+                "gpu": h100,
+                "kv_cache_memory_bytes": budget * 2**20,
+                "max_model_len": 8192,
+                "max_num_batched_tokens": 2048,
+                "requests": workload(16, 40, span=40, prompt=(100, 6000), output=(10, 1500), cancel=0.1),
+            }
+            for model, budget in (("jamba-1.5-mini", 2000), ("lfm2-1.2b", 600), ("kimi-linear-48b-a3b", 1500))
+        ),
+        *(
+            {
+                "name": f"{model}-state-apc-shared-prefix",
+                "model": model,
+                "gpu": h100,
+                "kv_cache_memory_bytes": budget * 2**20,
+                "max_model_len": 8192,
+                "max_num_batched_tokens": 2048,
+                "shared_prefix": 1500,
+                "requests": workload(15, 40, span=40, prompt=(1600, 6000), output=(10, 1000), cancel=0.1),
+            }
+            for model, budget in (("qwen3-next-80b-a3b", 1200), ("falcon-h1-7b", 2000))
+        ),
         *(
             {
                 "name": f"llama-4-scout-text-chunked-{tag}",

@@ -194,6 +194,8 @@ def run() -> dict[str, Any]:  # noqa: C901 - EngineCore's loop, in one place
                         "num_sampled_tokens_per_step",
                         "use_v2_model_runner",
                         "need_mamba_block_aligned_split",
+                        "mamba_has_prefill_checkpoint_blocks",
+                        "mamba_prefill_checkpoint_alignment",
                         "num_prefill_lookahead",
                         "prefix_replay_tokens",
                     )

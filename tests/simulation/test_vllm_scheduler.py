@@ -25,6 +25,8 @@ def _config(answer: dict[str, Any]) -> SchedulerConfig:
         )
         for g in p["groups"]
     )
+    # MambaSpec.prefill_checkpoint_alignment, as vLLM's scheduler read it (None: no prefill checkpoint blocks)
+    checkpoint = r.get("mamba_prefill_checkpoint_alignment") if r.get("mamba_has_prefill_checkpoint_blocks") else None
     return SchedulerConfig(
         num_blocks=p["num_blocks"],
         block_size=p["block_size"],
@@ -34,6 +36,7 @@ def _config(answer: dict[str, Any]) -> SchedulerConfig:
         prefix_caching=r["enable_prefix_caching"],
         async_scheduling=r["max_concurrent_batches"] > 1,
         groups=groups if len(groups) > 1 else (),
+        state_checkpoint=checkpoint,
     )
 
 
