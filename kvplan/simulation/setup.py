@@ -89,21 +89,24 @@ def prepare(
     kinds = sorted({g.spec.kind for g in groups})
     caching = s.enable_prefix_caching is not False
     several: tuple[GroupSpec, ...] = ()
+    checkpoint: int | None = None
     if len(groups) > 1 or not groups[0].spec.full_type:
         if not set(kinds) <= {"full", "mla", "sliding_window", "chunked_local", "state"}:
             raise UnsupportedError(
                 f"{model.name}: KV cache groups of {', '.join(kinds)}; simulate follows vLLM's scheduler for "
                 "full-attention, MLA, sliding-window, chunked-local and state groups so far (not indexer)"
             )
-        if caching and "state" in kinds:
-            raise UnsupportedError(
-                f"{model.name}: state groups with prefix caching (vLLM's Mamba 'align' mode), which simulate does "
-                "not follow yet; give --no-enable-prefix-caching"
-            )
         several = tuple(
             GroupSpec(g.spec.block_tokens, g.spec.window, g.spec.kind == "state", g.spec.kind == "chunked_local")
             for g in groups
         )
+        if caching and "state" in kinds:
+            if any(g.window for g in several) or len({g.block_size for g in several}) > 1:
+                raise UnsupportedError(
+                    f"{model.name}: state groups with prefix caching next to {', '.join(kinds)} groups; simulate "
+                    "follows vLLM's Mamba 'align' mode next to full attention; give --no-enable-prefix-caching"
+                )
+            checkpoint = _state_checkpoint([g.spec for g in groups if g.spec.kind == "state"])
     if cap.requests_that_fit(max_len) < 1:
         raise RefusedConfigError(
             f"vLLM refuses to start: one request of --max-model-len {max_len:,} tokens needs more KV cache than "
@@ -119,6 +122,7 @@ def prepare(
         prefix_caching=caching,
         async_scheduling=async_scheduling,
         groups=several,
+        state_checkpoint=checkpoint,
     )
     ranks = s.tp * s.pp
     notes = []
@@ -178,6 +182,15 @@ def prepare(
         "preemptions",
         cap.kv_budget_bytes,
     )
+
+
+def _state_checkpoint(specs: list[Any]) -> int | None:
+    """MambaSpec.prefill_checkpoint_alignment in align mode: Mamba-2 exports its checkpoint anywhere (1), Qwen's
+    gated delta-net on its grid (the Mamba block); None where the mixer has no prefill checkpoint blocks."""
+    spec = specs[0]
+    if spec.pages_per_request < 2:
+        return None
+    return 1 if spec.mixer == "mamba2" else int(spec.block_tokens)
 
 
 def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) -> Prepared:

@@ -12,8 +12,11 @@ again while they are not evicted; requests sharing a prompt prefix share its blo
 queue order: unhashed blocks evicted first, a finished request's tail before its head). And ``EngineCore``'s
 loop: ``step`` when one batch is in flight, ``step_with_batch_queue`` when two (async scheduling).
 
-Scope: one full-attention KV cache group (dense, GQA and MLA models), FCFS, no speculative decoding, LoRA,
-encoder inputs or KV connectors. Prompts are distinct per request unless they share a declared prefix.
+KV cache groups: one full-attention group (dense, GQA and MLA models; KVCacheManager); several without prefix
+caching (sliding window, chunked-local, Mamba state: GroupedKVCacheManager); full attention with sliding-window
+or chunked-local groups and prefix caching (HybridKVCacheManager); full attention with Mamba / linear-attention
+state groups and prefix caching, vLLM's "align" mode (AlignKVCacheManager). FCFS, no speculative decoding,
+LoRA, encoder inputs or KV connectors. Prompts are distinct per request unless they share a declared prefix.
 """
 
 from __future__ import annotations
