@@ -158,6 +158,33 @@ class ModelDescription:
     config_ctx: int = 0
     #: the bytes of a checkpoint's safetensors (a config.json source): what a serving engine loads unquantized
     checkpoint_bytes: int | None = None
+    #: MoE: routed experts per layer and per token (0: dense), and the routed experts' parameters (exact from a
+    #: GGUF's tensor infos, else from the hyperparameters; None where unknown) — the roofline's active share
+    n_expert: int = 0
+    n_expert_used: int = 0
+    expert_params: int | None = None
+    n_active_params: int | None = None  # stated by a spec (the model card's "N B active")
+
+    @property
+    def active_share(self) -> float:
+        """The share of the routed experts' weights one token passes through (1 for a dense model)."""
+        if self.n_expert <= 0 or self.n_expert_used <= 0:
+            return 1.0
+        return min(1.0, self.n_expert_used / self.n_expert)
+
+    @property
+    def active_params(self) -> int | None:
+        """Parameters a token passes through: all of a dense model's; an MoE's stated count, or its total less
+        the routed experts it skips; None for an MoE where neither is known."""
+        if self.n_params is None:
+            return None
+        if self.active_share >= 1.0:
+            return self.n_params
+        if self.n_active_params is not None:
+            return self.n_active_params
+        if self.expert_params is not None and self.expert_params < self.n_params:
+            return round(self.n_params - self.expert_params * (1 - self.active_share))
+        return None  # unknown, or experts larger than the whole model (hyperparameters that do not add up)
 
     @property
     def engine_ctx(self) -> int:

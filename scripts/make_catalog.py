@@ -194,7 +194,17 @@ def total_params(text: object) -> float | None:
     exact = re.search(r"\(([\d,]{9,})\)", text)
     if exact:
         return float(exact.group(1).replace(",", ""))
-    m = re.search(r"(\d+(?:\.\d+)?)\s*B", text)
+    m = re.search(r"(\d+(?:\.\d+)?)\s*([BT])\b", text)
+    return float(m.group(1)) * (1e12 if m.group(2) == "T" else 1e9) if m else None
+
+
+def active_params(text: object) -> float | None:
+    """'30B total / 3B active (nominal)', '~46.7B total / ~12.9B active' → the active parameters of an MoE."""
+    import re
+
+    if not isinstance(text, str):
+        return None
+    m = re.search(r"(\d+(?:\.\d+)?)\s*B active", text)
     return float(m.group(1)) * 1e9 if m else None
 
 
@@ -228,6 +238,7 @@ def spec_for(entry: dict, sources: dict) -> dict | None:
         "description": f"{entry['hf_id']} ({v.get('attention', '')})".strip(),
         "status": entry.get("status"),
         "params": int(p) if (p := total_params(v.get("total_params"))) else None,
+        "active_params": int(a) if (a := active_params(v.get("total_params"))) else None,
         "metadata": md,
         "sources": refs,
         "notes": notes,

@@ -190,17 +190,19 @@ def curve(inv: Invocation) -> Document:
     if req.hardware is None:
         return curve_document(result)
     from kvplan.capacity.weights import model_weights
-    from kvplan.simulation.roofline import decode_floor
+    from kvplan.simulation.roofline import active, decode_floor, expert_fraction
     from kvplan.simulation.setup import hardware_for
 
     hw = hardware_for(req, _float(inv, "bandwidth", low=1, high=1e6), None, need_peak=False)
     weights = model_weights(model, req.weights, req.weight_bytes)
-    read = weights.total_bytes - weights.input_bytes  # a token reads one row of the embedding table
+    act = active(model, expert_fraction(model))
+    # a token reads one row of the embedding table; an MoE step at least its dense part and one token's experts
+    read = round((weights.total_bytes - weights.input_bytes) * act.read_share)
     decode = tuple(decode_floor(read, p.total_bytes, hw) for p in result.points)
     basis = (
         f"decode reads: the weights a token passes through ({weights.basis}) and the whole cache, once per step, "
         f"for all {result.first.context.n_seq} sequence(s); ITL floor = that at {hw.bandwidth / 1e12:.3g} TB/s "
-        f"({hw.source}), a floor, never a measurement"
+        f"({hw.source}), a floor, never a measurement" + (f"; {act.note}" if act.note else "")
     )
     return curve_document(result, decode, basis)
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvplan.model import ModelDescription
 
 #: dense BF16 (FP16 where the part has no BF16) tensor-core peak and memory bandwidth, from the vendors'
 #: datasheets (the "with sparsity" figures halved); a GPU not listed needs --bandwidth and --peak-tflops
@@ -79,3 +83,52 @@ def decode_floor(weights_read: int, kv_bytes: int, hardware: Hardware) -> tuple[
     decode is bandwidth-bound: its FLOPs are a small share of the peak)."""
     read = weights_read + kv_bytes
     return read, read / hardware.bandwidth
+
+
+@dataclass(frozen=True)
+class Active:
+    """What one token passes through: the parameters (FLOPs) and the share of the weights a step reads at least."""
+
+    params: int
+    read_share: float  # of the weights: 1 for a dense model; an MoE's dense part plus its k of E routed experts
+    note: str  # "" for a dense model
+
+
+def active(model: ModelDescription, expert_fraction: float | None) -> Active:
+    """A dense model: every parameter, every weight. An MoE: its active parameters (the spec's stated count, or
+    the total less the routed experts a token skips), and a step reads at least the dense weights and the k
+    routed experts every token uses (``expert_fraction``: the routed experts' share of the weights' bytes, exact
+    from a GGUF's tensor infos). An MoE whose active count is unknown counts every parameter, and says so."""
+    params = model.n_params or 0
+    if model.active_share >= 1.0:
+        return Active(params, 1.0, "")
+    k, e = model.n_expert_used, model.n_expert
+    count = model.active_params
+    if count is None or not params:
+        return Active(
+            params,
+            1.0,
+            f"MoE ({k} of {e} experts per token) without an active-parameter count: FLOPs and reads count every "
+            "expert, an overstatement rather than a floor (give active_params in a YAML spec)",
+        )
+    if expert_fraction is not None:
+        share = 1.0 - expert_fraction * (1.0 - model.active_share)
+        basis = "the routed experts' bytes from the GGUF"
+    else:
+        share = count / params
+        basis = "weights in proportion to the parameters"
+    return Active(
+        count,
+        share,
+        f"MoE: {k} of {e} routed experts per token: FLOPs of {count / 1e9:.3g} B active parameters; a step reads "
+        f"at least {share:.1%} of the weights (the dense part and one token's experts; {basis})",
+    )
+
+
+def expert_fraction(model: ModelDescription) -> float | None:
+    """The routed experts' share of the bytes a step reads (every weight but the token embeddings), exact from a
+    GGUF's tensor infos; None otherwise."""
+    tw = model.tensor_weights
+    if tw is None or not tw.expert_bytes:
+        return None
+    return sum(tw.expert_bytes) / max(1, tw.total_bytes - tw.input_bytes)

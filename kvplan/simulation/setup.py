@@ -13,7 +13,7 @@ from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
 from kvplan.runtimes.names import LLAMACPP
 from kvplan.simulation.llamacpp import ServerConfig, simulate_server
-from kvplan.simulation.roofline import PERF, CostModel, Hardware
+from kvplan.simulation.roofline import PERF, CostModel, Hardware, active, expert_fraction
 from kvplan.simulation.run import SimResult, simulate
 from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
 from kvplan.simulation.workload import Workload
@@ -85,28 +85,8 @@ def prepare(
     s = target.settings
     max_len = req.engine.max_model_len or s.max_model_len or model.engine_ctx
     cap = target.capacity(replace(s, max_model_len=max_len))
-    groups = cap.layout.groups
-    kinds = sorted({g.spec.kind for g in groups})
     caching = s.enable_prefix_caching is not False
-    several: tuple[GroupSpec, ...] = ()
-    checkpoint: int | None = None
-    if len(groups) > 1 or not groups[0].spec.full_type:
-        if not set(kinds) <= {"full", "mla", "sliding_window", "chunked_local", "state"}:
-            raise UnsupportedError(
-                f"{model.name}: KV cache groups of {', '.join(kinds)}; simulate follows vLLM's scheduler for "
-                "full-attention, MLA, sliding-window, chunked-local and state groups so far (not indexer)"
-            )
-        several = tuple(
-            GroupSpec(g.spec.block_tokens, g.spec.window, g.spec.kind == "state", g.spec.kind == "chunked_local")
-            for g in groups
-        )
-        if caching and "state" in kinds:
-            if any(g.window for g in several) or len({g.block_size for g in several}) > 1:
-                raise UnsupportedError(
-                    f"{model.name}: state groups with prefix caching next to {', '.join(kinds)} groups; simulate "
-                    "follows vLLM's Mamba 'align' mode next to full attention; give --no-enable-prefix-caching"
-                )
-            checkpoint = _state_checkpoint([g.spec for g in groups if g.spec.kind == "state"])
+    several, checkpoint = _groups(model, cap.layout.groups, caching)
     if cap.requests_that_fit(max_len) < 1:
         raise RefusedConfigError(
             f"vLLM refuses to start: one request of --max-model-len {max_len:,} tokens needs more KV cache than "
@@ -126,10 +106,11 @@ def prepare(
     )
     ranks = s.tp * s.pp
     notes = []
-    params = model.n_params
-    if not params:
-        params = target.weight_bytes // 2
+    if not model.n_params:
         notes.append("no parameter count: FLOPs from the weights' bytes at 2 bytes per parameter")
+    act = active(model, expert_fraction(model))
+    if act.note:
+        notes.append(act.note)
     attention = sum(
         2 * layer.n_head * (layer.head_k + layer.head_v)
         for layer in model.layers
@@ -142,8 +123,8 @@ def prepare(
         if spec.window:
             windows[spec.window] = windows.get(spec.window, 0) + spec.token_bytes
     cost = CostModel(
-        weight_bytes=target.weight_bytes_per_rank,
-        flops_per_token=2.0 * params / ranks,
+        weight_bytes=round(target.weight_bytes_per_rank * act.read_share),
+        flops_per_token=2.0 * (act.params or target.weight_bytes // 2) / ranks,
         kv_bytes_per_token=sum(spec.token_bytes for spec in busiest if not spec.window and spec.kind != "state"),
         state_bytes=sum(spec.content_bytes for spec in busiest if spec.kind == "state"),
         windowed=tuple((b, w) for w, b in sorted(windows.items())),
@@ -184,6 +165,31 @@ def prepare(
     )
 
 
+def _groups(model: ModelDescription, groups: Any, caching: bool) -> tuple[tuple[GroupSpec, ...], int | None]:
+    """The scheduler's KV cache groups (none for one full-attention group) and the state groups' prefill
+    checkpoint alignment with prefix caching (vLLM's align mode)."""
+    kinds = sorted({g.spec.kind for g in groups})
+    if len(groups) == 1 and groups[0].spec.full_type:
+        return (), None
+    if not set(kinds) <= {"full", "mla", "sliding_window", "chunked_local", "state"}:
+        raise UnsupportedError(
+            f"{model.name}: KV cache groups of {', '.join(kinds)}; simulate follows vLLM's scheduler for "
+            "full-attention, MLA, sliding-window, chunked-local and state groups so far (not indexer)"
+        )
+    several = tuple(
+        GroupSpec(g.spec.block_tokens, g.spec.window, g.spec.kind == "state", g.spec.kind == "chunked_local")
+        for g in groups
+    )
+    if not (caching and "state" in kinds):
+        return several, None
+    if any(g.window for g in several) or len({g.block_size for g in several}) > 1:
+        raise UnsupportedError(
+            f"{model.name}: state groups with prefix caching next to {', '.join(kinds)} groups; simulate "
+            "follows vLLM's Mamba 'align' mode next to full attention; give --no-enable-prefix-caching"
+        )
+    return several, _state_checkpoint([g.spec for g in groups if g.spec.kind == "state"])
+
+
 def _state_checkpoint(specs: list[Any]) -> int | None:
     """MambaSpec.prefill_checkpoint_alignment in align mode: Mamba-2 exports its checkpoint anywhere (1), Qwen's
     gated delta-net on its grid (the Mamba block); None where the mixer has no prefill checkpoint blocks."""
@@ -219,7 +225,8 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
             f"{model.name} at -c {ctx.n_ctx:,} -np {ctx.n_seq} does not fit: {tight.name} is short by "
             f"{format_size(-(tight.free_bytes or 0))} (`kvplan fit` finds the longest -c that fits; give -c)"
         )
-    if placement.host.weight_bytes or placement.host.layers is not None or o.no_kv_offload:
+    host = placement.host  # the token embeddings always stay in host memory (llama.cpp's input layer)
+    if host.weight_bytes > target.weights.input_bytes or host.layers is not None or o.no_kv_offload:
         raise UnsupportedError(
             "simulate needs every layer and the KV cache on the GPUs (its roofline has no host half); drop -ngl, "
             "-ot, -cmoe / -ncmoe and -nkvo"
@@ -250,11 +257,12 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
     def per_token(c: CachePlan) -> int:
         return (c.k_bytes + c.v_bytes) // max(1, c.cells * c.streams)
 
-    params = model.n_params
     weights = sum(d.weight_bytes for d in placement.gpus)
-    if not params:
-        params = weights // 2
+    if not model.n_params:
         notes.append("no parameter count: FLOPs from the weights' bytes at 2 bytes per parameter")
+    act = active(model, expert_fraction(model))
+    if act.note:
+        notes.append(act.note)
     attention_flops = sum(
         2 * layer.n_head * (layer.head_k + layer.head_v)
         for layer in model.layers
@@ -262,8 +270,8 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
     )
     swa = model.n_swa or 0
     cost = CostModel(
-        weight_bytes=weights,
-        flops_per_token=2.0 * params,
+        weight_bytes=round(weights * act.read_share),
+        flops_per_token=2.0 * (act.params or weights // 2),
         kv_bytes_per_token=per_token(full) if full is not None else 0,
         state_bytes=sum((c.k_bytes + c.v_bytes) // max(1, c.cells * c.streams) for c in recurrent),
         windowed=tuple((per_token(c), swa) for c in windowed if swa),

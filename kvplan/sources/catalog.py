@@ -84,6 +84,7 @@ def compile_catalog() -> str:
             "kv": {k: _encode(v) for k, v in parts.kv.items()},
             "name": parts.name,
             "params": parts.params,
+            "active_params": parts.active_params,
             "spec": dataclasses.asdict(parts.info),
         }
     return json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
@@ -105,7 +106,7 @@ def load_catalog_model(name: str) -> ModelDescription:
         spec = entry["spec"]
         info = SpecInfo(**{**spec, "sources": tuple(spec["sources"])})
         model = describe(kv, source="catalog", source_kind="catalog", name=entry["name"], n_params=entry["params"])
-        model = dataclasses.replace(model, spec=info)
+        model = dataclasses.replace(model, spec=info, n_active_params=entry.get("active_params"))
     # a stable source (not this machine's install path), so output can be diffed across machines
     return dataclasses.replace(model, source=f"catalog:{found}")
 

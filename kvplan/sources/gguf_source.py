@@ -66,7 +66,12 @@ def load_gguf_model(path: str) -> ModelDescription:
         kv_types=meta.kv_types,
     )
     if tensors:
-        model = dataclasses.replace(model, tensor_weights=tensor_weights(tensors, model.n_layer_all))
+        experts = sum(t.n_elements for t in tensors if _EXPS.search(t.name))
+        model = dataclasses.replace(
+            model,
+            tensor_weights=tensor_weights(tensors, model.n_layer_all),
+            expert_params=experts if experts else model.expert_params,
+        )
     return model
 
 

@@ -87,7 +87,20 @@ def _common(c: _Config) -> dict[str, Any]:
     if head_dim is not None:
         kv["attention.key_length"] = head_dim
         kv["attention.value_length"] = head_dim
+    _experts(
+        kv,
+        c.first("num_local_experts", "num_experts", "n_routed_experts", required=False),
+        c.first("num_experts_per_tok", "num_experts_per_token", "top_k_experts", required=False),
+    )
     return kv
+
+
+def _experts(kv: dict[str, Any], count: Any, used: Any) -> None:
+    """expert_count / expert_used_count as the converter writes them (only the roofline reads them)."""
+    if count is not None:
+        kv["expert_count"] = count
+    if used is not None:
+        kv["expert_used_count"] = used
 
 
 _CTX_KEYS = ("max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length", "model_max_length")
@@ -266,6 +279,9 @@ def _dbrx(c: _Config, kv: dict[str, Any]) -> None:
         attention__head_count=c.int("n_heads"),
         attention__head_count_kv=_Config(attn, f"{c.path}: attn_config").int("kv_n_heads"),
     )
+    ffn = c.first("ffn_config", required=False)
+    if isinstance(ffn, dict):
+        _experts(kv, ffn.get("moe_num_experts"), ffn.get("moe_top_k"))
 
 
 def _chatglm(c: _Config, kv: dict[str, Any]) -> None:
@@ -304,6 +320,16 @@ def _phi3(c: _Config, kv: dict[str, Any]) -> None:
         attention__head_count=c.int("num_attention_heads", "n_head"),
         attention__head_count_kv=c.int("num_key_value_heads", "n_head_kv"),
         attention__sliding_window=c.int("sliding_window", required=False) or 0,
+    )
+
+
+def _phimoe(c: _Config, kv: dict[str, Any]) -> None:
+    """conversion/phi.py PhiMoeModel: Phi-3's keys, then the experts."""
+    _phi3(c, kv)
+    _experts(
+        kv,
+        c.first("num_local_experts", "num_experts", required=False),
+        c.first("num_experts_per_tok", "num_experts_per_token", required=False),
     )
 
 
@@ -419,6 +445,9 @@ def _mimo2(c: _Config, kv: dict[str, Any]) -> None:
 def _hunyuan_moe(c: _Config, kv: dict[str, Any]) -> None:
     """conversion/hunyuan.py HunYuanMoEModel: NTK-alpha ("dynamic") RoPE means a 256k context, whatever
     max_position_embeddings says (the converter's own assumptions checked as it checks them)."""
+    topk = c.get("moe_topk")
+    if isinstance(topk, list) and topk:
+        kv["expert_used_count"] = topk[0]  # the converter asserts every layer's is the same
     rope = c.get("rope_parameters") or c.get("rope_scaling") or {}
     if not isinstance(rope, dict) or rope.get("rope_type", rope.get("type")) != "dynamic":
         return
@@ -597,6 +626,7 @@ def _bailing2(c: _Config, kv: dict[str, Any]) -> None:
 
 def _ernie_moe(c: _Config, kv: dict[str, Any]) -> None:
     _leading_dense(c, kv, "moe_layer_start_index")
+    _experts(kv, c.get("moe_num_experts"), c.get("moe_k"))
 
 
 def _minicpm3(c: _Config, kv: dict[str, Any]) -> None:
@@ -684,6 +714,8 @@ def _jamba(c: _Config, kv: dict[str, Any]) -> None:
         ssm__inner_size=c.int("mamba_expand") * d_model,
         ssm__state_size=c.int("mamba_d_state", required=False) or 16,
         ssm__time_step_rank=c.int("mamba_dt_rank", required=False) or -(d_model // -16),
+        expert_count=c.first("num_local_experts", "num_experts", required=False),
+        expert_used_count=c.first("num_experts_per_tok", "num_experts_per_token", required=False),
     )
 
 
@@ -1032,6 +1064,7 @@ RULES: dict[str, Rule] = {
     "ChatGLMModel": _chatglm,
     "Phi2Model": _phi2,
     "Phi3MiniModel": _phi3,
+    "PhiMoeModel": _phimoe,
     "PlamoModel": _plamo,
     "MiniCPM3Model": _minicpm3,
     "GemmaModel": _gemma,

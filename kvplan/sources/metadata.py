@@ -340,4 +340,32 @@ def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as
         indexer_head_size=state.indexer_head_size,
         indexer_kpool=state.indexer_kpool,
         n_layer_dense_lead=state.n_layer_dense_lead,
+        **_moe(kv, arch, n_layer_all - n_layer_nextn, n_embd),
     )
+
+
+def _moe(kv: Mapping[str, Any], arch: str, n_layer: int, n_embd: int) -> dict[str, Any]:
+    """Routed experts per layer and per token, and their parameters from the hyperparameters (gate, up and down
+    projections of n_embd × expert_feed_forward_length in every MoE layer: after the leading dense ones, every
+    interleave step's). Read leniently: only the roofline uses them."""
+
+    def num(key: str) -> int:
+        value = kv.get(f"{arch}.{key}")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+    n_expert, n_used = num("expert_count"), num("expert_used_count")
+    if not n_expert or not n_used:
+        return {}
+    n_ff = num("expert_feed_forward_length")  # llama.cpp's n_ff_exp
+    if not n_ff and arch in _EXPERTS_OF_N_FF:
+        n_ff = num("feed_forward_length")
+    moe_layers = max(0, n_layer - num("leading_dense_block_count"))
+    step = num("interleave_moe_layer_step")
+    if step > 1:
+        moe_layers = n_layer // step
+    params = 3 * n_embd * n_ff * n_expert * moe_layers if n_ff else None
+    return {"n_expert": n_expert, "n_expert_used": n_used, "expert_params": params}
+
+
+#: architectures whose expert tensors are feed_forward_length wide in llama.cpp (load_tensors: n_ff, no n_ff_exp)
+_EXPERTS_OF_N_FF = frozenset({"llama", "phimoe", "olmoe", "granitemoe", "dbrx", "jamba"})

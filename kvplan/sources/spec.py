@@ -24,6 +24,7 @@ TOP_LEVEL_KEYS = {
     "description": "free text",
     "hf_id": "the Hugging Face repository id",
     "params": "total parameter count (number, e.g. 8.03e9)",
+    "active_params": "an MoE's parameters active per token (number, e.g. 3.3e9): the roofline's FLOPs",
     "metadata": "GGUF metadata (required)",
     "sources": "where the numbers come from (list)",
     "notes": "free text or list of text",
@@ -114,15 +115,15 @@ def _metadata(path: str, arch: str, meta_node: Node) -> tuple[dict[str, Any], di
     return kv, lines
 
 
-def _params(path: str, top: dict[str, Node]) -> int | None:
-    if "params" not in top:
+def _params(path: str, top: dict[str, Node], key: str = "params") -> int | None:
+    if key not in top:
         return None
-    value = top["params"].value
+    value = top[key].value
     if isinstance(value, str):  # YAML 1.1 reads 12.2e9 (no sign in the exponent) as text
         with contextlib.suppress(ValueError):
             value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e15:
-        raise SpecError(path, top["params"].line, "params", f"must be a positive number (got {value!r})")
+        raise SpecError(path, top[key].line, key, f"must be a positive number (got {value!r})")
     return int(value)
 
 
@@ -134,6 +135,7 @@ class SpecParts:
     name: str | None
     params: int | None
     info: SpecInfo
+    active_params: int | None = None
 
 
 def spec_parts(text: str, path: str, default_name: str | None = None) -> SpecParts:
@@ -144,7 +146,7 @@ def spec_parts(text: str, path: str, default_name: str | None = None) -> SpecPar
     name = top["name"].value if "name" in top else default_name
     if name is not None and not isinstance(name, str):
         raise SpecError(path, top["name"].line, "name", "must be text")
-    return SpecParts(kv, name, _params(path, top), _spec_info(path, top))
+    return SpecParts(kv, name, _params(path, top), _spec_info(path, top), _params(path, top, "active_params"))
 
 
 def load_spec_text(
@@ -169,7 +171,7 @@ def load_spec_text(
                 key = f"metadata.{full.removeprefix(arch + '.')}"
                 raise SpecError(path, line, key, message.split(f": {full}: ", 1)[-1]) from None
         raise SpecError(path, meta_node.line, "metadata", message.removeprefix(f"{path}: ")) from None
-    return dataclasses.replace(model, spec=_spec_info(path, top))
+    return dataclasses.replace(model, spec=_spec_info(path, top), n_active_params=_params(path, top, "active_params"))
 
 
 def _text(path: str, top: dict[str, Node], key: str) -> str | None:

@@ -61,6 +61,35 @@ def test_blocks_return_to_the_baseline(
     assert all(sum(n for _, n in s.scheduled) <= config.max_num_batched_tokens for s in loop.steps)
 
 
+def test_moe_roofline_counts_active_parameters(tmp_path: Path) -> None:
+    """Qwen3-30B-A3B from a GGUF: 8 of 128 experts; active = total less the routed experts a token skips, exact
+    from the tensor infos (30,532,122,624 − 28,991,029,248 × 120/128 = 3,353,032,704: the card says 3.3 B);
+    a step reads at least the dense bytes and 8/128 of the experts'."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from gguf_files import sparse_fit_model
+
+    from kvplan.simulation.roofline import active, expert_fraction
+    from kvplan.sources import load_model
+
+    m = load_model(str(sparse_fit_model(tmp_path / "q.gguf", "qwen3-30b-a3b", "Q8_0")))
+    assert (m.n_params, m.expert_params, m.active_params) == (30_532_122_624, 28_991_029_248, 3_353_032_704)
+    tw = m.tensor_weights
+    assert tw is not None
+    fraction = expert_fraction(m)
+    assert fraction == sum(tw.expert_bytes) / (tw.total_bytes - tw.input_bytes)
+    a = active(m, fraction)
+    assert a.params == 3_353_032_704 and a.read_share == pytest.approx(1 - fraction * 120 / 128)
+    assert "8 of 128 routed experts" in a.note
+    dense = active(load_model("llama-3.1-8b"), None)
+    assert (dense.params, dense.read_share, dense.note) == (8_000_000_000, 1.0, "")
+    # the CLI's floor uses them: FLOPs of the active parameters, reads of the active share
+    doc = kv("simulate", "qwen3-30b-a3b", "--engine", "vllm", "--gpu", "H100-80GB", "--request-rate", "2",
+             "--duration", "5", "-o", "json").json()  # fmt: skip
+    assert any("FLOPs of 3 B active parameters" in n for n in doc["notes"])
+
+
 def test_lengths_parse_and_refuse() -> None:
     assert parse_lengths("512", "--prompt-len") == Lengths("fixed", 512)
     assert parse_lengths("uniform:10:20", "--prompt-len") == Lengths("uniform", 10, 20)

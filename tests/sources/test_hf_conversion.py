@@ -23,6 +23,7 @@ CASES: dict[str, dict[str, Any]] = json.loads((FIXTURES / "hf_conversion.json").
 CONVERTED = sorted(k for k, v in CASES.items() if "gguf_kv" in v)
 #: what a config.json adds for the serving engines, or a GGUF for its own source: not the converter's business
 NOT_CONVERTED = {
+    "expert_params",  # the roofline's: from a GGUF's tensors, else the hyperparameters (expert widths not ported)
     "name",
     "source",
     "source_kind",

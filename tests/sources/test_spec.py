@@ -89,3 +89,20 @@ def test_swa_pattern_array_and_shared_kv() -> None:
     owned = [layer for layer in m.layers if layer.has_kv]
     assert len(owned) == 20  # llama.cpp hard-codes 20 KV layers for gemma3n
     assert sum(1 for layer in owned if not layer.swa) == 4
+
+
+def test_moe_active_parameters() -> None:
+    """An MoE's routed experts from its metadata, its active parameters from the spec (the model card's
+    "N B active"), else from the experts' size; Kimi-K2's total is 1 T (the catalog once read its 32 B active)."""
+    moe = BASE + "  expert_count: 8\n  expert_used_count: 2\n  expert_feed_forward_length: 14336\nparams: 46.7e9\n"
+    m = load_spec_text(moe, "m.yaml")
+    assert (m.n_expert, m.n_expert_used) == (8, 2)
+    assert m.expert_params == 3 * 4096 * 14336 * 8 * 32  # gate, up, down × experts × MoE layers
+    assert m.active_params == round(46.7e9 - 3 * 4096 * 14336 * 8 * 32 * (1 - 2 / 8))  # 12.5 B (card: 12.9 B)
+    stated = load_spec_text(moe + "active_params: 12.9e9\n", "m.yaml")
+    assert stated.active_params == 12_900_000_000
+    assert load_spec_text(BASE + "params: 8e9\n", "m.yaml").active_params == 8_000_000_000  # dense: all
+    e = _err(moe + "active_params: -3\n")
+    assert e.key == "active_params" and "positive number" in str(e)
+    assert load_catalog_model("qwen3-30b-a3b").active_params == 3_000_000_000
+    assert load_catalog_model("kimi-k2").n_params == 1_000_000_000_000
