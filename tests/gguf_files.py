@@ -50,6 +50,9 @@ FIT_MODELS: dict[str, dict[str, int]] = {
                      "n_vocab": 128256, "ctx": 131072},
     "qwen3-30b-a3b": {"n_embd": 2048, "n_layer": 48, "n_head": 32, "n_kv": 4, "hd": 128, "n_ff": 6144,
                       "n_vocab": 151936, "ctx": 40960, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 768},
+    # 94 layers: benchmarks/bench_fit.py
+    "qwen3-235b-a22b": {"n_embd": 4096, "n_layer": 94, "n_head": 64, "n_kv": 4, "hd": 128, "n_ff": 12288,
+                        "n_vocab": 151936, "ctx": 40960, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 1536},
 }  # fmt: skip
 
 
