@@ -12,7 +12,7 @@ from kvplan.capacity.request import LlamaCppOptions, Request
 from kvplan.capacity.results import FitResult
 from kvplan.errors import RefusedConfigError, UnsupportedError
 from kvplan.model import ModelDescription
-from kvplan.runtimes.llamacpp import Backend, FlashAttn, MemoryPlan, plan, plan_mtp_draft
+from kvplan.runtimes.llamacpp import Backend, FlashAttn, LlamaCppSettings, MemoryPlan, plan, plan_mtp_draft
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS
 from kvplan.runtimes.names import CACHE_DTYPE_BYTES
 
@@ -24,6 +24,7 @@ class Estimate:
     model: ModelDescription
     plan: MemoryPlan
     draft: MemoryPlan | None = None
+    draft_model: ModelDescription | None = None  # -md: the draft model (None: the MTP draft of the main one)
 
     @property
     def plans(self) -> tuple[MemoryPlan, ...]:
@@ -37,6 +38,9 @@ class Estimate:
         ctx = self.plan.context
         tw = self.model.tensor_weights
         used = None if tw is None else self.total_bytes + tw.total_bytes
+        if used is not None and self.draft_model is not None:
+            dtw = self.draft_model.tensor_weights
+            used = None if dtw is None else used + dtw.total_bytes
         return Outcome(self.total_bytes, used, ctx.n_seq, ctx.n_ctx_seq, self.model.n_ctx_train)
 
 
@@ -53,10 +57,29 @@ def estimate(model: ModelDescription, req: Request) -> Estimate:
     o = req.llamacpp
     settings = settings_for(o, Backend.CPU)
     main = plan(model, settings)
-    draft = None
+    draft = draft_model = None
+    if o.mtp and o.model_draft:
+        raise req.origin("model_draft").error("one draft at a time: -md or --mtp")
     if o.mtp:
         draft = plan_mtp_draft(model, settings, o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16")
-    return Estimate(model, main, draft)
+    if o.model_draft:
+        draft_model = load_draft(req)
+        draft = plan(draft_model, draft_settings(settings, o))
+    return Estimate(model, main, draft, draft_model)
+
+
+def load_draft(req: Request) -> ModelDescription:
+    """-md: the draft model, read as any model input (a GGUF, a spec, a config.json, a catalog name)."""
+    from kvplan.sources import load_model
+
+    assert req.llamacpp.model_draft is not None
+    return load_model(req.llamacpp.model_draft)
+
+
+def draft_settings(settings: LlamaCppSettings, o: LlamaCppOptions) -> LlamaCppSettings:
+    """common_base_params_to_speculative: the main context's flags (-c, -np, -kvu, -b, -ub, -fa) with the draft's
+    cache types (-ctkd / -ctvd, f16)."""
+    return replace(settings, type_k=o.cache_type_k_draft or "f16", type_v=o.cache_type_v_draft or "f16")
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,7 @@ class Placement:
     gpus: tuple[DeviceUsage, ...]
     host: DeviceUsage
     compute_basis: str
+    draft: Placement | None = None  # -md: the draft model's own placement (already added to gpus and host)
 
     @property
     def fits(self) -> bool:
@@ -136,10 +137,33 @@ class Target:
     no_kv_offload: bool = False
     n_cpu_moe: int = 0  # the first N layers keep their MoE experts in host memory (-ncmoe N; -cmoe: all)
     overrides: tuple[tuple[str, str], ...] = ()  # -ot: (regex, buffer), first match wins
+    draft: Target | None = None  # -md: the draft model on the same GPUs (its -ngld; no overrides)
+    draft_types: tuple[str, str] = ("f16", "f16")  # -ctkd / -ctvd
 
     def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         """Weights, KV / state, compute and overhead of every device for one configuration (raises where
-        llama.cpp refuses the configuration)."""
+        llama.cpp refuses the configuration); with a draft model, its weights, KV and compute added on the
+        devices it lands on (common_fit_params adds the extra model's memory device by device)."""
+        main = self._place(settings, p)
+        if self.draft is None:
+            return main
+        d = self.draft._place(dataclasses.replace(settings, type_k=self.draft_types[0], type_v=self.draft_types[1]))
+        explicit = self.overhead is not None  # a measured overhead: the draft's compute is in it, as the main's
+
+        def add(a: DeviceUsage, b: DeviceUsage) -> DeviceUsage:
+            layers = (a.layers, b.layers)
+            return dataclasses.replace(
+                a,
+                weight_bytes=a.weight_bytes + b.weight_bytes,
+                kv_bytes=a.kv_bytes + b.kv_bytes,
+                compute_bytes=a.compute_bytes + (0 if explicit else b.compute_bytes),
+                layers=layers[0] if layers[0] is not None else layers[1],
+            )
+
+        gpus = tuple(add(a, b) for a, b in zip(main.gpus, d.gpus, strict=True))
+        return dataclasses.replace(main, gpus=gpus, host=add(main.host, d.host), draft=d)
+
+    def _place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         model, weights, memory = self.model, self.weights, self.memory
         p = p or plan(model, settings)
         where = layer_devices(model.n_layer_all, self.splits or [float(m) for m in memory], self.n_gpu_layers)
@@ -348,6 +372,13 @@ def run_args(model: ModelDescription, target: Target, placement: Placement) -> t
         args += ["-ot", ",".join(f"{p}={b}" for p, b in target.overrides)]
     if target.n_cpu_moe:
         args += ["-cmoe"] if target.n_cpu_moe >= model.n_layer_all else ["-ncmoe", str(target.n_cpu_moe)]
+    if target.draft is not None:
+        dm = target.draft.model
+        gguf = dm.source if dm.source.lower().endswith(".gguf") or "://" in dm.source else f"{dm.name}.gguf"
+        dngl = target.draft.n_gpu_layers
+        args += ["-md", gguf, "-ngld", str(dm.n_layer_all + 1 if dngl < 0 else dngl)]
+        if target.draft_types != ("f16", "f16"):
+            args += ["-ctkd", target.draft_types[0], "-ctvd", target.draft_types[1]]
     args += ["--fit", "off"]
     return tuple(args)
 
@@ -397,6 +428,22 @@ class LlamaCppRuntime:
                 "needs the MoE expert tensors' sizes: a GGUF of an MoE model (its tensor infos), not "
                 f"{'an estimate' if not weights.exact else 'a model without experts'}"
             )
+        draft = None
+        if o.model_draft:
+            if o.mtp:
+                raise req.origin("model_draft").error("one draft at a time: -md or --mtp")
+            from kvplan.capacity.deployment import load_draft
+
+            dm = load_draft(req)
+            draft = Target(
+                dm,
+                model_weights(dm, req.weights, None),
+                req.hardware.memory_bytes,
+                o.tensor_split,  # the draft inherits the main model's -ts (common_base_params_to_speculative)
+                req.overhead,
+                -1 if o.gpu_layers_draft is None else o.gpu_layers_draft,
+                o.no_kv_offload,
+            )
         return Target(
             model,
             weights,
@@ -407,6 +454,8 @@ class LlamaCppRuntime:
             o.no_kv_offload,
             model.n_layer_all if o.cpu_moe else (o.n_cpu_moe or 0),
             o.override_tensor,
+            draft,
+            (o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16"),
         )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:
@@ -462,7 +511,7 @@ class LlamaCppRuntime:
             cache=cache_label(ctx.type_k.name, ctx.type_v.name),
             hardware_label=req.hardware.label if req.hardware else "",
             devices=placement.devices,
-            kv_bytes=p.total_bytes,
+            kv_bytes=p.total_bytes + (placement.draft.plan.total_bytes if placement.draft is not None else 0),
             used_bytes=used,
             headroom=min((d.free_share or 0.0) for d in gpus),
             need_bytes=tight.used_bytes,

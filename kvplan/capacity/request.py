@@ -70,6 +70,8 @@ class LlamaCppOptions:
     n_cpu_moe: int | None = None  # -ncmoe N
     backend: Backend | None = None
     mtp: bool = False
+    model_draft: str | None = None  # -md: a draft model's reference
+    gpu_layers_draft: int | None = None  # -ngld (-1 auto, -2 all)
     cache_type_k_draft: str | None = None
     cache_type_v_draft: str | None = None
 

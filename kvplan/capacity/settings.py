@@ -247,10 +247,16 @@ SETTINGS: tuple[Setting, ...] = (
             "llama.cpp", "cuda|cpu", runtime=_LL),
     Setting("mtp", ("--mtp",), _switch,
             "also size the MTP draft context (nextn layers only)", "llama.cpp", None, runtime=_LL),
-    Setting("cache_type_k_draft", ("-ctkd", "--cache-type-k-draft"), _cache_type,
-            "MTP draft K cache type (f16)", "llama.cpp", "TYPE", runtime=_LL),
-    Setting("cache_type_v_draft", ("-ctvd", "--cache-type-v-draft"), _cache_type,
-            "MTP draft V cache type (f16)", "llama.cpp", "TYPE", runtime=_LL),
+    Setting("model_draft", ("-md", "--model-draft", "--spec-draft-model"), _text,
+            "a draft model for speculative decoding (a GGUF or any model input): its weights and its own KV "
+            "cache at the main context and -np, on the same GPUs", "llama.cpp", "MODEL", runtime=_LL),
+    Setting("gpu_layers_draft", ("-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"),
+            _gpu_layers, "the draft model's layers on the GPUs: a number, auto or all (all)", "llama.cpp",
+            "N|auto|all", runtime=_LL),
+    Setting("cache_type_k_draft", ("-ctkd", "--cache-type-k-draft", "--spec-draft-type-k"), _cache_type,
+            "the draft's K cache type (-md or --mtp; f16)", "llama.cpp", "TYPE", runtime=_LL),
+    Setting("cache_type_v_draft", ("-ctvd", "--cache-type-v-draft", "--spec-draft-type-v"), _cache_type,
+            "the draft's V cache type (-md or --mtp; f16)", "llama.cpp", "TYPE", runtime=_LL),
     # serving engines
     Setting("max_model_len", ("--max-model-len", "--context-length", "--max_seq_len"), _max_model_len,
             "tokens per sequence; -1 = the longest that fits, as vLLM's auto-fit (SGLang --context-length, "

@@ -46,8 +46,14 @@ def model_dict(m: ModelDescription) -> dict[str, Any]:
     }
 
 
-def context_label(p: MemoryPlan) -> str:
-    return "mtp-draft" if p.context.mtp else "main"
+def context_label(p: MemoryPlan, index: int = 0) -> str:
+    if p.context.mtp:
+        return "mtp-draft"
+    return "draft" if index else "main"
+
+
+def draft_label(p: MemoryPlan) -> str:
+    return "MTP draft" if p.context.mtp else "draft model"
 
 
 def architecture(m: ModelDescription) -> str:
@@ -114,17 +120,17 @@ def caption(plans: tuple[MemoryPlan, ...]) -> str:
     if ctx.n_rs_seq:
         parts.append(f"rs-seq {ctx.n_rs_seq}")
     for draft in plans[1:]:
-        parts.append(f"+ MTP draft (K {draft.context.type_k.name} / V {draft.context.type_v.name})")
+        parts.append(f"+ {draft_label(draft)} (K {draft.context.type_k.name} / V {draft.context.type_v.name})")
     return " · ".join(parts)
 
 
 def cache_table(plans: tuple[MemoryPlan, ...]) -> Table:
     rows: list[dict[str, Cell]] = []
-    for p in plans:
+    for index, p in enumerate(plans):
         for c in p.caches:
             rows.append(
                 {
-                    "context": context_label(p),
+                    "context": context_label(p, index),
                     "cache": c.name,
                     "kind": c.kind.value,
                     "layers": len(c.layers),
@@ -139,7 +145,7 @@ def cache_table(plans: tuple[MemoryPlan, ...]) -> Table:
                 }
             )
     total: dict[str, Cell] = {
-        "context": "+".join(context_label(p) for p in plans),
+        "context": "+".join(context_label(p, i) for i, p in enumerate(plans)),
         "cache": "total",
         "layers": sum(len(p.layers) for p in plans),  # distinct layers: a DSA layer holds two caches
         "k_bytes": sum(c.k_bytes for p in plans for c in p.caches),
@@ -159,7 +165,7 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
     main = plans[0]
     m = est.model
     total = est.total_bytes
-    what = "KV / state memory" + (" (main + MTP draft context)" if len(plans) > 1 else "")
+    what = "KV / state memory" + (f" (main + {draft_label(plans[1])} context)" if len(plans) > 1 else "")
     exact = f" ({total:,} bytes)" if units is not Units.BYTES else " bytes"
     headline = f"llama.cpp {what}: {format_size(total, units)}{exact}"
     summary = (
@@ -170,7 +176,7 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
     )
     notes: list[str] = []
     for p in plans:
-        prefix = "MTP draft " if p is not main else ""
+        prefix = f"{draft_label(p)} " if p is not main else ""
         notes += [f"{prefix}{c.name}: {c.why}" for c in p.caches if c.why]
     notes += [n for p in plans for n in p.notes]
     tables = [cache_table(plans)]
@@ -189,6 +195,7 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
     if est.draft is not None:
         draft = est.draft
         data["draft"] = {
+            **({"model": model_dict(est.draft_model)} if est.draft_model is not None else {}),
             "runtime": {"engine": "llama.cpp", **draft.context.to_dict()},
             "memory": draft.memory_dict(),
             "notes": list(draft.notes),

@@ -143,10 +143,28 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
         f"{format_size(p.total_bytes, units)} in all"
     )
     notes.append("the input layer (token embeddings) stays in host memory, as llama.cpp keeps it")
+    d = f.placement.draft
+    if d is not None and f.target.draft is not None:
+        dt = f.target.draft
+        notes.append(
+            f"draft model {dt.model.name} (-md) included on every device: weights "
+            f"{format_size(sum(x.weight_bytes for x in d.gpus), units)} on the GPUs ({dt.weights.basis}), its own "
+            f"KV {format_size(d.plan.total_bytes, units)} (K {d.plan.context.type_k.name} / V "
+            f"{d.plan.context.type_v.name}, the main context and -np), its compute"
+        )
     host = f.placement.host
     if host.layers:
         notes.append(f"layers {host.layers[0]}–{host.layers[1]} and their KV run from host memory (-ngl): slower")
-    data = {"llamacpp": {"runtime": {"engine": "llama.cpp", **p.context.to_dict()}, "memory": p.memory_dict()}}
+    data: dict[str, Any] = {
+        "llamacpp": {"runtime": {"engine": "llama.cpp", **p.context.to_dict()}, "memory": p.memory_dict()}
+    }
+    if d is not None and f.target.draft is not None:
+        data["llamacpp"]["draft"] = {
+            "model": f.target.draft.model.name,
+            "runtime": {"engine": "llama.cpp", **d.plan.context.to_dict()},
+            "memory": d.plan.memory_dict(),
+            "devices": [x.to_dict() for x in (*d.gpus, d.host)],
+        }
     return notes, data
 
 

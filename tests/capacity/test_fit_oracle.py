@@ -135,3 +135,42 @@ def test_override_tensor_needs_a_gguf_and_a_gpu_that_exists(
     cmoe = kvplan.fit(moe, memory="24GiB", ctx_size=4096, cpu_moe=True).to_dict()
     assert [d["weight_bytes"] for d in doc["devices"]] == [d["weight_bytes"] for d in cmoe["devices"]]
     assert "-ot" in doc["run_args"] and "-cmoe" in cmoe["run_args"]
+
+
+def _projection(model: str, typ: str, devices: list[int]) -> dict[str, list[int]] | None:
+    for c in PROJECTIONS:
+        k = c["case"]
+        if (k["model"], k["type"], k["devices"], k["args"]) == (model, typ, devices, ["-c", "8192"]):
+            return {d: v[:2] for d, v in c["projection"].items()}
+    return None
+
+
+def test_a_draft_model_adds_its_own_placement(tmp_path: Path, models: dict[tuple[str, str], ModelDescription]) -> None:
+    """-md: llama.cpp measures the draft (extra) model on the main model's devices and adds its memory device by
+    device (common_fit_params' add_extra_memory; the draft takes the main context, -np and -ts:
+    common_base_params_to_speculative). So Qwen3-30B-A3B with Llama-3.1-8B as its draft, at -c 8192, is each of
+    llama.cpp's recorded projections of the two, device by device — the draft's part read back from the JSON."""
+    draft = sparse_fit_model(tmp_path / "draft.gguf", "llama-3.1-8b", "Q8_0")
+    checked = 0
+    for devices in ([8000], [24000, 16000], [16000, 16000, 8000]):
+        main_rec = _projection("qwen3-30b-a3b", "Q8_0", devices)
+        draft_rec = _projection("llama-3.1-8b", "Q8_0", devices)
+        assert main_rec is not None and draft_rec is not None
+        doc = kvplan.fit(
+            models[("qwen3-30b-a3b", "Q8_0")],
+            memory=",".join(f"{m}MiB" for m in devices),
+            ctx_size=8192,
+            model_draft=str(draft),
+        ).to_dict()
+        mine_draft = {d["device"]: d for d in doc["llamacpp"]["draft"]["devices"]}
+        for d in doc["devices"]:
+            name = "Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")
+            dd = mine_draft[d["device"]]
+            main = [(d["weight_bytes"] - dd["weight_bytes"]) // 2**20, (d["kv_bytes"] - dd["kv_bytes"]) // 2**20]
+            assert main == main_rec[name], (devices, name)
+            assert [dd["weight_bytes"] // 2**20, dd["kv_bytes"] // 2**20] == draft_rec[name], (devices, name)
+            checked += 1
+    assert checked == 9
+    doc = kvplan.fit(models[("qwen3-30b-a3b", "Q8_0")], memory="80000MiB", ctx_size=8192, model_draft=str(draft))
+    run = " ".join(doc.to_dict()["run_args"])
+    assert f"-md {draft} -ngld 33 --fit off" in run  # the run line carries the draft (all 33 of its layers)

@@ -216,3 +216,30 @@ def test_max_parallel_equals_checking_every_count(name: str, gib: int, ctx: int,
     assert (found is None) == (brute is None)
     if found is not None and brute is not None:
         assert found.plan.context.n_seq == brute.plan.context.n_seq
+
+
+def test_a_draft_model_estimate_fit_and_run_line() -> None:
+    """-md: the draft's own KV at the main context (Qwen3-0.6B: 28 layers × 8 KV heads × 128 × (K + V) × 2 B =
+    112 KiB a token, 1.75 GiB at 16,384), its weights and KV on the GPUs, the longest context shrinking to make
+    room for it, and a run line that gives the same plan back."""
+    from helpers import kv
+
+    doc = kv("estimate", "qwen3-32b", "-c", "16384", "-md", "qwen3-0.6b", "-o", "json").json()
+    assert doc["draft"]["model"]["name"] == "qwen3-0.6b"
+    assert doc["draft"]["memory"]["total_bytes"] == 28 * 8 * 128 * 2 * 2 * 16384 == 1_879_048_192
+    assert doc["combined_total_bytes"] == 4 * GIB + 1_879_048_192
+    alone = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-o", "json").json()
+    both = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-md", "qwen3-0.6b", "-o", "json").json()
+    assert both["ctx_per_seq"] < alone["ctx_per_seq"]
+    assert both["kv_bytes"] == both["llamacpp"]["memory"]["total_bytes"] + both["llamacpp"]["draft"]["memory"][
+        "total_bytes"
+    ]
+    args = both["run_args"]
+    assert args[args.index("-md") + 1 : args.index("-md") + 4] == ["qwen3-0.6b.gguf", "-ngld", "29"]
+    again = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", *[a if a != "qwen3-0.6b.gguf" else "qwen3-0.6b" for a in args],
+               "-o", "json").json()  # fmt: skip
+    assert again["devices"] == both["devices"]
+    r = kv("estimate", "qwen3-32b", "-md", "qwen3-0.6b", "--mtp")
+    assert r.exit_code == 2 and "one draft at a time" in r.stderr
+    r = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-md", "/nonexistent/draft.gguf")
+    assert r.exit_code == 3 and "/nonexistent/draft.gguf" in r.stderr and r.stderr.count("\n") == 1
