@@ -231,9 +231,10 @@ def test_a_draft_model_estimate_fit_and_run_line() -> None:
     alone = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-o", "json").json()
     both = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-md", "qwen3-0.6b", "-o", "json").json()
     assert both["ctx_per_seq"] < alone["ctx_per_seq"]
-    assert both["kv_bytes"] == both["llamacpp"]["memory"]["total_bytes"] + both["llamacpp"]["draft"]["memory"][
-        "total_bytes"
-    ]
+    assert (
+        both["kv_bytes"]
+        == both["llamacpp"]["memory"]["total_bytes"] + both["llamacpp"]["draft"]["memory"]["total_bytes"]
+    )
     args = both["run_args"]
     assert args[args.index("-md") + 1 : args.index("-md") + 4] == ["qwen3-0.6b.gguf", "-ngld", "29"]
     again = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", *[a if a != "qwen3-0.6b.gguf" else "qwen3-0.6b" for a in args],
