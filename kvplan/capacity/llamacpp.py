@@ -29,7 +29,15 @@ from kvplan.capacity.weights import Weights, model_weights
 from kvplan.errors import RefusedConfigError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import LLAMACPP
-from kvplan.runtimes.llamacpp import Backend, CacheKind, FlashAttn, LlamaCppSettings, MemoryPlan, plan
+from kvplan.runtimes.llamacpp import (
+    Backend,
+    CacheKind,
+    FlashAttn,
+    LlamaCppSettings,
+    MemoryPlan,
+    plan,
+    plan_mtp_draft,
+)
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, LLAMA_MAX_SEQ
 from kvplan.units import GIB
 
@@ -139,15 +147,22 @@ class Target:
     overrides: tuple[tuple[str, str], ...] = ()  # -ot: (regex, buffer), first match wins
     draft: Target | None = None  # -md: the draft model on the same GPUs (its -ngld; no overrides)
     draft_types: tuple[str, str] = ("f16", "f16")  # -ctkd / -ctvd
+    mtp: bool = False  # --mtp: the MTP draft context on the main model's weights (nextn layers' KV)
 
     def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         """Weights, KV / state, compute and overhead of every device for one configuration (raises where
         llama.cpp refuses the configuration); with a draft model, its weights, KV and compute added on the
         devices it lands on (common_fit_params adds the extra model's memory device by device)."""
         main = self._place(settings, p)
-        if self.draft is None:
+        if self.draft is not None:
+            d = self.draft._place(dataclasses.replace(settings, type_k=self.draft_types[0], type_v=self.draft_types[1]))
+        elif self.mtp:  # the same weights (shares_model): only the draft context's KV and compute
+            mtp_plan = plan_mtp_draft(self.model, settings, *self.draft_types)
+            bare = dataclasses.replace(self.weights, input_bytes=0, output_bytes=0, tensors=(), expert_bytes=(),
+                                       layer_bytes=tuple(0 for _ in self.weights.layer_bytes))  # fmt: skip
+            d = dataclasses.replace(self, weights=bare, overrides=(), n_cpu_moe=0)._place(settings, mtp_plan)
+        else:
             return main
-        d = self.draft._place(dataclasses.replace(settings, type_k=self.draft_types[0], type_v=self.draft_types[1]))
         explicit = self.overhead is not None  # a measured overhead: the draft's compute is in it, as the main's
 
         def add(a: DeviceUsage, b: DeviceUsage) -> DeviceUsage:
@@ -377,8 +392,10 @@ def run_args(model: ModelDescription, target: Target, placement: Placement) -> t
         gguf = dm.source if dm.source.lower().endswith(".gguf") or "://" in dm.source else f"{dm.name}.gguf"
         dngl = target.draft.n_gpu_layers
         args += ["-md", gguf, "-ngld", str(dm.n_layer_all + 1 if dngl < 0 else dngl)]
-        if target.draft_types != ("f16", "f16"):
-            args += ["-ctkd", target.draft_types[0], "-ctvd", target.draft_types[1]]
+    if target.mtp:
+        args += ["--spec-type", "draft-mtp"]
+    if (target.draft is not None or target.mtp) and target.draft_types != ("f16", "f16"):
+        args += ["-ctkd", target.draft_types[0], "-ctvd", target.draft_types[1]]
     args += ["--fit", "off"]
     return tuple(args)
 
@@ -456,6 +473,7 @@ class LlamaCppRuntime:
             o.override_tensor,
             draft,
             (o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16"),
+            o.mtp,
         )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:

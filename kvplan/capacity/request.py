@@ -156,6 +156,8 @@ def build_request(
             values[dest] = setting.parse(item.value)
         except ValueError as exc:
             raise item.origin.error(str(exc)) from None
+    if values.pop("spec_type", False):  # llama-server's --spec-type draft-mtp: the MTP draft context
+        values["mtp"] = True
     origins = {dest: item.origin for dest, item in raw.items()}
     entry = where or Origin("MODEL")
     runtime = values.get("engine", LLAMACPP)

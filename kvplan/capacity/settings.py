@@ -72,6 +72,14 @@ def _gpu_layers(value: object) -> int:
     return parse_count(value, minimum=0)
 
 
+def _spec_type(value: object) -> bool:
+    """--spec-type TYPE[,TYPE]: whether llama-server runs an MTP draft context (draft-mtp)."""
+    types = [t.strip().lower() for t in str(value).split(",") if t.strip()]
+    if not types:
+        raise ValueError("expected speculative types such as draft-mtp")
+    return "draft-mtp" in types
+
+
 def _overrides(value: object) -> tuple[tuple[str, str], ...]:
     """-ot PATTERN=BUFT[,PATTERN=BUFT...]: llama.cpp's tensor buffer overrides (regexes searched in tensor
     names; the buffer: CPU, or a device by index)."""
@@ -247,6 +255,9 @@ SETTINGS: tuple[Setting, ...] = (
             "llama.cpp", "cuda|cpu", runtime=_LL),
     Setting("mtp", ("--mtp",), _switch,
             "also size the MTP draft context (nextn layers only)", "llama.cpp", None, runtime=_LL),
+    Setting("spec_type", ("--spec-type",), _spec_type,
+            "llama-server's speculative types: draft-mtp is --mtp; the others need no memory of their own",
+            "llama.cpp", "TYPES", key=None, runtime=_LL),
     Setting("model_draft", ("-md", "--model-draft", "--spec-draft-model"), _text,
             "a draft model for speculative decoding (a GGUF or any model input): its weights and its own KV "
             "cache at the main context and -np, on the same GPUs", "llama.cpp", "MODEL", runtime=_LL),

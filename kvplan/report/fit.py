@@ -152,15 +152,22 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
             f"KV {format_size(d.plan.total_bytes, units)} (K {d.plan.context.type_k.name} / V "
             f"{d.plan.context.type_v.name}, the main context and -np), its compute"
         )
+    if d is not None and f.target.mtp:
+        notes.append(
+            f"MTP draft context (--spec-type draft-mtp) included: its KV {format_size(d.plan.total_bytes, units)} "
+            f"(K {d.plan.context.type_k.name} / V {d.plan.context.type_v.name}) with the nextn layers, its compute; "
+            "it runs on the main model's weights"
+        )
     host = f.placement.host
     if host.layers:
         notes.append(f"layers {host.layers[0]}–{host.layers[1]} and their KV run from host memory (-ngl): slower")
     data: dict[str, Any] = {
         "llamacpp": {"runtime": {"engine": "llama.cpp", **p.context.to_dict()}, "memory": p.memory_dict()}
     }
-    if d is not None and f.target.draft is not None:
+    if d is not None:
         data["llamacpp"]["draft"] = {
-            "model": f.target.draft.model.name,
+            "model": f.target.draft.model.name if f.target.draft is not None else None,
+            "mtp": f.target.mtp,
             "runtime": {"engine": "llama.cpp", **d.plan.context.to_dict()},
             "memory": d.plan.memory_dict(),
             "devices": [x.to_dict() for x in (*d.gpus, d.host)],

@@ -244,3 +244,24 @@ def test_a_draft_model_estimate_fit_and_run_line() -> None:
     assert r.exit_code == 2 and "one draft at a time" in r.stderr
     r = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-md", "/nonexistent/draft.gguf")
     assert r.exit_code == 3 and "/nonexistent/draft.gguf" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_an_mtp_draft_context_in_fit() -> None:
+    """--mtp (llama-server: --spec-type draft-mtp): the MTP draft context's KV — estimate --mtp's exact bytes —
+    lands with the nextn layer, on the main model's weights; the run line says --spec-type draft-mtp, which
+    kvplan reads back as --mtp."""
+    from helpers import kv
+
+    base = ("fit", "glm-4.5-air", "--gpu", "H100-80GBx2", "-c", "32768", "-o", "json")
+    alone, mtp = kv(*base).json(), kv(*base, "--mtp").json()
+    est = kv("estimate", "glm-4.5-air", "-c", "32768", "--mtp", "-o", "json").json()
+    extra = est["draft"]["memory"]["total_bytes"]
+    assert mtp["kv_bytes"] - alone["kv_bytes"] == extra == mtp["llamacpp"]["draft"]["memory"]["total_bytes"]
+    gpu1 = next(d for d in mtp["devices"] if d["device"] == "GPU1")
+    gpu1_alone = next(d for d in alone["devices"] if d["device"] == "GPU1")
+    assert gpu1["kv_bytes"] - gpu1_alone["kv_bytes"] == extra  # the nextn layer (46) is on GPU1
+    assert [d["weight_bytes"] for d in mtp["devices"]] == [d["weight_bytes"] for d in alone["devices"]]
+    args = mtp["run_args"]
+    assert "--spec-type" in args and args[args.index("--spec-type") + 1] == "draft-mtp"
+    again = kv("fit", "glm-4.5-air", "--gpu", "H100-80GBx2", *args, "-o", "json").json()
+    assert again["devices"] == mtp["devices"]
