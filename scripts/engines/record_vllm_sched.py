@@ -278,6 +278,15 @@ def cases() -> list[dict[str, Any]]:
             }
             for tag, caching in (("noapc", False), ("apc", True))
         ),
+        {  # MLA with the sparse-attention indexer (its K cache rides in the same blocks)
+            "name": "deepseek-v3.2-exp-mla-indexer",
+            "model": "deepseek-v3.2-exp",
+            "gpu": h100,
+            "kv_cache_memory_bytes": 1024 * MIB,
+            "max_model_len": 4096,
+            "max_num_batched_tokens": 1024,
+            "requests": workload(17, 40, span=50, prompt=(50, 3000), output=(10, 800), cancel=0.1),
+        },
         {
             "name": "deepseek-v2-lite-mla",
             "model": "deepseek-v2-lite",
