@@ -243,9 +243,7 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
             f"{model.name}: {', '.join(sorted({c.name for c in others}))} caches; simulate follows llama-server "
             "for attention and recurrent caches"
         )
-    pool = None
-    if ctx.kv_unified:
-        pool = full.cells if full is not None else n_ctx_slot * ctx.n_seq
+    pool = full.cells if ctx.kv_unified and full is not None else None  # a recurrent model has no cells to share
     reuse = not windowed and not recurrent
     if not reuse:
         notes.append(
@@ -283,11 +281,12 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
     kv = sum(d.kv_bytes for d in placement.gpus)
 
     def line(units: Units) -> str:
-        cache = (
-            f"one unified cache of {cells:,} cells (-kvu)"
-            if pool is not None
-            else f"{ctx.n_seq} × {n_ctx_slot:,} cells, one stream per slot"
-        )
+        if full is None:
+            cache = f"recurrent state for {ctx.n_seq} sequences (no KV cells: a slot's tokens are counted as cells)"
+        elif pool is not None:
+            cache = f"one unified cache of {cells:,} cells (-kvu)"
+        else:
+            cache = f"{ctx.n_seq} × {n_ctx_slot:,} cells, one stream per slot"
         return (
             f"-c {ctx.n_ctx:,} -np {ctx.n_seq}: {cache}, {format_size(kv, units)} of KV; a slot holds up to "
             f"{n_ctx_slot:,} tokens; -b {ctx.n_batch:,} tokens per step; context shift off"
