@@ -199,6 +199,26 @@ def _state_checkpoint(specs: list[Any]) -> int | None:
     return 1 if spec.mixer == "mamba2" else int(spec.block_tokens)
 
 
+def _server_line(
+    ctx: Any, recurrent: bool, unified: bool, n_ctx_slot: int, cells: int, kv: int
+) -> Callable[[Units], str]:
+    """llama-server's schedule settings, in its flags."""
+
+    def line(units: Units) -> str:
+        if recurrent:
+            cache = f"recurrent state for {ctx.n_seq} sequences (no KV cells: a slot's tokens are counted as cells)"
+        elif unified:
+            cache = f"one unified cache of {cells:,} cells (-kvu)"
+        else:
+            cache = f"{ctx.n_seq} × {n_ctx_slot:,} cells, one stream per slot"
+        return (
+            f"-c {ctx.n_ctx:,} -np {ctx.n_seq}: {cache}, {format_size(kv, units)} of KV; a slot holds up to "
+            f"{n_ctx_slot:,} tokens; -b {ctx.n_batch:,} tokens per step; context shift off"
+        )
+
+    return line
+
+
 def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) -> Prepared:
     """llama-server with the request's flags and llama-server's defaults (-np -1: 4 slots, a unified cache), on
     the GPUs as `fit` places it (every layer on a GPU: the roofline has no host half)."""
@@ -280,17 +300,7 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
     cells = config.cells
     kv = sum(d.kv_bytes for d in placement.gpus)
 
-    def line(units: Units) -> str:
-        if full is None:
-            cache = f"recurrent state for {ctx.n_seq} sequences (no KV cells: a slot's tokens are counted as cells)"
-        elif pool is not None:
-            cache = f"one unified cache of {cells:,} cells (-kvu)"
-        else:
-            cache = f"{ctx.n_seq} × {n_ctx_slot:,} cells, one stream per slot"
-        return (
-            f"-c {ctx.n_ctx:,} -np {ctx.n_seq}: {cache}, {format_size(kv, units)} of KV; a slot holds up to "
-            f"{n_ctx_slot:,} tokens; -b {ctx.n_batch:,} tokens per step; context shift off"
-        )
+    line = _server_line(ctx, full is None, pool is not None, n_ctx_slot, cells, kv)
 
     notes.append(f"weights on the GPUs {format_size(weights)} ({target.weights.basis})")
     notes.append(
