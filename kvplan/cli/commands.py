@@ -134,13 +134,48 @@ def fit(inv: Invocation) -> Document:
     from kvplan.capacity.deployment import evaluate_request, load_model_for
     from kvplan.report.fit import fit_document
 
-    if (inv.value("fit") or "off") != "off":
-        raise UsageError(
-            "kvplan does not reproduce llama.cpp's --fit yet; it plans what you give (--fit off)",
-            inv.parsed.values["fit"].origin.key,
-        )
-    req = _request(inv, need_hardware=True, exclude=("fit",))
-    return fit_document(evaluate_request(load_model_for(req), req), inv.units)
+    mode = str(inv.value("fit") or "off").strip().lower()
+    if mode not in ("on", "off"):
+        raise UsageError(f"expected on or off, not {mode!r}", inv.parsed.values["fit"].origin.key)
+    req = _request(inv, need_hardware=True, exclude=("fit", "fit_target", "fit_ctx"))
+    if mode == "off":
+        for dest in ("fit_target", "fit_ctx"):
+            if inv.value(dest) is not None:
+                raise UsageError("applies to llama.cpp's fit: give --fit on", inv.parsed.values[dest].origin.key)
+        return fit_document(evaluate_request(load_model_for(req), req), inv.units)
+    from kvplan.capacity.llamacpp_fit import choose
+    from kvplan.report.fit import fit_on_document
+
+    if req.is_engine:
+        raise UsageError("llama.cpp's fit is llama.cpp's: drop --engine", inv.parsed.values["fit"].origin.key)
+    margins = _fit_targets(inv)
+    n_ctx_min = _int_option(inv, "fit_ctx", 4096)
+    model = load_model_for(req)
+    choice, chosen = choose(model, req, margins, n_ctx_min)
+    return fit_on_document(choice, evaluate_request(model, chosen), req, inv.units)
+
+
+def _fit_targets(inv: Invocation) -> tuple[int, ...]:
+    raw = inv.value("fit_target")
+    if raw is None:
+        return (1024,)
+    try:
+        values = tuple(int(x) for x in str(raw).split(","))
+        if not values or any(v < 0 or v > 1 << 30 for v in values):
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"expected MiB per device, 1024 or 1024,2048, not {raw!r}", "--fit-target") from None
+    return values
+
+
+def _int_option(inv: Invocation, dest: str, default: int) -> int:
+    raw = inv.value(dest)
+    if raw is None:
+        return default
+    text = str(raw).strip()
+    if not text.isdigit() or not 0 < int(text) <= 1 << 24:
+        raise UsageError(f"expected a whole number of tokens, not {raw!r}", inv.parsed.values[dest].origin.key)
+    return int(text)
 
 
 def _contexts(inv: Invocation, default: str | None) -> tuple[object, Request]:
@@ -396,9 +431,24 @@ COMMANDS: dict[str, Command] = {
                 Option(
                     "fit",
                     ("-fit", "--fit"),
-                    "llama.cpp's automatic fit: off (kvplan plans the flags you give)",
+                    "on: the -c, -ngl, -ts and -ot llama.cpp's own fit chooses (common_fit_params, ported; exact "
+                    "with the compute measured: --overhead); off: kvplan plans the flags you give (off)",
                     "llama.cpp",
-                    "off",
+                    "on|off",
+                ),
+                Option(
+                    "fit_target",
+                    ("-fitt", "--fit-target"),
+                    "with --fit on: MiB each GPU keeps free (1024; one value, or one per GPU)",
+                    "llama.cpp",
+                    "MiB[,MiB]",
+                ),
+                Option(
+                    "fit_ctx",
+                    ("-fitc", "--fit-ctx"),
+                    "with --fit on: the smallest context the fit may choose (4096)",
+                    "llama.cpp",
+                    "N",
                 ),
                 *OUTPUT,
             ),

@@ -3,7 +3,9 @@ the run line that reproduces the plan, and how each figure was found."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import shlex
+from typing import TYPE_CHECKING, Any
 
 from kvplan.capacity.deployment import Evaluation
 from kvplan.capacity.engines import EngineFit
@@ -15,6 +17,10 @@ from kvplan.report.estimate import model_dict
 from kvplan.runtimes.engines import CacheSpec
 from kvplan.runtimes.engines.paged import StateSpec
 from kvplan.units import Units, format_size
+
+if TYPE_CHECKING:
+    from kvplan.capacity.llamacpp_fit import FitChoice
+    from kvplan.capacity.request import Request
 
 CSV_ONLY = frozenset({Format.CSV})
 
@@ -280,7 +286,7 @@ def fit_document(ev: Evaluation, units: Units) -> Document:
     assert r is not None
     notes: list[str] = []
     if r.fits:
-        notes.append(f"run: {r.run_command} {' '.join(r.run_args)}")
+        notes.append(f"run: {r.run_command} {' '.join(shlex.quote(a) for a in r.run_args)}")
         notes += list(r.run_notes)
     if r.shortfall is not None:
         notes += _alternatives(r.shortfall, units)
@@ -346,3 +352,38 @@ def fit_document(ev: Evaluation, units: Units) -> Document:
         caption=caption,
         exit_code=0 if ev.passed else 1,
     )
+
+
+def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Units) -> Document:
+    """`fit --fit on`: the arguments llama.cpp's fit chooses, then the ordinary answer for them (the devices, the
+    run line that reproduces them)."""
+    doc = fit_document(ev, units)
+    measured = req.overhead is not None
+    basis = (
+        "the compute per GPU given (--overhead): llama.cpp's own fit makes these choices when that is the compute "
+        "buffer it measures (proven on llama.cpp's recorded fits)"
+        if measured
+        else "kvplan's compute and overhead estimate per GPU: llama.cpp's choices can differ by a layer or a few "
+        "hundred tokens where its compute buffers differ; measure them with llama-fit-params --fit-print on and "
+        "pass --overhead for its exact choice"
+    )
+    notes = (
+        f"llama.cpp's fit (common_fit_params, ported) chooses: {choice.args()}",
+        *(f"fit: {s}" for s in choice.steps),
+        f"fit basis: {basis}",
+        *doc.notes,
+    )
+    data = {
+        **doc.data,
+        "fit_choice": {
+            "n_ctx": choice.n_ctx,
+            "n_gpu_layers": choice.n_gpu_layers,
+            "tensor_split": list(choice.tensor_split) if choice.tensor_split else None,
+            "overrides": [{"pattern": p, "buffer": b} for p, b in choice.overrides],
+            "args": choice.args(),
+            "steps": list(choice.steps),
+            "compute_measured": measured,
+        },
+    }
+    headline = f"llama.cpp's fit: {choice.args()} — {(doc.headline or '').removeprefix('llama.cpp: ')}"
+    return dataclasses.replace(doc, headline=headline, notes=notes, data=data)

@@ -30,7 +30,7 @@ from helpers import ORACLE, kv
         (["fit", "llama-3.1-8b", "--gpu", "L4", "-ts", "1,1"], "-ts: 2 proportions for 1 GPU(s)"),
         (["fit", "llama-3.1-8b"], "give the hardware: --gpu NAME[xN] or --memory SIZE[,SIZE]"),
         (["fit", "llama-3.1-8b", "--gpu", "L4", "--cache-types", "best"], "--cache-types: the only value is auto"),
-        (["fit", "llama-3.1-8b", "--gpu", "L4", "--fit", "on"], "--fit: kvplan does not reproduce llama.cpp's"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "--fit", "maybe"], "--fit: expected on or off, not 'maybe'"),
         (["estimate", "llama-3.1-8b", "-c", "lots"], "-c: 'lots' is not a count"),
         (["estimate", "llama-3.1-8b", "--bogus"], "no such option: --bogus"),
         (["estimate", "llama-3.1-8b", "--gpu", "L4"], "--gpu is an option of `kvplan fit`, not of `kvplan estimate`"),
