@@ -8,7 +8,8 @@ kvplan `--memory 24GiB`, for llama.cpp a ggml RPC server reporting 24,576 MiB (a
 does). Timed, median of --runs: kvplan's `fit` end to end (a process: parse, placement, the answer) with the
 placement flags given (-c 8192 -ncmoe 90), and the same in the library with the model loaded once; llama.cpp's
 `llama-fit-params` with the same flags and `-fitp on` (its projection), and with no flags (its fit choosing -c,
--ngl and -ot: it loads the model about eight times). Without --fit-dir's binaries only kvplan's rows print.
+-ngl and -ot: it loads the model about eight times), against kvplan's port of it (`--fit on`).
+Without --fit-dir's binaries only kvplan's rows print.
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ def main() -> None:
         kvplan.fit(loaded, memory="24GiB", n_cpu_moe=90, fit="off")
         times.append(time.perf_counter() - t)
     rows.append(("kvplan.fit in the library, the longest context that fits (its solver)", statistics.median(times)))
+    on = [sys.executable, "-m", "kvplan", "fit", str(model), "--memory", "24GiB", "--fit", "on", "-o", "json"]
+    rows.append(("kvplan fit --fit on (a process: llama.cpp's fit, ported)", median_seconds(on, args.runs)))
+    times = []
+    for _ in range(max(args.runs, 5)):
+        t = time.perf_counter()
+        kvplan.fit(loaded, memory="24GiB", fit="on")
+        times.append(time.perf_counter() - t)
+    rows.append(("kvplan.fit(fit='on') in the library", statistics.median(times)))
     fit_dir = Path(args.fit_dir)
     tool, server = fit_dir / "bin" / "llama-fit-params", fit_dir / "bin" / "ggml-rpc-server"
     if tool.exists() and server.exists():
