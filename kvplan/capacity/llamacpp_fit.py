@@ -59,6 +59,17 @@ class FitChoice:
     tensor_split: tuple[int, ...] | None
     overrides: tuple[tuple[str, str], ...]  # (pattern, "CPU" | "GPUn")
     steps: tuple[str, ...] = field(default=(), compare=False)
+    #: per GPU, the memory it lacks to keep every layer and expert at the chosen context (0: none)
+    short_of_all: tuple[int, ...] = field(default=(), compare=False)
+
+    def short(self) -> str:
+        """-c, -ngl, -ts and how many -ot patterns (the headline's)."""
+        out = f"-c {self.n_ctx} -ngl {self.n_gpu_layers}"
+        if self.tensor_split is not None:
+            out += " -ts " + ",".join(str(x) for x in self.tensor_split)
+        if self.overrides:
+            out += f" -ot (the {len(self.overrides)} patterns below)"
+        return out
 
     def args(self) -> str:
         """The arguments as llama-fit-params prints them (devices named GPUn)."""
@@ -305,6 +316,13 @@ def choose(
                             n_ctx_min=n_ctx_min)  # fmt: skip
     except FitError as exc:
         raise req.origin("fit").error(f"llama.cpp's fit gives up: {exc}") from None
+    if choice.n_gpu_layers >= 0 or choice.overrides:
+        whole = target.place(dataclasses.replace(settings, n_ctx=choice.n_ctx)).gpus
+        short = tuple(
+            max(0, d.used_bytes - (d.memory_bytes or 0) + m * MIB)
+            for d, m in zip(whole, (margins_mib * len(whole))[: len(whole)], strict=True)
+        )
+        choice = dataclasses.replace(choice, short_of_all=short)
     chosen = dataclasses.replace(
         o,
         ctx_size=choice.n_ctx,

@@ -367,9 +367,16 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
         "hundred tokens where its compute buffers differ; measure them with llama-fit-params --fit-print on and "
         "pass --overhead for its exact choice"
     )
+    why = []
+    if any(choice.short_of_all):
+        need = ", ".join(f"{format_size(b, units)} more on GPU{i}" for i, b in enumerate(choice.short_of_all) if b)
+        host = ev.fit.devices[-1] if ev.fit is not None and ev.fit.devices[-1].name == "host" else None
+        cost = f"; meanwhile {format_size(host.weight_bytes, units)} of weights sit in host memory" if host else ""
+        why.append(f"every layer and expert on the GPUs at -c {choice.n_ctx:,} needs {need}{cost}")
     notes = (
         f"llama.cpp's fit (common_fit_params, ported) chooses: {choice.args()}",
         *(f"fit: {s}" for s in choice.steps),
+        *(f"fit: {w}" for w in why),
         f"fit basis: {basis}",
         *doc.notes,
     )
@@ -383,7 +390,8 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
             "args": choice.args(),
             "steps": list(choice.steps),
             "compute_measured": measured,
+            "short_of_all_layers_bytes": list(choice.short_of_all),
         },
     }
-    headline = f"llama.cpp's fit: {choice.args()} — {(doc.headline or '').removeprefix('llama.cpp: ')}"
+    headline = f"llama.cpp's fit: {choice.short()} — {(doc.headline or '').removeprefix('llama.cpp: ')}"
     return dataclasses.replace(doc, headline=headline, notes=notes, data=data)

@@ -261,3 +261,22 @@ def test_the_printed_run_line_is_one_a_shell_reads_back(tmp_path: Path) -> None:
     line = next(n for n in doc["notes"] if n.startswith("run: "))
     assert f"'{ot}'" in line
     assert shlex.split(line.removeprefix("run: "))[3:] == doc["run_args"]
+
+
+def test_fit_on_says_why(tmp_path: Path) -> None:
+    """The answer names what moved and what more memory would keep every layer and expert on the GPU."""
+    from helpers import kv
+
+    model = sparse_fit_model(tmp_path / "q.gguf", "qwen3-30b-a3b", "Q8_0")
+    doc = kv("fit", str(model), "--memory", "8000MiB", "--backend", "cpu", "--fit", "on", "--overhead", "300MiB",
+             "-o", "json").json()  # fmt: skip
+    choice = doc["fit_choice"]
+    assert doc["answer"].startswith("llama.cpp's fit: -c 4096 -ngl 49 -ot (the 41 patterns below)")
+    assert choice["steps"] == [
+        "context lowered to --fit-ctx 4,096; not enough: layers move",
+        "layers filled back to front: GPU0 49",
+        "MoE layers made whole front to back: GPU0 49 (41 with experts in host memory)",
+    ]
+    whole = kv("fit", str(model), "--memory", "8000MiB", "--backend", "cpu", "--overhead", "300MiB", "-c", "4096",
+               "-o", "json").json()["devices"][0]  # fmt: skip
+    assert choice["short_of_all_layers_bytes"] == [whole["used_bytes"] - (8000 - 1024) * 2**20]
