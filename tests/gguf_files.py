@@ -58,7 +58,8 @@ FIT_MODELS: dict[str, dict[str, int]] = {
 
 def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     """``name`` of FIT_MODELS as a full-size sparse GGUF (dense Llama, or Qwen3-MoE with expert tensors) whose
-    2-D weights are ``weight_type`` (F16 or Q8_0), norms F32."""
+    2-D weights are ``weight_type`` (F16, BF16, Q8_0, or Q4_K_M: llama.cpp's quantize mix of Q4_K and Q6_K),
+    norms F32."""
     import os
 
     h = FIT_MODELS[name]
@@ -86,10 +87,27 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     w.add_token_list([f"t{i}" for i in range(h["n_vocab"])])
     w.add_token_types([1] * h["n_vocab"])
     w.add_token_merges(["t1 t2"])
-    wt = gguf.GGMLQuantizationType[weight_type]
     f32 = gguf.GGMLQuantizationType.F32
+    # Q4_K_M: llama.cpp's quantize mix, Q4_K with Q6_K for the output and some layers' attn_v / ffn_down
+    mix = weight_type == "Q4_K_M"
+    wt = gguf.GGMLQuantizationType.Q4_K if mix else gguf.GGMLQuantizationType[weight_type]
+    n_layer = h["n_layer"]
+
+    def more_bits(i: int) -> bool:  # llama_tensor_get_type's use_more_bits
+        return i < n_layer // 8 or i >= 7 * n_layer // 8 or (i - n_layer // 8) % 3 == 2
+
+    def typ_of(name: str, typ: gguf.GGMLQuantizationType) -> gguf.GGMLQuantizationType:
+        if not mix or typ == f32:
+            return typ
+        if name == "output.weight":
+            return gguf.GGMLQuantizationType.Q6_K
+        layer = int(name.split(".")[1]) if name.startswith("blk.") else -1
+        if layer >= 0 and (".attn_v." in name or ".ffn_down" in name) and more_bits(layer):
+            return gguf.GGMLQuantizationType.Q6_K
+        return typ
 
     def tensor(name: str, shape: tuple[int, ...], typ: gguf.GGMLQuantizationType = wt) -> None:
+        typ = typ_of(name, typ)
         block, size = gguf.GGML_QUANT_SIZES[typ]
         n = int(np.prod(shape))
         w.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=typ)

@@ -280,3 +280,46 @@ def test_fit_on_says_why(tmp_path: Path) -> None:
     whole = kv("fit", str(model), "--memory", "8000MiB", "--backend", "cpu", "--overhead", "300MiB", "-c", "4096",
                "-o", "json").json()["devices"][0]  # fmt: skip
     assert choice["short_of_all_layers_bytes"] == [whole["used_bytes"] - (8000 - 1024) * 2**20]
+
+
+def test_fit_on_from_a_remote_header(tmp_path: Path) -> None:
+    """A GGUF over HTTP: the header alone (Range requests) gives the tensor infos, so llama.cpp's fit is chosen
+    the same as from the file, without the weights coming over the wire."""
+    import http.server
+    import os
+    import threading
+
+    from helpers import kv
+
+    model = sparse_fit_model(tmp_path / "q.gguf", "qwen3-30b-a3b", "Q8_0")
+    sent: list[int] = []
+
+    class Ranges(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            size = model.stat().st_size
+            start, end = (int(x) for x in self.headers["Range"].removeprefix("bytes=").split("-"))
+            end = min(end, size - 1)
+            with open(model, "rb") as fh:
+                body = os.pread(fh.fileno(), end - start + 1, start)
+            sent.append(len(body))
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ranges)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/q.gguf"
+        flags = ("--memory", "8000MiB", "--backend", "cpu", "--fit", "on", "--overhead", "300MiB", "-o", "json")
+        remote = kv("fit", url, *flags).json()["fit_choice"]
+        local = kv("fit", str(model), *flags).json()["fit_choice"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert remote == local and remote["args"].startswith("-c 4096 -ngl 49 -ot ")
+    assert sum(sent) < 8 * 2**20 < model.stat().st_size // 1000  # a few MiB of header, not 32 GB of weights
