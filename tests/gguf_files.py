@@ -50,6 +50,9 @@ FIT_MODELS: dict[str, dict[str, int]] = {
                      "n_vocab": 128256, "ctx": 131072},
     "qwen3-30b-a3b": {"n_embd": 2048, "n_layer": 48, "n_head": 32, "n_kv": 4, "hd": 128, "n_ff": 6144,
                       "n_vocab": 151936, "ctx": 40960, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 768},
+    # sliding-window attention (5 of every 6 layers, window 1024), tied embeddings
+    "gemma-3-12b": {"n_embd": 3840, "n_layer": 48, "n_head": 16, "n_kv": 8, "hd": 256, "n_ff": 15360,
+                    "n_vocab": 262144, "ctx": 131072, "swa": 1024},
     # 94 layers: benchmarks/bench_fit.py
     "qwen3-235b-a22b": {"n_embd": 4096, "n_layer": 94, "n_head": 64, "n_kv": 4, "hd": 128, "n_ff": 12288,
                         "n_vocab": 151936, "ctx": 40960, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 1536},
@@ -64,7 +67,8 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
 
     h = FIT_MODELS[name]
     moe = "n_expert" in h
-    arch = "qwen3moe" if moe else "llama"
+    gemma = "swa" in h
+    arch = "qwen3moe" if moe else "gemma3" if gemma else "llama"
     w = gguf.GGUFWriter(str(path), arch)
     w.add_context_length(h["ctx"])
     w.add_embedding_length(h["n_embd"])
@@ -79,6 +83,9 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
         w.add_expert_count(h["n_expert"])
         w.add_expert_used_count(h["n_expert_used"])
         w.add_expert_feed_forward_length(h["n_ff_exp"])
+    elif gemma:
+        w.add_feed_forward_length(h["n_ff"])
+        w.add_sliding_window(h["swa"])
     else:
         w.add_feed_forward_length(h["n_ff"])
         w.add_rope_dimension_count(h["hd"])
@@ -115,7 +122,8 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     e, v = h["n_embd"], h["n_vocab"]
     tensor("token_embd.weight", (e, v))
     tensor("output_norm.weight", (e,), f32)
-    tensor("output.weight", (e, v))
+    if not gemma:  # Gemma ties its output to the token embeddings (llama.cpp duplicates them)
+        tensor("output.weight", (e, v))
     q, kv = h["n_head"] * h["hd"], h["n_kv"] * h["hd"]
     for i in range(h["n_layer"]):
         p = f"blk.{i}."
@@ -125,6 +133,11 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
         tensor(p + "attn_v.weight", (e, kv))
         tensor(p + "attn_output.weight", (q, e))
         tensor(p + "ffn_norm.weight", (e,), f32)
+        if gemma:
+            for norm in ("post_attention_norm", "post_ffw_norm"):
+                tensor(p + f"{norm}.weight", (e,), f32)
+            for norm in ("attn_q_norm", "attn_k_norm"):
+                tensor(p + f"{norm}.weight", (h["hd"],), f32)
         if moe:
             tensor(p + "attn_q_norm.weight", (h["hd"],), f32)
             tensor(p + "attn_k_norm.weight", (h["hd"],), f32)

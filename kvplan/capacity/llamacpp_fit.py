@@ -98,6 +98,13 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
     hp_nex = model.n_expert if target.weights.expert_bytes else 0
     n_streams = 1 if settings.kv_unified else max(1, settings.n_seq)
     steps: list[str] = []
+    if model.n_expert and not hp_nex:
+        steps.append(
+            "an estimate: without a GGUF's tensor infos the MoE experts' sizes are unknown, so layers move whole "
+            "(llama.cpp moves experts first)"
+        )
+    elif not target.weights.exact:
+        steps.append(f"an estimate: the weights are ({target.weights.basis})")
 
     def usage(t: Target, n_ctx: int) -> tuple[list[int], list[int]]:
         """(total, model bytes) per device for one configuration."""

@@ -31,8 +31,28 @@ sys.path.insert(0, str(ROOT))
 from gguf_files import sparse_fit_model  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "fit" / "llama_fit.json"
-MODELS = [("llama-3.1-8b", "F16"), ("llama-3.1-8b", "Q8_0"), ("qwen3-30b-a3b", "Q8_0"), ("qwen3-30b-a3b", "F16")]
-DEVICES = [(8000,), (16000,), (24000,), (48000,), (80000,), (24000, 16000), (16000, 16000, 8000)]
+MODELS = [
+    ("llama-3.1-8b", "F16"),
+    ("llama-3.1-8b", "Q8_0"),
+    ("qwen3-30b-a3b", "Q8_0"),
+    ("qwen3-30b-a3b", "F16"),
+    ("llama-3.1-8b", "Q4_K_M"),
+    ("llama-3.1-8b", "BF16"),
+    ("qwen3-30b-a3b", "Q4_K_M"),
+    ("gemma-3-12b", "Q4_K_M"),
+    ("gemma-3-12b", "BF16"),
+]
+DEVICES = [
+    (8000,),
+    (16000,),
+    (24000,),
+    (48000,),
+    (80000,),
+    (24000, 16000),
+    (16000, 16000, 8000),
+    (6144,),
+    (12000, 12000, 8000, 6144),
+]
 PROJECTIONS = [["-c", "8192"], ["-c", "32768", "-ngl", "20"], ["-c", "16384", "-ngl", "10", "-np", "2"]]
 #: MoE models also: experts of the first N layers (or all) kept in host memory
 MOE_PROJECTIONS = [
@@ -108,16 +128,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("fit_dir", type=Path)
     ap.add_argument("--models", type=Path, default=ROOT / ".oracle" / "fit" / "models")
+    ap.add_argument("--only", default="", help="record only the models whose name contains this (kept: the rest)")
     args = ap.parse_args()
     args.models.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for model, wtype in MODELS:
+    for model, wtype in [m for m in MODELS if args.only in m[0]]:
         path = args.models / f"{model}-{wtype}.gguf"
         if not path.exists():
             sparse_fit_model(path, model, wtype)
         paths[(model, wtype)] = path
     done = []
-    for n, case in enumerate(cases()):
+    kept = []
+    if args.only and OUT.exists():
+        kept = [c for c in json.loads(OUT.read_text())["cases"] if args.only not in c["case"]["model"]]
+    for n, case in enumerate(c for c in cases() if args.only in c["model"]):
         for attempt in range(4):  # a server that is not yet accepting makes the tool abort: try again elsewhere
             result = run(args.fit_dir, paths[(case["model"], case["type"])], case, 50300 + (n % 20) * 4 + attempt * 100)
             if "error" not in result:
@@ -126,6 +150,7 @@ def main() -> None:
         print(f"[{n + 1}] {case['model']} {case['type']} {case['devices']} {' '.join(case['args'])}: "
               f"{result.get('fit') or result.get('projection') or result.get('error')}"[:160], flush=True)  # fmt: skip
     OUT.parent.mkdir(parents=True, exist_ok=True)
+    done = kept + done
     OUT.write_text('{"llama.cpp": "2026-10-01 (llama-cpp-python 0.3.36)", "cases": [\n'
                    + ",\n".join(json.dumps(c) for c in done) + "\n]}\n")  # fmt: skip
     print(f"wrote {len(done)} cases to {OUT.relative_to(ROOT)}")
