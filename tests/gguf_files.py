@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -59,17 +60,8 @@ FIT_MODELS: dict[str, dict[str, int]] = {
 }  # fmt: skip
 
 
-def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
-    """``name`` of FIT_MODELS as a full-size sparse GGUF (dense Llama, or Qwen3-MoE with expert tensors) whose
-    2-D weights are ``weight_type`` (F16, BF16, Q8_0, or Q4_K_M: llama.cpp's quantize mix of Q4_K and Q6_K),
-    norms F32."""
-    import os
-
-    h = FIT_MODELS[name]
-    moe = "n_expert" in h
-    gemma = "swa" in h
-    arch = "qwen3moe" if moe else "gemma3" if gemma else "llama"
-    w = gguf.GGUFWriter(str(path), arch)
+def _fit_model_header(w: gguf.GGUFWriter, h: dict[str, int]) -> None:
+    """The metadata of a FIT_MODELS entry: hyperparameters and a synthetic vocabulary of the right size."""
     w.add_context_length(h["ctx"])
     w.add_embedding_length(h["n_embd"])
     w.add_block_count(h["n_layer"])
@@ -79,11 +71,11 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     w.add_value_length(h["hd"])
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(1e6)
-    if moe:
+    if "n_expert" in h:
         w.add_expert_count(h["n_expert"])
         w.add_expert_used_count(h["n_expert_used"])
         w.add_expert_feed_forward_length(h["n_ff_exp"])
-    elif gemma:
+    elif "swa" in h:
         w.add_feed_forward_length(h["n_ff"])
         w.add_sliding_window(h["swa"])
     else:
@@ -94,27 +86,38 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     w.add_token_list([f"t{i}" for i in range(h["n_vocab"])])
     w.add_token_types([1] * h["n_vocab"])
     w.add_token_merges(["t1 t2"])
-    f32 = gguf.GGMLQuantizationType.F32
-    # Q4_K_M: llama.cpp's quantize mix, Q4_K with Q6_K for the output and some layers' attn_v / ffn_down
-    mix = weight_type == "Q4_K_M"
-    wt = gguf.GGMLQuantizationType.Q4_K if mix else gguf.GGMLQuantizationType[weight_type]
-    n_layer = h["n_layer"]
 
-    def more_bits(i: int) -> bool:  # llama_tensor_get_type's use_more_bits
-        return i < n_layer // 8 or i >= 7 * n_layer // 8 or (i - n_layer // 8) % 3 == 2
 
-    def typ_of(name: str, typ: gguf.GGMLQuantizationType) -> gguf.GGMLQuantizationType:
-        if not mix or typ == f32:
-            return typ
-        if name == "output.weight":
-            return gguf.GGMLQuantizationType.Q6_K
-        layer = int(name.split(".")[1]) if name.startswith("blk.") else -1
-        if layer >= 0 and (".attn_v." in name or ".ffn_down" in name) and more_bits(layer):
-            return gguf.GGMLQuantizationType.Q6_K
+def _weight_type(name: str, typ: gguf.GGMLQuantizationType, weight_type: str, n_layer: int) -> Any:
+    """The type a 2-D weight gets: ``weight_type``, or for Q4_K_M llama.cpp's quantize mix (llama_tensor_get_type:
+    Q4_K, with Q6_K for the output and for attn_v / ffn_down of the layers use_more_bits picks)."""
+    if typ == gguf.GGMLQuantizationType.F32 or weight_type != "Q4_K_M":
         return typ
+    if name == "output.weight":
+        return gguf.GGMLQuantizationType.Q6_K
+    i = int(name.split(".")[1]) if name.startswith("blk.") else -1
+    more_bits = i < n_layer // 8 or i >= 7 * n_layer // 8 or (i - n_layer // 8) % 3 == 2
+    if i >= 0 and (".attn_v." in name or ".ffn_down" in name) and more_bits:
+        return gguf.GGMLQuantizationType.Q6_K
+    return gguf.GGMLQuantizationType.Q4_K
+
+
+def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
+    """``name`` of FIT_MODELS as a full-size sparse GGUF (dense Llama, Gemma-3, or Qwen3-MoE with expert tensors)
+    whose 2-D weights are ``weight_type`` (F16, BF16, Q8_0, or Q4_K_M: llama.cpp's quantize mix of Q4_K and Q6_K),
+    norms F32."""
+    import os
+
+    h = FIT_MODELS[name]
+    moe = "n_expert" in h
+    gemma = "swa" in h
+    w = gguf.GGUFWriter(str(path), "qwen3moe" if moe else "gemma3" if gemma else "llama")
+    _fit_model_header(w, h)
+    f32 = gguf.GGMLQuantizationType.F32
+    wt = gguf.GGMLQuantizationType.Q4_K if weight_type == "Q4_K_M" else gguf.GGMLQuantizationType[weight_type]
 
     def tensor(name: str, shape: tuple[int, ...], typ: gguf.GGMLQuantizationType = wt) -> None:
-        typ = typ_of(name, typ)
+        typ = _weight_type(name, typ, weight_type, h["n_layer"])
         block, size = gguf.GGML_QUANT_SIZES[typ]
         n = int(np.prod(shape))
         w.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=typ)

@@ -1,6 +1,6 @@
 """Record llama.cpp's own fit (common_fit_params, via llama-fit-params) into tests/fixtures/fit/llama_fit.json.
 
-usage: python scripts/fit/record_fit.py FIT_DIR [--models DIR]
+usage: python scripts/fit/record_fit.py FIT_DIR [--models DIR] [--only NAME] [--types T,T]
 
 FIT_DIR is what ../shared/oracle/build_fit.sh built (bin/llama-fit-params, bin/ggml-rpc-server). The models are
 full-size GGUFs with the tensor infos llama.cpp loads and no data (tests/gguf_files.py sparse_fit_model: sparse
@@ -104,24 +104,74 @@ def run(fit_dir: Path, model: Path, case: dict[str, Any], base_port: int) -> dic
                 time.sleep(0.05)
         rpc = ",".join(f"127.0.0.1:{base_port + i}" for i in range(len(case["devices"])))
         cmd = [str(fit_dir / "bin" / "llama-fit-params"), "--rpc", rpc, "-m", str(model), *case["args"]]
-        if case["mode"] == "fitp":
+        if case["mode"].startswith("fitp"):
             cmd += ["-fitp", "on"]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1][:300]}
-        if case["mode"] == "fitp":
+        if case["mode"].startswith("fitp"):
             return {"projection": parse_projection(proc.stdout)}
         fit = next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("-"))
         # what the chosen arguments project, on the same devices (the -ot buffers name them)
         again = subprocess.run(
             [*cmd[:5], *shlex.split(fit), "-fitp", "on"], capture_output=True, text=True, timeout=300
         )
+        nr = subprocess.run(
+            [*cmd[:5], *shlex.split(fit), "-fitp", "on", "-nr"], capture_output=True, text=True, timeout=300
+        )
         # an RPC device is named by its endpoint (RPC0[127.0.0.1:PORT]), not by its place in --rpc
-        return {"fit": fit, "fit_projection": parse_projection(again.stdout), "rpc": rpc.split(",")}
+        return {
+            "fit": fit,
+            "fit_projection": parse_projection(again.stdout),
+            "fit_projection_no_repack": parse_projection(nr.stdout),
+            "rpc": rpc.split(","),
+        }
     finally:
         for s in servers:
             s.terminate()
             s.wait()
+
+
+def attempts(fit_dir: Path, model: Path, case: dict[str, Any], n: int) -> dict[str, Any]:
+    for attempt in range(4):  # a server that is not yet accepting makes the tool abort: try again elsewhere
+        result = run(fit_dir, model, case, 50300 + (n % 20) * 4 + attempt * 100)
+        if "error" not in result:
+            break
+    if case["mode"] == "fitp" and "error" not in result:
+        # the same with weight repacking off (-nr): llama.cpp's projection leaves the CPU_REPACK buffer (the
+        # host's Q4_K / Q4_0 / IQ4_NL / MXFP4 weights, repacked for AVX2) out of every row; -nr puts them in Host
+        nr = attempts(fit_dir, model, {**case, "args": [*case["args"], "-nr"], "mode": "fitp-nr"}, n)
+        result["projection_no_repack"] = nr.get("projection", nr)
+    return result
+
+
+def add_no_repack(fit_dir: Path, paths: dict[tuple[str, str], Path], chosen: Any) -> None:
+    doc = json.loads(OUT.read_text())
+    for n, c in enumerate(doc["cases"]):
+        case = c["case"]
+        if not chosen(case["model"], case["type"]):
+            continue
+        if case["mode"] == "fitp" and "error" in c.get("projection_no_repack", {"error": 1}):
+            again = {**case, "args": [*case["args"], "-nr"], "mode": "fitp-nr"}
+            nr = attempts(fit_dir, paths[(case["model"], case["type"])], again, n)
+            c["projection_no_repack"] = nr.get("projection", nr)
+            print(f"[{n + 1}] {case['model']} {case['type']} {case['devices']} {' '.join(case['args'])} -nr: "
+                  f"{c['projection_no_repack']}"[:160], flush=True)  # fmt: skip
+        if case["mode"] == "fit" and "error" in c.get("fit_projection_no_repack", {"error": 1}):
+            # the fit's arguments name RPC buffers by endpoint: the same ports again
+            port = int(c["rpc"][0].rsplit(":", 1)[1]) if "RPC" in c["fit"] else 50900 + n % 50
+            again = {**case, "args": [*shlex.split(c["fit"]), "-nr"], "mode": "fitp-nr"}
+            nr = run(fit_dir, paths[(case["model"], case["type"])], again, port)
+            c["fit_projection_no_repack"] = nr.get("projection", nr)
+            print(f"[{n + 1}] {c['fit'][:60]} -nr: {c['fit_projection_no_repack']}"[:160], flush=True)
+    write(doc["cases"])
+
+
+def write(cases: list[dict[str, Any]]) -> None:
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text('{"llama.cpp": "2026-10-01 (llama-cpp-python 0.3.36)", "cases": [\n'
+                   + ",\n".join(json.dumps(c) for c in cases) + "\n]}\n")  # fmt: skip
+    print(f"wrote {len(cases)} cases to {OUT.relative_to(ROOT)}")
 
 
 def main() -> None:
@@ -129,31 +179,34 @@ def main() -> None:
     ap.add_argument("fit_dir", type=Path)
     ap.add_argument("--models", type=Path, default=ROOT / ".oracle" / "fit" / "models")
     ap.add_argument("--only", default="", help="record only the models whose name contains this (kept: the rest)")
+    ap.add_argument("--add-no-repack", action="store_true", help="only add projection_no_repack to the recording")
+    ap.add_argument("--types", default="", help="with --only: and only these weight types (comma-separated)")
     args = ap.parse_args()
     args.models.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for model, wtype in [m for m in MODELS if args.only in m[0]]:
+    types = set(args.types.split(",")) if args.types else {t for _, t in MODELS}
+
+    def chosen(model: str, wtype: str) -> bool:
+        return args.only in model and wtype in types
+
+    for model, wtype in [m for m in MODELS if chosen(*m)]:
         path = args.models / f"{model}-{wtype}.gguf"
         if not path.exists():
             sparse_fit_model(path, model, wtype)
         paths[(model, wtype)] = path
+    if args.add_no_repack:
+        add_no_repack(args.fit_dir, paths, chosen)
+        return
     done = []
     kept = []
-    if args.only and OUT.exists():
-        kept = [c for c in json.loads(OUT.read_text())["cases"] if args.only not in c["case"]["model"]]
-    for n, case in enumerate(c for c in cases() if args.only in c["model"]):
-        for attempt in range(4):  # a server that is not yet accepting makes the tool abort: try again elsewhere
-            result = run(args.fit_dir, paths[(case["model"], case["type"])], case, 50300 + (n % 20) * 4 + attempt * 100)
-            if "error" not in result:
-                break
+    if (args.only or args.types) and OUT.exists():
+        kept = [c for c in json.loads(OUT.read_text())["cases"] if not chosen(c["case"]["model"], c["case"]["type"])]
+    for n, case in enumerate(c for c in cases() if chosen(c["model"], c["type"])):
+        result = attempts(args.fit_dir, paths[(case["model"], case["type"])], case, n)
         done.append({"case": case, **result})
         print(f"[{n + 1}] {case['model']} {case['type']} {case['devices']} {' '.join(case['args'])}: "
               f"{result.get('fit') or result.get('projection') or result.get('error')}"[:160], flush=True)  # fmt: skip
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    done = kept + done
-    OUT.write_text('{"llama.cpp": "2026-10-01 (llama-cpp-python 0.3.36)", "cases": [\n'
-                   + ",\n".join(json.dumps(c) for c in done) + "\n]}\n")  # fmt: skip
-    print(f"wrote {len(done)} cases to {OUT.relative_to(ROOT)}")
+    write(kept + done)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Against llama.cpp's own fit (issue 18's oracle, tests/fixtures/fit/llama_fit.json, recorded by
 scripts/fit/record_fit.py with llama-fit-params and ggml RPC servers as devices): for every recorded `-fitp on`
-projection — dense Llama-3.1-8B and Qwen3-30B-A3B MoE, F16 and Q8_0, one to three devices of 8-80 GB, partial
--ngl, -np, MoE experts kept in host memory (-ncmoe, -cmoe) — kvplan places the GGUF's weights and KV on the
-same devices, to the MiB llama.cpp prints. (The compute column is not compared: llama.cpp's there is the CPU
-backend's behind the RPC server; the fit's chosen arguments are recorded for the port of common_fit_params, not
-yet compared.)"""
+projection — dense Llama-3.1-8B, Gemma-3-12B (SWA, tied embeddings) and Qwen3-30B-A3B MoE, F16, BF16, Q8_0 and
+Q4_K_M, one to four devices of 6-80 GB, partial -ngl, -np, MoE experts kept in host memory (-ncmoe, -cmoe) —
+kvplan places the GGUF's weights and KV on the same devices, to the MiB llama.cpp prints (the Host row as
+llama.cpp prints it with repacking off: see below); for every fit llama.cpp chose, kvplan places its arguments
+the same way and (the port of common_fit_params) chooses them. The compute column is not compared: llama.cpp's
+there is the CPU backend's behind the RPC server."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Mo
 
 def test_the_recording_covers_the_cases() -> None:
     assert len(RECORDED) >= 100 and not any("error" in c for c in RECORDED)
-    assert {len(c["case"]["devices"]) for c in RECORDED} == {1, 2, 3}
+    assert {len(c["case"]["devices"]) for c in RECORDED} == {1, 2, 3, 4}
+    assert {c["case"]["type"] for c in RECORDED} == {"F16", "BF16", "Q8_0", "Q4_K_M"}
+    assert {c["case"]["model"] for c in RECORDED} == {"llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b"}
+    assert min(m for c in RECORDED for m in c["case"]["devices"]) == 6144
     assert any("-ot" in c.get("fit", "") for c in RECORDED)  # llama.cpp moved MoE experts to the host
 
 
@@ -63,7 +67,15 @@ def test_weights_and_kv_per_device_equal_llama_cpp(
         ]
         for d in doc["devices"]
     }
-    assert mine == {k: v[:2] for k, v in recorded["projection"].items()}
+    # llama.cpp's Host row leaves out its CPU_REPACK buffer (common_get_device_memory_data counts host buffer types
+    # and the model's devices; the buffer the CPU backend repacks Q4_K weights into for AVX2 is neither): kvplan's
+    # Host is the host memory really used, llama.cpp's with repacking off (-nr) — the same weights, the same bytes
+    assert mine == {k: v[:2] for k, v in recorded["projection_no_repack"].items()}
+    theirs = {k: v[:2] for k, v in recorded["projection"].items()}
+    assert {k: v for k, v in mine.items() if k != "Host"} == {k: v for k, v in theirs.items() if k != "Host"}
+    repacked = mine["Host"][0] - theirs["Host"][0]
+    layers_on_host = "-ngl" in args or "-ncmoe" in args or "-cmoe" in case["args"]
+    assert repacked > 0 if case["type"] == "Q4_K_M" and layers_on_host else repacked == 0
 
 
 def test_moe_flags_need_the_expert_tensors() -> None:
@@ -102,7 +114,9 @@ def test_llama_cpp_fit_answers_placed_by_kvplan(
         ]
         for d in doc["devices"]
     }
-    assert mine == {k: v[:2] for k, v in recorded["fit_projection"].items()}
+    assert mine == {k: v[:2] for k, v in recorded["fit_projection_no_repack"].items()}  # Host: see above
+    theirs = {k: v[:2] for k, v in recorded["fit_projection"].items()}
+    assert {k: v for k, v in mine.items() if k != "Host"} == {k: v for k, v in theirs.items() if k != "Host"}
 
 
 @pytest.mark.parametrize(
@@ -177,14 +191,33 @@ def test_a_draft_model_adds_its_own_placement(tmp_path: Path, models: dict[tuple
     assert f"-md {draft} -ngld 33 --fit off" in run  # the run line carries the draft (all 33 of its layers)
 
 
-#: multi-device fits where llama.cpp's compute buffer differs by device and grows with the context (its
-#: pipeline-parallel copies of the KQ mask), so one --overhead for every device cannot stand for it
+#: multi-device fits where llama.cpp's compute buffer differs by device and changes with every configuration the
+#: fit tries (its pipeline-parallel copies of the KQ mask, the output layer's logits on the last device), so one
+#: --overhead for every device cannot stand for it (one measured per device, at the final configuration, matches
+#: as many: 67 of 81, a different 14)
 COMPUTE_PER_DEVICE = {
+    ("llama-3.1-8b", "F16", (12000, 12000, 8000, 6144), ()),
+    ("llama-3.1-8b", "F16", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
+    ("llama-3.1-8b", "Q8_0", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
+    ("qwen3-30b-a3b", "Q8_0", (12000, 12000, 8000, 6144), ()),
+    ("qwen3-30b-a3b", "Q8_0", (12000, 12000, 8000, 6144), ("-c", "32768")),
+    ("qwen3-30b-a3b", "Q8_0", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
+    ("llama-3.1-8b", "BF16", (16000, 16000, 8000), ("-fitt", "2048")),
+    ("llama-3.1-8b", "BF16", (12000, 12000, 8000, 6144), ()),
+    ("llama-3.1-8b", "BF16", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
+    ("gemma-3-12b", "BF16", (24000, 16000), ("-fitt", "2048")),
+    ("gemma-3-12b", "BF16", (16000, 16000, 8000), ()),
+    ("gemma-3-12b", "BF16", (12000, 12000, 8000, 6144), ()),
+    ("gemma-3-12b", "BF16", (12000, 12000, 8000, 6144), ("-c", "32768")),
+    ("gemma-3-12b", "BF16", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
     ("qwen3-30b-a3b", "F16", (24000, 16000), ("-fitt", "2048")),
     ("llama-3.1-8b", "F16", (16000, 16000, 8000), ("-fitt", "2048")),
     ("qwen3-30b-a3b", "Q8_0", (16000, 16000, 8000), ("-fitt", "2048")),
     ("qwen3-30b-a3b", "F16", (16000, 16000, 8000), ("-c", "32768")),
 }
+#: llama.cpp prints its compute to the MiB; here GATE or UP overflows on a margin under one MiB (an --overhead one
+#: MiB higher chooses what llama.cpp chose)
+MIB_ROUNDING = {("qwen3-30b-a3b", "Q4_K_M", (6144,), ("-c", "32768"))}
 
 
 def _fit_id(c: dict[str, Any]) -> tuple[Any, ...]:
@@ -197,6 +230,8 @@ def _fit_id(c: dict[str, Any]) -> tuple[Any, ...]:
     [
         pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="compute per device"))
         if _fit_id(c) in COMPUTE_PER_DEVICE
+        else pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="compute known to the MiB"))
+        if _fit_id(c) in MIB_ROUNDING
         else c
         for c in FITS
     ],
@@ -207,9 +242,9 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses(
 ) -> None:
     """common_fit_params, ported (kvplan/capacity/llamacpp_fit.py): given the compute llama.cpp measures on the
     first device as --overhead (its -fitp column; CPU buffer rules, as behind the RPC server), kvplan chooses the
-    same -c, -ngl, -ts and -ot, byte for byte as llama-fit-params prints them — on all 60 single-device fits
-    (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 20 of the 24 on two
-    and three devices."""
+    same -c, -ngl, -ts and -ot, byte for byte as llama-fit-params prints them — on 161 of the 162 single-device
+    fits (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 63 of the 81 on
+    two to four devices."""
     from kvplan.capacity.llamacpp_fit import choose
     from kvplan.capacity.request import Origin, Raw, build_request
 
