@@ -54,32 +54,72 @@ FIT_MODELS: dict[str, dict[str, int]] = {
     # sliding-window attention (5 of every 6 layers, window 1024), tied embeddings
     "gemma-3-12b": {"n_embd": 3840, "n_layer": 48, "n_head": 16, "n_kv": 8, "hd": 256, "n_ff": 15360,
                     "n_vocab": 262144, "ctx": 131072, "swa": 1024},
+    # MoE with attention sinks, biases and SWA on every other layer (window 128); its experts MXFP4 (MXFP4_MOE)
+    "gpt-oss-20b": {"n_embd": 2880, "n_layer": 24, "n_head": 64, "n_kv": 8, "hd": 64, "n_ff": 2880,
+                    "n_vocab": 201088, "ctx": 131072, "n_expert": 32, "n_expert_used": 4, "n_ff_exp": 2880,
+                    "swa": 128},
+    # hybrid: gated delta-net (recurrent state) on 3 of every 4 layers, full attention on the 4th; MoE + shared
+    "qwen3-next-80b-a3b": {"n_embd": 2048, "n_layer": 48, "n_head": 16, "n_kv": 2, "hd": 256, "n_ff": 5120,
+                           "n_vocab": 151936, "ctx": 262144, "n_expert": 512, "n_expert_used": 10,
+                           "n_ff_exp": 512, "n_ff_shexp": 512, "ssm_conv": 4, "ssm_state": 128, "ssm_groups": 16,
+                           "ssm_v_heads": 32},
+    # MoE after one dense layer, a shared expert, attention biases; and its MTP layer (blk.46, nextn) in the file,
+    # which llama.cpp loads only for --mtp
+    "glm-4.5-air": {"n_embd": 4096, "n_layer": 46, "n_head": 96, "n_kv": 8, "hd": 128, "n_ff": 10944,
+                    "n_vocab": 151552, "ctx": 131072, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 1408,
+                    "n_shared": 1, "dense_lead": 1, "nextn": 1},
     # 94 layers: benchmarks/bench_fit.py
     "qwen3-235b-a22b": {"n_embd": 4096, "n_layer": 94, "n_head": 64, "n_kv": 4, "hd": 128, "n_ff": 12288,
                         "n_vocab": 151936, "ctx": 40960, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 1536},
 }  # fmt: skip
 
 
-def _fit_model_header(w: gguf.GGUFWriter, h: dict[str, int]) -> None:
+def _fit_arch(h: dict[str, int]) -> str:
+    if "ssm_state" in h:
+        return "qwen3next"
+    if "dense_lead" in h:
+        return "glm4moe"
+    if "n_expert" in h:
+        return "gpt-oss" if "swa" in h else "qwen3moe"
+    return "gemma3" if "swa" in h else "llama"
+
+
+def _fit_model_header(w: gguf.GGUFWriter, h: dict[str, int], arch: str) -> None:
     """The metadata of a FIT_MODELS entry: hyperparameters and a synthetic vocabulary of the right size."""
     w.add_context_length(h["ctx"])
     w.add_embedding_length(h["n_embd"])
-    w.add_block_count(h["n_layer"])
+    w.add_block_count(h["n_layer"] + h.get("nextn", 0))
     w.add_head_count(h["n_head"])
     w.add_head_count_kv(h["n_kv"])
     w.add_key_length(h["hd"])
     w.add_value_length(h["hd"])
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(1e6)
+    if arch != "qwen3moe":
+        w.add_feed_forward_length(h["n_ff"])
     if "n_expert" in h:
         w.add_expert_count(h["n_expert"])
         w.add_expert_used_count(h["n_expert_used"])
         w.add_expert_feed_forward_length(h["n_ff_exp"])
-    elif "swa" in h:
-        w.add_feed_forward_length(h["n_ff"])
+    if "swa" in h:
         w.add_sliding_window(h["swa"])
-    else:
-        w.add_feed_forward_length(h["n_ff"])
+    if arch == "qwen3next":
+        w.add_expert_shared_feed_forward_length(h["n_ff_shexp"])
+        w.add_rope_dimension_count(h["hd"] // 4)
+        w.add_ssm_conv_kernel(h["ssm_conv"])
+        w.add_ssm_state_size(h["ssm_state"])
+        w.add_ssm_group_count(h["ssm_groups"])
+        w.add_ssm_time_step_rank(h["ssm_v_heads"])
+        w.add_ssm_inner_size(h["ssm_state"] * h["ssm_v_heads"])
+    elif arch == "glm4moe":
+        w.add_rope_dimension_count(h["hd"] // 2)
+        w.add_uint32(f"{arch}.nextn_predict_layers", h["nextn"])
+        w.add_leading_dense_block_count(h["dense_lead"])
+        w.add_expert_shared_count(h["n_shared"])
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        w.add_expert_weights_scale(1.0)
+        w.add_expert_weights_norm(True)
+    elif arch in ("llama", "gpt-oss"):
         w.add_rope_dimension_count(h["hd"])
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
@@ -88,70 +128,128 @@ def _fit_model_header(w: gguf.GGUFWriter, h: dict[str, int]) -> None:
     w.add_token_merges(["t1 t2"])
 
 
-def _weight_type(name: str, typ: gguf.GGMLQuantizationType, weight_type: str, n_layer: int) -> Any:
-    """The type a 2-D weight gets: ``weight_type``, or for Q4_K_M llama.cpp's quantize mix (llama_tensor_get_type:
-    Q4_K, with Q6_K for the output and for attn_v / ffn_down of the layers use_more_bits picks)."""
-    if typ == gguf.GGMLQuantizationType.F32 or weight_type != "Q4_K_M":
-        return typ
-    if name == "output.weight":
-        return gguf.GGMLQuantizationType.Q6_K
+#: a tensor to write: (name, shape as in llama.cpp's create_tensor, kind: "w" a weight, "x" an expert weight,
+#: "f" kept F32 — norms, biases, routers, sinks, convolutions)
+_Tensor = tuple[str, tuple[int, ...], str]
+
+
+def _fit_layer_tensors(h: dict[str, int], arch: str, i: int) -> list[_Tensor]:
+    """Layer ``i``'s tensors, as the architecture's load_arch_tensors (src/models/*.cpp) creates them."""
+    e, hd = h["n_embd"], h["hd"]
+    q, kv = h["n_head"] * hd, h["n_kv"] * hd
+    p = f"blk.{i}."
+    out: list[_Tensor] = [(p + "attn_norm.weight", (e,), "f")]
+    recurrent = arch == "qwen3next" and (i + 1) % 4 != 0
+    if recurrent:  # gated delta-net: key_dim = state * groups, value_dim = state * v_heads
+        kd, vd, nv = h["ssm_state"] * h["ssm_groups"], h["ssm_state"] * h["ssm_v_heads"], h["ssm_v_heads"]
+        out += [
+            (p + "ssm_in.weight", (e, 2 * kd + 2 * vd), "w"),
+            (p + "ssm_conv1d.weight", (h["ssm_conv"], 2 * kd + vd), "f"),
+            (p + "ssm_dt.bias", (nv,), "f"),
+            (p + "ssm_a", (nv,), "f"),
+            (p + "ssm_ba.weight", (e, 2 * nv), "w"),
+            (p + "ssm_norm.weight", (h["ssm_state"],), "f"),
+            (p + "ssm_out.weight", (vd, e), "w"),
+        ]
+    else:
+        out += [
+            (p + "attn_q.weight", (e, 2 * q if arch == "qwen3next" else q), "w"),  # Qwen3-Next: q and its gate
+            (p + "attn_k.weight", (e, kv), "w"),
+            (p + "attn_v.weight", (e, kv), "w"),
+            (p + "attn_output.weight", (q, e), "w"),
+        ]
+        if arch == "glm4moe":
+            out += [(p + f"attn_{x}.bias", (n,), "f") for x, n in (("q", q), ("k", kv), ("v", kv))]
+        if arch == "gpt-oss":
+            out += [(p + f"attn_{x}.bias", (n,), "f") for x, n in (("q", q), ("k", kv), ("v", kv), ("output", e))]
+            out.append((p + "attn_sinks.weight", (h["n_head"],), "f"))
+    if arch in ("llama", "gemma3", "qwen3moe"):
+        out.append((p + "ffn_norm.weight", (e,), "f"))
+    if arch in ("gemma3", "qwen3next", "gpt-oss", "glm4moe"):
+        out.append((p + "post_attention_norm.weight", (e,), "f"))
+    if arch == "gemma3":
+        out.append((p + "post_ffw_norm.weight", (e,), "f"))
+    if arch in ("qwen3moe", "gemma3") or (arch == "qwen3next" and not recurrent):
+        out += [(p + "attn_q_norm.weight", (hd,), "f"), (p + "attn_k_norm.weight", (hd,), "f")]
+    if arch == "glm4moe" and i >= h["n_layer"]:  # the MTP layer's own tensors
+        out += [(p + "nextn.eh_proj.weight", (2 * e, e), "w"), (p + "nextn.enorm.weight", (e,), "f"),
+                (p + "nextn.hnorm.weight", (e,), "f"), (p + "nextn.shared_head_norm.weight", (e,), "f")]  # fmt: skip
+    return out + _fit_ffn_tensors(h, arch, i)
+
+
+def _fit_ffn_tensors(h: dict[str, int], arch: str, i: int) -> list[_Tensor]:
+    """Layer ``i``'s feed-forward tensors: dense, or router, experts and shared experts."""
+    e, p = h["n_embd"], f"blk.{i}."
+    out: list[_Tensor] = []
+    if "n_expert" not in h or i < h.get("dense_lead", 0):
+        ff = h["n_ff"]
+        return [(p + "ffn_gate.weight", (e, ff), "w"), (p + "ffn_up.weight", (e, ff), "w"),
+                (p + "ffn_down.weight", (ff, e), "w")]  # fmt: skip
+    ne, ff = h["n_expert"], h["n_ff_exp"]
+    out += [
+        (p + "ffn_gate_inp.weight", (e, ne), "f"),
+        (p + "ffn_gate_exps.weight", (e, ff, ne), "x"),
+        (p + "ffn_up_exps.weight", (e, ff, ne), "x"),
+        (p + "ffn_down_exps.weight", (ff, e, ne), "x"),
+    ]
+    if arch == "gpt-oss":
+        out += [(p + "ffn_gate_inp.bias", (ne,), "f"), (p + "ffn_gate_exps.bias", (ff, ne), "f"),
+                (p + "ffn_up_exps.bias", (ff, ne), "f"), (p + "ffn_down_exps.bias", (e, ne), "f")]  # fmt: skip
+    if arch == "glm4moe":
+        out.append((p + "exp_probs_b.bias", (ne,), "f"))
+    if arch in ("qwen3next", "glm4moe"):
+        sh = h["n_ff_shexp"] if arch == "qwen3next" else ff * h["n_shared"]
+        if arch == "qwen3next":
+            out.append((p + "ffn_gate_inp_shexp.weight", (e,), "f"))
+        out += [
+            (p + "ffn_gate_shexp.weight", (e, sh), "w"),
+            (p + "ffn_up_shexp.weight", (e, sh), "w"),
+            (p + "ffn_down_shexp.weight", (sh, e), "w"),
+        ]
+    return out
+
+
+def _weight_type(name: str, kind: str, weight_type: str, n_layer: int, row: int) -> Any:
+    """The type a tensor gets: F32 for kind "f"; else ``weight_type``, where MXFP4_MOE is llama.cpp's quantize
+    type of that name (experts MXFP4, other weights Q8_0) and Q4_K_M its mix (llama_tensor_get_type: Q4_K, with
+    Q6_K for the output and for attn_v / ffn_down of the layers use_more_bits picks; a row that is not a whole
+    number of 256-blocks falls back as llama_tensor_get_type's fallback does: Q4_K to Q5_0, Q6_K to Q8_0)."""
+    q = gguf.GGMLQuantizationType
+    if kind == "f":
+        return q.F32
+    if weight_type == "MXFP4_MOE":
+        return q.MXFP4 if kind == "x" else q.Q8_0
+    if weight_type != "Q4_K_M":
+        return q[weight_type]
     i = int(name.split(".")[1]) if name.startswith("blk.") else -1
     more_bits = i < n_layer // 8 or i >= 7 * n_layer // 8 or (i - n_layer // 8) % 3 == 2
-    if i >= 0 and (".attn_v." in name or ".ffn_down" in name) and more_bits:
-        return gguf.GGMLQuantizationType.Q6_K
-    return gguf.GGMLQuantizationType.Q4_K
+    big = name == "output.weight" or (i >= 0 and (".attn_v." in name or ".ffn_down" in name) and more_bits)
+    if row % 256:
+        return q.Q8_0 if big else q.Q5_0
+    return q.Q6_K if big else q.Q4_K
 
 
 def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
-    """``name`` of FIT_MODELS as a full-size sparse GGUF (dense Llama, Gemma-3, or Qwen3-MoE with expert tensors)
-    whose 2-D weights are ``weight_type`` (F16, BF16, Q8_0, or Q4_K_M: llama.cpp's quantize mix of Q4_K and Q6_K),
-    norms F32."""
+    """``name`` of FIT_MODELS as a full-size sparse GGUF (dense Llama, Gemma-3, Qwen3-MoE, gpt-oss, Qwen3-Next,
+    with the tensors llama.cpp's loader requires) whose weights are ``weight_type`` (F16, BF16, Q8_0, Q4_K_M:
+    llama.cpp's quantize mix of Q4_K and Q6_K, or MXFP4_MOE), norms, biases and routers F32."""
     import os
 
     h = FIT_MODELS[name]
-    moe = "n_expert" in h
-    gemma = "swa" in h
-    w = gguf.GGUFWriter(str(path), "qwen3moe" if moe else "gemma3" if gemma else "llama")
-    _fit_model_header(w, h)
-    f32 = gguf.GGMLQuantizationType.F32
-    wt = gguf.GGMLQuantizationType.Q4_K if weight_type == "Q4_K_M" else gguf.GGMLQuantizationType[weight_type]
-
-    def tensor(name: str, shape: tuple[int, ...], typ: gguf.GGMLQuantizationType = wt) -> None:
-        typ = _weight_type(name, typ, weight_type, h["n_layer"])
+    arch = _fit_arch(h)
+    w = gguf.GGUFWriter(str(path), arch)
+    _fit_model_header(w, h, arch)
+    e, v = h["n_embd"], h["n_vocab"]
+    tensors: list[_Tensor] = [("token_embd.weight", (e, v), "w"), ("output_norm.weight", (e,), "f")]
+    if arch != "gemma3":  # Gemma ties its output to the token embeddings (llama.cpp duplicates them)
+        tensors.append(("output.weight", (e, v), "w"))
+    for i in range(h["n_layer"] + h.get("nextn", 0)):
+        tensors += _fit_layer_tensors(h, arch, i)
+    for tname, shape, kind in tensors:
+        typ = _weight_type(tname, kind, weight_type, h["n_layer"], shape[0])
         block, size = gguf.GGML_QUANT_SIZES[typ]
         n = int(np.prod(shape))
-        w.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=typ)
-
-    e, v = h["n_embd"], h["n_vocab"]
-    tensor("token_embd.weight", (e, v))
-    tensor("output_norm.weight", (e,), f32)
-    if not gemma:  # Gemma ties its output to the token embeddings (llama.cpp duplicates them)
-        tensor("output.weight", (e, v))
-    q, kv = h["n_head"] * h["hd"], h["n_kv"] * h["hd"]
-    for i in range(h["n_layer"]):
-        p = f"blk.{i}."
-        tensor(p + "attn_norm.weight", (e,), f32)
-        tensor(p + "attn_q.weight", (e, q))
-        tensor(p + "attn_k.weight", (e, kv))
-        tensor(p + "attn_v.weight", (e, kv))
-        tensor(p + "attn_output.weight", (q, e))
-        tensor(p + "ffn_norm.weight", (e,), f32)
-        if gemma:
-            for norm in ("post_attention_norm", "post_ffw_norm"):
-                tensor(p + f"{norm}.weight", (e,), f32)
-            for norm in ("attn_q_norm", "attn_k_norm"):
-                tensor(p + f"{norm}.weight", (h["hd"],), f32)
-        if moe:
-            tensor(p + "attn_q_norm.weight", (h["hd"],), f32)
-            tensor(p + "attn_k_norm.weight", (h["hd"],), f32)
-            tensor(p + "ffn_gate_inp.weight", (e, h["n_expert"]), f32)
-            for part in ("gate", "up"):
-                tensor(p + f"ffn_{part}_exps.weight", (e, h["n_ff_exp"], h["n_expert"]))
-            tensor(p + "ffn_down_exps.weight", (h["n_ff_exp"], e, h["n_expert"]))
-        else:
-            tensor(p + "ffn_gate.weight", (e, h["n_ff"]))
-            tensor(p + "ffn_up.weight", (e, h["n_ff"]))
-            tensor(p + "ffn_down.weight", (h["n_ff"], e))
+        w.add_tensor_info(tname, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=typ)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()

@@ -25,7 +25,7 @@ from kvplan.capacity.results import (
     Shortfall,
     binding_constraint,
 )
-from kvplan.capacity.weights import Weights, model_weights
+from kvplan.capacity.weights import Weights, model_weights, without_layers
 from kvplan.errors import RefusedConfigError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import LLAMACPP
@@ -38,6 +38,7 @@ from kvplan.runtimes.llamacpp import (
     plan,
     plan_mtp_draft,
 )
+from kvplan.runtimes.llamacpp.memory import MTP_TENSORS_SKIPPED
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, LLAMA_MAX_SEQ
 from kvplan.units import GIB
 
@@ -433,6 +434,8 @@ class LlamaCppRuntime:
         assert req.hardware is not None  # build_request(need_hardware=True)
         o = req.llamacpp
         weights = model_weights(model, req.weights, req.weight_bytes)
+        if model.arch in MTP_TENSORS_SKIPPED and not o.mtp:  # the MTP blocks' tensors are not loaded
+            weights = without_layers(weights, range(model.n_layer, model.n_layer_all))
         if o.override_tensor and not weights.tensors:
             raise req.origin("override_tensor").error("needs the tensors' names and sizes: a GGUF (its tensor infos)")
         for _, buft in o.override_tensor:

@@ -93,7 +93,7 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
     nd = len(target.memory)
     margins = [(margins_mib[i] if i < len(margins_mib) else margins_mib[-1]) * MIB for i in range(nd)]
     free = list(target.memory)
-    hp_ngl = model.n_layer
+    hp_ngl = model.n_layer + (model.n_layer_nextn if target.mtp else 0)  # common_get_device_memory_data
     hp_nct = model.n_ctx_train
     hp_nex = model.n_expert if target.weights.expert_bytes else 0
     n_streams = 1 if settings.kv_unified else max(1, settings.n_seq)

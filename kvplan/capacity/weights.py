@@ -7,6 +7,7 @@ for the K-quant mixes the model sizes llama.cpp's quantize tool lists for Llama-
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from kvplan.errors import BadInputError
@@ -116,3 +117,16 @@ def model_weights(
         )
     total, basis = estimate_bytes(model.n_params, weight_type_name or default_type)
     return spread(total, model.n_layer_all, basis)
+
+
+def without_layers(weights: Weights, layers: range) -> Weights:
+    """``weights`` with the tensors of ``layers`` not loaded (their bytes 0, their tensors gone)."""
+    if not weights.exact or not len(layers):
+        return weights
+    drop = set(layers)
+    return dataclasses.replace(
+        weights,
+        layer_bytes=tuple(0 if il in drop else b for il, b in enumerate(weights.layer_bytes)),
+        expert_bytes=tuple(0 if il in drop else b for il, b in enumerate(weights.expert_bytes)),
+        tensors=tuple(t for t in weights.tensors if t[1] not in drop),
+    )

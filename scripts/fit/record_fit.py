@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from gguf_files import sparse_fit_model  # noqa: E402
+from gguf_files import FIT_MODELS, sparse_fit_model  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "fit" / "llama_fit.json"
 MODELS = [
@@ -41,6 +41,9 @@ MODELS = [
     ("qwen3-30b-a3b", "Q4_K_M"),
     ("gemma-3-12b", "Q4_K_M"),
     ("gemma-3-12b", "BF16"),
+    ("gpt-oss-20b", "MXFP4_MOE"),
+    ("qwen3-next-80b-a3b", "Q4_K_M"),
+    ("glm-4.5-air", "Q4_K_M"),
 ]
 DEVICES = [
     (8000,),
@@ -67,7 +70,7 @@ def cases() -> list[dict[str, Any]]:
     out = []
     for model, wtype in MODELS:
         for devices in DEVICES:
-            for args in PROJECTIONS + (MOE_PROJECTIONS if "qwen3" in model else []):
+            for args in PROJECTIONS + (MOE_PROJECTIONS if "n_expert" in FIT_MODELS[model] else []):
                 out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fitp"})
             for args in FITS:
                 out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fit"})

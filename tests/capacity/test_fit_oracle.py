@@ -1,11 +1,13 @@
 """Against llama.cpp's own fit (issue 18's oracle, tests/fixtures/fit/llama_fit.json, recorded by
 scripts/fit/record_fit.py with llama-fit-params and ggml RPC servers as devices): for every recorded `-fitp on`
-projection — dense Llama-3.1-8B, Gemma-3-12B (SWA, tied embeddings) and Qwen3-30B-A3B MoE, F16, BF16, Q8_0 and
-Q4_K_M, one to four devices of 6-80 GB, partial -ngl, -np, MoE experts kept in host memory (-ncmoe, -cmoe) —
-kvplan places the GGUF's weights and KV on the same devices, to the MiB llama.cpp prints (the Host row as
-llama.cpp prints it with repacking off: see below); for every fit llama.cpp chose, kvplan places its arguments
-the same way and (the port of common_fit_params) chooses them. The compute column is not compared: llama.cpp's
-there is the CPU backend's behind the RPC server."""
+projection — dense Llama-3.1-8B, Gemma-3-12B (SWA, tied embeddings), the MoEs Qwen3-30B-A3B, gpt-oss-20b
+(MXFP4 experts, sinks, SWA) and GLM-4.5-Air (a dense first layer, shared experts, its MTP block in the file),
+the hybrid Qwen3-Next (recurrent state), in F16, BF16, Q8_0, Q4_K_M and MXFP4_MOE, one to four devices of
+6-80 GB, partial -ngl, -np, MoE experts kept in host memory (-ncmoe, -cmoe) — kvplan places the GGUF's weights
+and KV on the same devices, to the MiB llama.cpp prints (the Host row as llama.cpp prints it with repacking
+off: see below); for every fit llama.cpp chose, kvplan places its arguments the same way and (the port of
+common_fit_params) chooses them. The compute column is not compared: llama.cpp's there is the CPU backend's
+behind the RPC server."""
 
 from __future__ import annotations
 
@@ -37,8 +39,10 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Mo
 def test_the_recording_covers_the_cases() -> None:
     assert len(RECORDED) >= 100 and not any("error" in c for c in RECORDED)
     assert {len(c["case"]["devices"]) for c in RECORDED} == {1, 2, 3, 4}
-    assert {c["case"]["type"] for c in RECORDED} == {"F16", "BF16", "Q8_0", "Q4_K_M"}
-    assert {c["case"]["model"] for c in RECORDED} == {"llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b"}
+    assert {c["case"]["type"] for c in RECORDED} == {"F16", "BF16", "Q8_0", "Q4_K_M", "MXFP4_MOE"}
+    assert {c["case"]["model"] for c in RECORDED} == {
+        "llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "gpt-oss-20b", "qwen3-next-80b-a3b", "glm-4.5-air",
+    }  # fmt: skip
     assert min(m for c in RECORDED for m in c["case"]["devices"]) == 6144
     assert any("-ot" in c.get("fit", "") for c in RECORDED)  # llama.cpp moved MoE experts to the host
 
@@ -75,7 +79,23 @@ def test_weights_and_kv_per_device_equal_llama_cpp(
     assert {k: v for k, v in mine.items() if k != "Host"} == {k: v for k, v in theirs.items() if k != "Host"}
     repacked = mine["Host"][0] - theirs["Host"][0]
     layers_on_host = "-ngl" in args or "-ncmoe" in args or "-cmoe" in case["args"]
-    assert repacked > 0 if case["type"] == "Q4_K_M" and layers_on_host else repacked == 0
+    assert repacked > 0 if case["type"] in ("Q4_K_M", "MXFP4_MOE") and layers_on_host else repacked == 0
+
+
+def test_mtp_blocks_are_loaded_only_for_the_mtp_draft(tmp_path: Path) -> None:
+    """GLM-4.5-Air's GGUF carries its MTP block (blk.46, nextn); llama.cpp's loader skips its tensors unless the
+    MTP draft is asked for (TENSOR_SKIP without load_mtp): the recorded projections above leave them out, and
+    with --mtp kvplan adds exactly that block's bytes on the device of the last layer."""
+    from kvplan.sources.gguf_reader import read_gguf
+
+    path = sparse_fit_model(tmp_path / "glm.gguf", "glm-4.5-air", "Q4_K_M")
+    nextn = sum(t.n_bytes for t in read_gguf(path, check_data_bounds=False).tensors if t.name.startswith("blk.46."))
+    assert nextn > 1 << 30  # a whole MoE layer: 1.6 GiB
+    model = kvplan.load_model(str(path))
+    plain = kvplan.fit(model, memory="80000MiB", ctx_size=8192).to_dict()["devices"]
+    mtp = kvplan.fit(model, memory="80000MiB", ctx_size=8192, mtp=True).to_dict()["devices"]
+    assert mtp[0]["weight_bytes"] - plain[0]["weight_bytes"] == nextn
+    assert mtp[1]["weight_bytes"] == plain[1]["weight_bytes"]  # the host: token embeddings only
 
 
 def test_moe_flags_need_the_expert_tensors() -> None:
@@ -214,10 +234,30 @@ COMPUTE_PER_DEVICE = {
     ("llama-3.1-8b", "F16", (16000, 16000, 8000), ("-fitt", "2048")),
     ("qwen3-30b-a3b", "Q8_0", (16000, 16000, 8000), ("-fitt", "2048")),
     ("qwen3-30b-a3b", "F16", (16000, 16000, 8000), ("-c", "32768")),
+    ("qwen3-next-80b-a3b", "Q4_K_M", (24000, 16000), ("-c", "32768")),
+    ("qwen3-next-80b-a3b", "Q4_K_M", (24000, 16000), ("-fitt", "2048")),
+    ("qwen3-next-80b-a3b", "Q4_K_M", (16000, 16000, 8000), ()),
+    ("qwen3-next-80b-a3b", "Q4_K_M", (16000, 16000, 8000), ("-c", "32768")),
+    ("qwen3-next-80b-a3b", "Q4_K_M", (12000, 12000, 8000, 6144), ()),
+    ("qwen3-next-80b-a3b", "Q4_K_M", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
+    ("glm-4.5-air", "Q4_K_M", (24000, 16000), ("-c", "32768")),
+    ("glm-4.5-air", "Q4_K_M", (24000, 16000), ("-fitt", "2048")),
+    ("glm-4.5-air", "Q4_K_M", (16000, 16000, 8000), ()),
+    ("glm-4.5-air", "Q4_K_M", (16000, 16000, 8000), ("-fitt", "2048")),
+    ("glm-4.5-air", "Q4_K_M", (12000, 12000, 8000, 6144), ()),
+    ("glm-4.5-air", "Q4_K_M", (12000, 12000, 8000, 6144), ("-c", "32768")),
+    ("glm-4.5-air", "Q4_K_M", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
 }
 #: llama.cpp prints its compute to the MiB; here GATE or UP overflows on a margin under one MiB (an --overhead one
 #: MiB higher chooses what llama.cpp chose)
 MIB_ROUNDING = {("qwen3-30b-a3b", "Q4_K_M", (6144,), ("-c", "32768"))}
+#: single-device fits whose context llama.cpp interpolates between projections at 4096 tokens and the trained
+#: context, each with the compute measured there (Qwen3-Next on 48 GB: 308, 333 and 340 MiB at 4096, 25088 and
+#: 262144 tokens); one --overhead for both ends moves the answer by one to three 256-token steps
+COMPUTE_BY_CONTEXT = {
+    ("gpt-oss-20b", "MXFP4_MOE", (16000,), ("-fitt", "2048")),
+    ("qwen3-next-80b-a3b", "Q4_K_M", (48000,), ()),
+}
 
 
 def _fit_id(c: dict[str, Any]) -> tuple[Any, ...]:
@@ -232,6 +272,8 @@ def _fit_id(c: dict[str, Any]) -> tuple[Any, ...]:
         if _fit_id(c) in COMPUTE_PER_DEVICE
         else pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="compute known to the MiB"))
         if _fit_id(c) in MIB_ROUNDING
+        else pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="compute grows with the context"))
+        if _fit_id(c) in COMPUTE_BY_CONTEXT
         else c
         for c in FITS
     ],
@@ -242,9 +284,9 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses(
 ) -> None:
     """common_fit_params, ported (kvplan/capacity/llamacpp_fit.py): given the compute llama.cpp measures on the
     first device as --overhead (its -fitp column; CPU buffer rules, as behind the RPC server), kvplan chooses the
-    same -c, -ngl, -ts and -ot, byte for byte as llama-fit-params prints them — on 161 of the 162 single-device
-    fits (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 63 of the 81 on
-    two to four devices."""
+    same -c, -ngl, -ts and -ot, byte for byte as llama-fit-params prints them — on 213 of the 216 single-device
+    fits (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 77 of the 108
+    on two to four devices."""
     from kvplan.capacity.llamacpp_fit import choose
     from kvplan.capacity.request import Origin, Raw, build_request
 

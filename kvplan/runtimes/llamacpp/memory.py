@@ -22,6 +22,13 @@ from kvplan.units import cdiv, pad_to
 
 F32 = GGML_TYPES_BY_NAME["f32"]
 #: hybrids whose MTP context is a plain cache of the nextn layers (create_memory's mtp_on_hybrid_*)
+#: architectures whose loader skips the nextn / MTP blocks' tensors unless the MTP draft is asked for
+#: (`mtp_flags |= TENSOR_SKIP` when `!ml.load_mtp`, in src/models/<arch>.cpp load_arch_tensors; load_mtp is set
+#: by `--spec-type draft-mtp`, common_model_params_to_llama): their bytes are in the GGUF, not in memory
+MTP_TENSORS_SKIPPED = frozenset({
+    "bailingmoe3", "cohere2moe", "deepseek2", "deepseek32", "deepseek4", "glm-dsa", "glm4moe", "glm5-next", "hy_v3",
+    "mimo2", "nemotron_h", "nemotron_h_moe", "qwen35", "qwen35moe", "qwen3next", "step35",
+})  # fmt: skip
 MTP_PLAIN_HYBRIDS = frozenset({"qwen3next", "qwen35", "qwen35moe", "bailingmoe3", "nemotron_h_moe"})
 #: DeepSeek-V4's compression ratios (CSA, HCA) and the compressor's per-plane state sizes in f32 values:
 #: CSA keeps 2 × head × 8 (kv and score, overlapping windows of 8), HCA head × 128 (src/llama-kv-cache-dsv4.cpp)
