@@ -68,6 +68,12 @@ FIT_MODELS: dict[str, dict[str, int]] = {
     "glm-4.5-air": {"n_embd": 4096, "n_layer": 46, "n_head": 96, "n_kv": 8, "hd": 128, "n_ff": 10944,
                     "n_vocab": 151552, "ctx": 131072, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 1408,
                     "n_shared": 1, "dense_lead": 1, "nextn": 1},
+    # MLA (the latent KV: kv_lora 512 + rope 64, one KV head), 3 dense layers then 256 experts + a shared one,
+    # its MTP block (blk.61) in the file
+    "deepseek-v3": {"n_embd": 7168, "n_layer": 61, "n_head": 128, "n_kv": 1, "hd": 192, "n_ff": 18432,
+                    "n_vocab": 129280, "ctx": 163840, "n_expert": 256, "n_expert_used": 8, "n_ff_exp": 2048,
+                    "n_shared": 1, "dense_lead": 3, "nextn": 1, "q_lora": 1536, "kv_lora": 512, "rope": 64,
+                    "v_head": 128},
     # 94 layers: benchmarks/bench_fit.py
     "qwen3-235b-a22b": {"n_embd": 4096, "n_layer": 94, "n_head": 64, "n_kv": 4, "hd": 128, "n_ff": 12288,
                         "n_vocab": 151936, "ctx": 40960, "n_expert": 128, "n_expert_used": 8, "n_ff_exp": 1536},
@@ -77,6 +83,8 @@ FIT_MODELS: dict[str, dict[str, int]] = {
 def _fit_arch(h: dict[str, int]) -> str:
     if "ssm_state" in h:
         return "qwen3next"
+    if "kv_lora" in h:
+        return "deepseek2"
     if "dense_lead" in h:
         return "glm4moe"
     if "n_expert" in h:
@@ -91,8 +99,14 @@ def _fit_model_header(w: gguf.GGUFWriter, h: dict[str, int], arch: str) -> None:
     w.add_block_count(h["n_layer"] + h.get("nextn", 0))
     w.add_head_count(h["n_head"])
     w.add_head_count_kv(h["n_kv"])
-    w.add_key_length(h["hd"])
-    w.add_value_length(h["hd"])
+    if "kv_lora" in h:  # MLA: the cache holds the latent (kv_lora + rope), the heads' own sizes go in *_mla
+        w.add_key_length(h["kv_lora"] + h["rope"])
+        w.add_value_length(h["kv_lora"])
+        w.add_key_length_mla(h["hd"])
+        w.add_value_length_mla(h["v_head"])
+    else:
+        w.add_key_length(h["hd"])
+        w.add_value_length(h["hd"])
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(1e6)
     if arch != "qwen3moe":
@@ -111,6 +125,16 @@ def _fit_model_header(w: gguf.GGUFWriter, h: dict[str, int], arch: str) -> None:
         w.add_ssm_group_count(h["ssm_groups"])
         w.add_ssm_time_step_rank(h["ssm_v_heads"])
         w.add_ssm_inner_size(h["ssm_state"] * h["ssm_v_heads"])
+    elif arch == "deepseek2":
+        w.add_rope_dimension_count(h["rope"])
+        w.add_q_lora_rank(h["q_lora"])
+        w.add_kv_lora_rank(h["kv_lora"])
+        w.add_uint32(f"{arch}.nextn_predict_layers", h["nextn"])
+        w.add_leading_dense_block_count(h["dense_lead"])
+        w.add_expert_shared_count(h["n_shared"])
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        w.add_expert_weights_scale(2.5)
+        w.add_expert_weights_norm(True)
     elif arch == "glm4moe":
         w.add_rope_dimension_count(h["hd"] // 2)
         w.add_uint32(f"{arch}.nextn_predict_layers", h["nextn"])
@@ -140,7 +164,19 @@ def _fit_layer_tensors(h: dict[str, int], arch: str, i: int) -> list[_Tensor]:
     p = f"blk.{i}."
     out: list[_Tensor] = [(p + "attn_norm.weight", (e,), "f")]
     recurrent = arch == "qwen3next" and (i + 1) % 4 != 0
-    if recurrent:  # gated delta-net: key_dim = state * groups, value_dim = state * v_heads
+    if arch == "deepseek2":  # MLA: q through its LoRA, the latent KV, per-head K and V up-projections
+        ql, kl, nope, vh, nh = h["q_lora"], h["kv_lora"], h["hd"] - h["rope"], h["v_head"], h["n_head"]
+        out += [
+            (p + "attn_q_a_norm.weight", (ql,), "f"),
+            (p + "attn_kv_a_norm.weight", (kl,), "f"),
+            (p + "attn_q_a.weight", (e, ql), "w"),
+            (p + "attn_q_b.weight", (ql, nh * hd), "w"),
+            (p + "attn_kv_a_mqa.weight", (e, kl + h["rope"]), "w"),
+            (p + "attn_k_b.weight", (nope, kl, nh), "w"),
+            (p + "attn_v_b.weight", (kl, vh, nh), "w"),
+            (p + "attn_output.weight", (nh * vh, e), "w"),
+        ]
+    elif recurrent:  # gated delta-net: key_dim = state * groups, value_dim = state * v_heads
         kd, vd, nv = h["ssm_state"] * h["ssm_groups"], h["ssm_state"] * h["ssm_v_heads"], h["ssm_v_heads"]
         out += [
             (p + "ssm_in.weight", (e, 2 * kd + 2 * vd), "w"),
@@ -163,7 +199,7 @@ def _fit_layer_tensors(h: dict[str, int], arch: str, i: int) -> list[_Tensor]:
         if arch == "gpt-oss":
             out += [(p + f"attn_{x}.bias", (n,), "f") for x, n in (("q", q), ("k", kv), ("v", kv), ("output", e))]
             out.append((p + "attn_sinks.weight", (h["n_head"],), "f"))
-    if arch in ("llama", "gemma3", "qwen3moe"):
+    if arch in ("llama", "gemma3", "qwen3moe", "deepseek2"):
         out.append((p + "ffn_norm.weight", (e,), "f"))
     if arch in ("gemma3", "qwen3next", "gpt-oss", "glm4moe"):
         out.append((p + "post_attention_norm.weight", (e,), "f"))
@@ -171,7 +207,7 @@ def _fit_layer_tensors(h: dict[str, int], arch: str, i: int) -> list[_Tensor]:
         out.append((p + "post_ffw_norm.weight", (e,), "f"))
     if arch in ("qwen3moe", "gemma3") or (arch == "qwen3next" and not recurrent):
         out += [(p + "attn_q_norm.weight", (hd,), "f"), (p + "attn_k_norm.weight", (hd,), "f")]
-    if arch == "glm4moe" and i >= h["n_layer"]:  # the MTP layer's own tensors
+    if arch in ("glm4moe", "deepseek2") and i >= h["n_layer"]:  # the MTP layer's own tensors
         out += [(p + "nextn.eh_proj.weight", (2 * e, e), "w"), (p + "nextn.enorm.weight", (e,), "f"),
                 (p + "nextn.hnorm.weight", (e,), "f"), (p + "nextn.shared_head_norm.weight", (e,), "f")]  # fmt: skip
     return out + _fit_ffn_tensors(h, arch, i)
@@ -195,9 +231,9 @@ def _fit_ffn_tensors(h: dict[str, int], arch: str, i: int) -> list[_Tensor]:
     if arch == "gpt-oss":
         out += [(p + "ffn_gate_inp.bias", (ne,), "f"), (p + "ffn_gate_exps.bias", (ff, ne), "f"),
                 (p + "ffn_up_exps.bias", (ff, ne), "f"), (p + "ffn_down_exps.bias", (e, ne), "f")]  # fmt: skip
-    if arch == "glm4moe":
+    if arch in ("glm4moe", "deepseek2"):
         out.append((p + "exp_probs_b.bias", (ne,), "f"))
-    if arch in ("qwen3next", "glm4moe"):
+    if arch in ("qwen3next", "glm4moe", "deepseek2"):
         sh = h["n_ff_shexp"] if arch == "qwen3next" else ff * h["n_shared"]
         if arch == "qwen3next":
             out.append((p + "ffn_gate_inp_shexp.weight", (e,), "f"))

@@ -11,6 +11,7 @@ The checks follow llama.cpp's ``gguf_init_from_file`` (ggml/src/gguf.cpp); see t
 from __future__ import annotations
 
 import os
+import re
 import stat
 import struct
 import sys
@@ -131,6 +132,24 @@ class GGUFFile:
         return sum(t.n_bytes for t in self.tensors)
 
 
+#: string arrays of at least _RUNS_FROM elements are skipped in runs of _RUN strings by one regular expression
+#: for strings shorter than _RUN_MAX_LEN bytes (compiling it costs ~2 ms, so a small array is walked in Python
+#: instead; a run holding a longer string is walked too: vocabularies have a few dozen)
+_RUNS_FROM, _RUN, _RUN_MAX_LEN = 50_000, 256, 128
+_STRING_RUNS: list[re.Pattern[bytes]] = []
+
+
+def _string_runs() -> re.Pattern[bytes]:
+    """_RUN little-endian length-prefixed strings, each shorter than _RUN_MAX_LEN bytes: a u64 length L (one
+    byte, then seven zeros) and L bytes of any value. The engine tries the alternatives shortest first and takes
+    the one whose length byte matches; possessive, so nothing is kept for backtracking."""
+    if not _STRING_RUNS:
+        lengths = range(_RUN_MAX_LEN)
+        one = b"|".join(re.escape(bytes([n])) + b"\\x00{7}" + (b".{%d}" % n if n else b"") for n in lengths)
+        _STRING_RUNS.append(re.compile(b"(?s)(?:" + one + b"){%d}+" % _RUN))
+    return _STRING_RUNS[0]
+
+
 class NeedMoreData(Exception):
     """The buffer holds only the start of the file and parsing needs bytes up to ``upto`` (remote reads)."""
 
@@ -215,11 +234,31 @@ class _Cursor:
             raise self.fail(f"{what}: string is not valid UTF-8", start) from None
 
     def skip_strings(self, count: int, what: str) -> None:
-        """Skip ``count`` length-prefixed strings without decoding them (the hot loop). Fast path: lengths read
-        straight from the buffer through memoryviews of it as u64 at each of the 8 alignments, unchecked: a read
-        past the buffer raises IndexError, the buffer grows and the walk goes on; a last string that runs past
-        it, a truncated file or a length that exceeds it are left to the checked loop, which reports the exact
-        element."""
+        """Skip ``count`` length-prefixed strings without decoding them (the hot loop). A long array (a
+        vocabulary) goes in runs of _RUN strings matched by one regular expression in C (_string_runs: every
+        string shorter than 128 bytes); a run it cannot match — a longer string, the buffer's end, a truncated
+        file — is walked string by string by the exact path below, which grows the buffer and reports errors."""
+        done = 0
+        if count >= _RUNS_FROM and self.prefix == "<":
+            ahead = min(self.end, MAX_HEADER_BYTES, self.pos + 16 * count)
+            if ahead > self.avail and self.source is not None:
+                self.grow(ahead)
+            match = _string_runs().match
+            while count - done >= _RUN:
+                m = match(self.buf, self.pos, self.avail)
+                if m is None:
+                    self._skip_strings_walk(_RUN, what, done)
+                else:
+                    self.pos = m.end()
+                done += _RUN
+        self._skip_strings_walk(count - done, what, done)
+
+    def _skip_strings_walk(self, count: int, what: str, first: int) -> None:
+        """Skip ``count`` strings, ``first`` the index of the first in the array (for messages). Fast path:
+        lengths read straight from the buffer through memoryviews of it as u64 at each of the 8 alignments,
+        unchecked: a read past the buffer raises IndexError, the buffer grows and the walk goes on; a last string
+        that runs past it, a truncated file or a length that exceeds it are left to the checked loop, which
+        reports the exact element."""
         remaining = count
         ahead = min(self.end, MAX_HEADER_BYTES, self.pos + 16 * count)  # typical strings: one read, few copies
         if ahead > self.avail and self.source is not None:
@@ -254,26 +293,28 @@ class _Cursor:
                     return
                 break  # the last string ends past the buffer: the checked loop walks these again
             self.pos, remaining = pos, remaining - done
-            if pos + 8 > self.end:
-                break  # truncated: the checked loop says where
+            if pos + 8 > self.end or self.avail >= self.end:
+                break  # truncated (a read in this group of eight ran past the file): the checked loop says where
             self.grow(pos + 8)
-        self._skip_strings_checked(remaining, what)
+        self._skip_strings_checked(remaining, what, first + count - remaining)
 
-    def _skip_strings_checked(self, count: int, what: str) -> None:
+    def _skip_strings_checked(self, count: int, what: str, first: int = 0) -> None:
         unpack = struct.Struct(self.prefix + "Q").unpack_from
         buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
         for i in range(count):
             if pos + 8 > avail:
                 self.pos = pos
                 if pos + 8 > end:
-                    raise self.fail(f"file truncated: {what} element {i} length")
+                    raise self.fail(f"file truncated: {what} element {first + i} length")
                 self.grow(pos + 8)
                 buf, avail = self.buf, self.avail
             n = unpack(buf, pos)[0]
             pos += 8
             if n > end - pos:
                 self.pos = pos - 8
-                raise self.fail(f"{what} element {i}: string length {n} exceeds the {end - pos} bytes that remain")
+                raise self.fail(
+                    f"{what} element {first + i}: string length {n} exceeds the {end - pos} bytes that remain"
+                )
             pos += n
         self.pos = pos
 

@@ -44,6 +44,7 @@ MODELS = [
     ("gpt-oss-20b", "MXFP4_MOE"),
     ("qwen3-next-80b-a3b", "Q4_K_M"),
     ("glm-4.5-air", "Q4_K_M"),
+    ("deepseek-v3", "Q4_K_M"),
 ]
 DEVICES = [
     (8000,),

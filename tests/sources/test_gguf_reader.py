@@ -331,3 +331,46 @@ def test_hparams_keys_are_type_strict_like_llamacpp(tmp_path: Path) -> None:
     assert bad.exit_code == 3
     assert "key llama.block_count has wrong type i32 but expected type u32" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def _string_array(lengths: list[int], then: bytes = b"") -> bytes:
+    """A GGUF header with one string array of strings of these lengths (the bytes of string i: i % 251), and
+    ``then`` (more key-values) after it."""
+    body = b"".join(struct.pack("<Q", n) + bytes([i % 251]) * n for i, n in enumerate(lengths))
+    key = b"tokenizer.ggml.tokens"
+    kv_ = struct.pack("<Q", len(key)) + key + struct.pack("<IIQ", 9, 8, len(lengths)) + body
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, 2 if then else 1) + kv_ + then
+
+
+@pytest.mark.parametrize(
+    "long_at",
+    [[], [0], [255, 256, 257], [60_000], [69_999]],  # long strings where a run of 256 starts, ends, the last
+)
+def test_long_string_arrays_skip_in_runs_exactly(long_at: list[int]) -> None:
+    """Arrays of 50,000+ strings are skipped in runs of 256 by one regular expression; a run holding a string of
+    128 bytes or more (which the expression does not match) is walked string by string: the same end either way,
+    so the key-value after the array reads back."""
+    import random
+
+    rnd = random.Random(len(long_at))
+    lengths = [rnd.choice((0, 1, 3, 7, 8, 12, 127)) for _ in range(70_000)]
+    for i in long_at:
+        lengths[i] = 128 + i % 1000
+    name = b"general.name"
+    then = struct.pack("<Q", len(name)) + name + struct.pack("<IQ", 8, 4) + b"next"
+    data = _string_array(lengths, then)
+    f = parse_gguf(data, "t.gguf", len(data), check_data_bounds=False)
+    assert f.kv["tokenizer.ggml.tokens"].count == 70_000 and f.kv["general.name"] == "next"
+
+
+@pytest.mark.parametrize("cut", [8, 300, 5_000, 250_000])
+def test_long_string_arrays_truncated_name_the_element(cut: int, tmp_path: Path) -> None:
+    """A file that ends inside a long string array: the exact element whose length or bytes are missing."""
+    lengths = [5] * 60_000  # 13 bytes a string, after a 69-byte header
+    data = _string_array(lengths)
+    end = len(data) - cut
+    (tmp_path / "t.gguf").write_bytes(data[:end])
+    with pytest.raises(GGUFError) as e:
+        read_gguf(tmp_path / "t.gguf")
+    element = (end - 69) // 13
+    assert f"element {element}" in str(e.value)
