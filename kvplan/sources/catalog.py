@@ -15,7 +15,7 @@ from typing import Any
 
 from kvplan.errors import ModelNotFoundError
 from kvplan.model import ModelDescription, SpecInfo
-from kvplan.sources.gguf_reader import ArrayValue
+from kvplan.sources.values import ArrayValue
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "model_specs"
 COMPILED = CATALOG_DIR / "catalog.json"

@@ -21,6 +21,23 @@ from typing import Any
 
 from kvplan.errors import GGUFError
 from kvplan.facts.ggml_types import GGML_TYPES_BY_ID
+from kvplan.sources.values import (
+    T_ARRAY,
+    T_BOOL,
+    T_F32,
+    T_F64,
+    T_I8,
+    T_I16,
+    T_I32,
+    T_I64,
+    T_STRING,
+    T_U8,
+    T_U16,
+    T_U32,
+    T_U64,
+    VALUE_TYPE_NAMES,
+    ArrayValue,
+)
 
 GGUF_MAGIC = b"GGUF"
 MAX_STRING_BYTES = 1 << 30  # GGUF_MAX_STRING_LENGTH
@@ -40,23 +57,6 @@ UNKNOWN_SIZE = 1 << 62
 #: bytes [start, end) of the file, fewer only at its end
 Source = Callable[[int, int], bytes]
 
-# GGUF value types
-T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 = range(13)
-VALUE_TYPE_NAMES = (
-    "u8",
-    "i8",
-    "u16",
-    "i16",
-    "u32",
-    "i32",
-    "f32",
-    "bool",
-    "string",
-    "array",
-    "u64",
-    "i64",
-    "f64",
-)
 _SCALAR_FORMATS = {
     T_U8: "B",
     T_I8: "b",
@@ -70,19 +70,6 @@ _SCALAR_FORMATS = {
     T_I64: "q",
     T_F64: "d",
 }
-
-
-@dataclass(frozen=True)
-class ArrayValue:
-    """A GGUF array. ``values`` is None when the array was skipped for being large."""
-
-    element_type: int
-    count: int
-    values: tuple[Any, ...] | None
-
-    @property
-    def element_type_name(self) -> str:
-        return VALUE_TYPE_NAMES[self.element_type]
 
 
 @dataclass(frozen=True)

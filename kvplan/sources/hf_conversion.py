@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kvplan.errors import BadInputError, UnknownArchitectureError
-from kvplan.sources.gguf_reader import T_BOOL, T_I32, ArrayValue
 from kvplan.sources.metadata import LLAMA_MAX_LAYERS, MAMBA_PLACEHOLDER_CTX
+from kvplan.sources.values import T_BOOL, T_I32, ArrayValue
 
 U32_MAX = 0xFFFFFFFF
 

@@ -13,8 +13,8 @@ from typing import Any
 from kvplan.errors import HParamsError, UnknownArchitectureError
 from kvplan.facts import archs
 from kvplan.model import Layer, ModelDescription, SwaType
-from kvplan.sources.gguf_reader import T_U32, VALUE_TYPE_NAMES, ArrayValue
 from kvplan.sources.state_hparams import load_state_hparams
+from kvplan.sources.values import T_U32, VALUE_TYPE_NAMES, ArrayValue
 
 LLAMA_MAX_LAYERS = 512
 #: the architectures whose memory layout depends on a layer's feed-forward width (Nemotron-H routes by it)

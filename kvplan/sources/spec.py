@@ -15,8 +15,8 @@ from kvplan.errors import HParamsError, SpecError
 from kvplan.facts.gguf_keys import ARCH_KEYS
 from kvplan.model import ModelDescription, SpecInfo
 from kvplan.sources.files import Node, did_you_mean, load_nodes, plain, read_text
-from kvplan.sources.gguf_reader import T_BOOL, T_F32, T_I32, T_STRING, ArrayValue
 from kvplan.sources.metadata import describe
+from kvplan.sources.values import T_BOOL, T_F32, T_I32, T_STRING, ArrayValue
 
 TOP_LEVEL_KEYS = {
     "name": "the catalog / display name",

@@ -207,7 +207,8 @@ def test_check_reports_the_context_that_really_fits() -> None:
 
 def test_the_estimate_path_imports_nothing_heavy() -> None:
     """`kvplan estimate CATALOG-MODEL -o json` reads the compiled catalog and plans llama.cpp: no YAML, no
-    gguf/numpy, no serving-engine code, no simulation, no framework."""
+    gguf/numpy, no GGUF reader (the catalog's arrays are sources.values'), no serving-engine code, no simulation,
+    no framework."""
     code = (
         "import io, sys\n"
         "from kvplan.cli import run\n"
@@ -217,5 +218,6 @@ def test_the_estimate_path_imports_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(out.split())
     heavy = {"yaml", "gguf", "numpy", "typer", "pydantic", "rich", "kvplan.sources.spec", "kvplan.runtimes.engines",
-             "kvplan.simulation", "kvplan.capacity.engines", "kvplan.sources.remote"}  # fmt: skip
+             "kvplan.simulation", "kvplan.capacity.engines", "kvplan.sources.remote",
+             "kvplan.sources.gguf_reader"}  # fmt: skip
     assert not heavy & loaded, sorted(heavy & loaded)
