@@ -58,6 +58,9 @@ FIT_MODELS: dict[str, dict[str, int]] = {
     "gpt-oss-20b": {"n_embd": 2880, "n_layer": 24, "n_head": 64, "n_kv": 8, "hd": 64, "n_ff": 2880,
                     "n_vocab": 201088, "ctx": 131072, "n_expert": 32, "n_expert_used": 4, "n_ff_exp": 2880,
                     "swa": 128},
+    "gpt-oss-120b": {"n_embd": 2880, "n_layer": 36, "n_head": 64, "n_kv": 8, "hd": 64, "n_ff": 2880,
+                     "n_vocab": 201088, "ctx": 131072, "n_expert": 128, "n_expert_used": 4, "n_ff_exp": 2880,
+                     "swa": 128},
     # hybrid: gated delta-net (recurrent state) on 3 of every 4 layers, full attention on the 4th; MoE + shared
     "qwen3-next-80b-a3b": {"n_embd": 2048, "n_layer": 48, "n_head": 16, "n_kv": 2, "hd": 256, "n_ff": 5120,
                            "n_vocab": 151936, "ctx": 262144, "n_expert": 512, "n_expert_used": 10,

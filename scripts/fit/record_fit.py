@@ -45,6 +45,7 @@ MODELS = [
     ("qwen3-next-80b-a3b", "Q4_K_M"),
     ("glm-4.5-air", "Q4_K_M"),
     ("deepseek-v3", "Q4_K_M"),
+    ("gpt-oss-120b", "MXFP4_MOE"),
 ]
 DEVICES = [
     (8000,),
@@ -67,9 +68,22 @@ MOE_PROJECTIONS = [
 FITS = [[], ["-c", "32768"], ["-fitt", "2048"]]
 
 
+#: the settings llama.cpp's fit honours, projected on one and on three devices: quantized cache with flash
+#: attention, full-size SWA cache for two sequences, a smaller micro-batch (llama-fit-params takes no -kvu)
+SETTING_PROJECTIONS = [
+    ["-c", "32768", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "-ngl", "20"],
+    ["-c", "16384", "--swa-full", "-np", "2"],
+    ["-c", "8192", "-ub", "256", "-b", "1024", "-fa", "off"],
+]
+SETTING_DEVICES = [(24000,), (16000, 16000, 8000)]
+
+
 def cases() -> list[dict[str, Any]]:
     out = []
     for model, wtype in MODELS:
+        for devices in SETTING_DEVICES:
+            for args in SETTING_PROJECTIONS:
+                out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fitp"})
         for devices in DEVICES:
             for args in PROJECTIONS + (MOE_PROJECTIONS if "n_expert" in FIT_MODELS[model] else []):
                 out.append({"model": model, "type": wtype, "devices": list(devices), "args": args, "mode": "fitp"})
@@ -184,6 +198,7 @@ def main() -> None:
     ap.add_argument("--models", type=Path, default=ROOT / ".oracle" / "fit" / "models")
     ap.add_argument("--only", default="", help="record only the models whose name contains this (kept: the rest)")
     ap.add_argument("--add-no-repack", action="store_true", help="only add projection_no_repack to the recording")
+    ap.add_argument("--new-only", action="store_true", help="record only the cases not yet in the recording")
     ap.add_argument("--types", default="", help="with --only: and only these weight types (comma-separated)")
     args = ap.parse_args()
     args.models.mkdir(parents=True, exist_ok=True)
@@ -203,9 +218,11 @@ def main() -> None:
         return
     done = []
     kept = []
-    if (args.only or args.types) and OUT.exists():
-        kept = [c for c in json.loads(OUT.read_text())["cases"] if not chosen(c["case"]["model"], c["case"]["type"])]
-    for n, case in enumerate(c for c in cases() if chosen(c["model"], c["type"])):
+    if (args.only or args.types or args.new_only) and OUT.exists():
+        recorded = json.loads(OUT.read_text())["cases"]
+        kept = [c for c in recorded if args.new_only or not chosen(c["case"]["model"], c["case"]["type"])]
+    have = [c["case"] for c in kept]
+    for n, case in enumerate(c for c in cases() if chosen(c["model"], c["type"]) and c not in have):
         result = attempts(args.fit_dir, paths[(case["model"], case["type"])], case, n)
         done.append({"case": case, **result})
         print(f"[{n + 1}] {case['model']} {case['type']} {case['devices']} {' '.join(case['args'])}: "

@@ -1,9 +1,10 @@
 """Against llama.cpp's own fit (issue 18's oracle, tests/fixtures/fit/llama_fit.json, recorded by
 scripts/fit/record_fit.py with llama-fit-params and ggml RPC servers as devices): for every recorded `-fitp on`
-projection — dense Llama-3.1-8B, Gemma-3-12B (SWA, tied embeddings), the MoEs Qwen3-30B-A3B, gpt-oss-20b
-(MXFP4 experts, sinks, SWA), GLM-4.5-Air (a dense first layer, shared experts, its MTP block in the file) and
+projection — dense Llama-3.1-8B, Gemma-3-12B (SWA, tied embeddings), the MoEs Qwen3-30B-A3B, gpt-oss-20b and
+-120b (MXFP4 experts, sinks, SWA), GLM-4.5-Air (a dense first layer, shared experts, its MTP block in the file) and
 DeepSeek-V3 (MLA, 671B), the hybrid Qwen3-Next (recurrent state), in F16, BF16, Q8_0, Q4_K_M and MXFP4_MOE, one
-to four devices of 6-80 GB, partial -ngl, -np, MoE experts kept in host memory (-ncmoe, -cmoe) — kvplan places
+to four devices of 6-80 GB, partial -ngl, -np, MoE experts kept in host memory (-ncmoe, -cmoe), quantized cache
+with flash attention, --swa-full, -ub / -b — kvplan places
 the GGUF's weights and KV on the same devices, to the MiB llama.cpp prints (the Host row as llama.cpp prints it
 with repacking off: see below); for every fit llama.cpp chose, kvplan places its arguments the same way and (the
 port of common_fit_params) chooses them. The compute column is not compared: llama.cpp's there is the CPU
@@ -42,10 +43,31 @@ def test_the_recording_covers_the_cases() -> None:
     assert {c["case"]["type"] for c in RECORDED} == {"F16", "BF16", "Q8_0", "Q4_K_M", "MXFP4_MOE"}
     assert {c["case"]["model"] for c in RECORDED} == {
         "llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "gpt-oss-20b", "qwen3-next-80b-a3b", "glm-4.5-air",
-        "deepseek-v3",
+        "deepseek-v3", "gpt-oss-120b",
     }  # fmt: skip
     assert min(m for c in RECORDED for m in c["case"]["devices"]) == 6144
     assert any("-ot" in c.get("fit", "") for c in RECORDED)  # llama.cpp moved MoE experts to the host
+
+
+#: llama.cpp's flags in the recorded cases, as kvplan.fit's settings (a flag alone is a switch)
+_FLAGS = {"-c": "ctx_size", "-ngl": "n_gpu_layers", "-np": "parallel", "-ncmoe": "n_cpu_moe", "-ctk": "cache_type_k",
+          "-ctv": "cache_type_v", "-fa": "flash_attn", "-ub": "ubatch_size", "-b": "batch_size"}  # fmt: skip
+_SWITCHES = {"-cmoe": "cpu_moe", "--swa-full": "swa_full"}
+
+
+def _args(case: dict[str, Any]) -> dict[str, str]:
+    flags = [a for a in case["args"] if a not in _SWITCHES]
+    return dict(zip(flags[::2], flags[1::2], strict=True))
+
+
+def _settings(case: dict[str, Any]) -> dict[str, Any]:
+    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"])}
+    for flag, value in _args(case).items():
+        settings[_FLAGS[flag]] = value
+    for flag, dest in _SWITCHES.items():
+        if flag in case["args"]:
+            settings[dest] = True
+    return settings
 
 
 @pytest.mark.parametrize("recorded", PROJECTIONS, ids=[f"{i}" for i in range(len(PROJECTIONS))])
@@ -53,17 +75,8 @@ def test_weights_and_kv_per_device_equal_llama_cpp(
     recorded: dict[str, Any], models: dict[tuple[str, str], ModelDescription]
 ) -> None:
     case = recorded["case"]
-    flags = [a for a in case["args"] if a != "-cmoe"]
-    args = dict(zip(flags[::2], flags[1::2], strict=True))
-    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "ctx_size": int(args["-c"])}
-    if "-cmoe" in case["args"]:
-        settings["cpu_moe"] = True
-    if "-ngl" in args:
-        settings["n_gpu_layers"] = int(args["-ngl"])
-    if "-np" in args:
-        settings["parallel"] = int(args["-np"])
-    if "-ncmoe" in args:
-        settings["n_cpu_moe"] = int(args["-ncmoe"])
+    settings = _settings(case)
+    args = _args(case)
     doc = kvplan.fit(models[(case["model"], case["type"])], **settings).to_dict()
     mine = {
         ("Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")): [
@@ -249,6 +262,11 @@ COMPUTE_PER_DEVICE = {
     ("glm-4.5-air", "Q4_K_M", (12000, 12000, 8000, 6144), ("-c", "32768")),
     ("glm-4.5-air", "Q4_K_M", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
     ("deepseek-v3", "Q4_K_M", (16000, 16000, 8000), ("-fitt", "2048")),
+    ("gpt-oss-120b", "MXFP4_MOE", (24000, 16000), ()),
+    ("gpt-oss-120b", "MXFP4_MOE", (24000, 16000), ("-fitt", "2048")),
+    ("gpt-oss-120b", "MXFP4_MOE", (16000, 16000, 8000), ()),
+    ("gpt-oss-120b", "MXFP4_MOE", (12000, 12000, 8000, 6144), ()),
+    ("gpt-oss-120b", "MXFP4_MOE", (12000, 12000, 8000, 6144), ("-fitt", "2048")),
 }
 #: llama.cpp prints its compute to the MiB; here GATE or UP overflows on a margin under one MiB (an --overhead one
 #: MiB higher chooses what llama.cpp chose)
@@ -286,8 +304,8 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses(
 ) -> None:
     """common_fit_params, ported (kvplan/capacity/llamacpp_fit.py): given the compute llama.cpp measures on the
     first device as --overhead (its -fitp column; CPU buffer rules, as behind the RPC server), kvplan chooses the
-    same -c, -ngl, -ts and -ot, byte for byte as llama-fit-params prints them — on 231 of the 234 single-device
-    fits (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 85 of the 117
+    same -c, -ngl, -ts and -ot, byte for byte as llama-fit-params prints them — on 249 of the 252 single-device
+    fits (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 89 of the 126
     on two to four devices."""
     from kvplan.capacity.llamacpp_fit import choose
     from kvplan.capacity.request import Origin, Raw, build_request
