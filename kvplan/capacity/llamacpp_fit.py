@@ -36,7 +36,13 @@ _MOE_ALL = r"blk\.\d+\.ffn_(up|down|gate_up|gate)_(ch|)exps"
 
 
 class FitError(Exception):
-    """common_params_fit_exception: llama.cpp's fit gives up (its message)."""
+    """common_params_fit_exception: llama.cpp's fit gives up (its message). What it changed before (the context:
+    common_params_fit_impl lowers cparams->n_ctx in place) stays: llama.cpp warns and runs with it."""
+
+    def __init__(self, message: str, n_ctx: int = 0, steps: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.n_ctx = n_ctx
+        self.steps = steps
 
 
 @dataclass
@@ -61,6 +67,8 @@ class FitChoice:
     steps: tuple[str, ...] = field(default=(), compare=False)
     #: per GPU, the memory it lacks to keep every layer and expert at the chosen context (0: none)
     short_of_all: tuple[int, ...] = field(default=(), compare=False)
+    #: llama.cpp's fit gave up (its message): the flags given run, with the context it set before
+    gave_up: str = field(default="", compare=False)
 
     def short(self) -> str:
         """-c, -ngl, -ts and how many -ot patterns (the headline's)."""
@@ -104,7 +112,7 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
             "(llama.cpp moves experts first)"
         )
     elif not target.weights.exact:
-        steps.append(f"an estimate: the weights are ({target.weights.basis})")
+        steps.append(f"the weights are an {target.weights.basis}")
 
     def usage(t: Target, n_ctx: int) -> tuple[list[int], list[int]]:
         """(total, model bytes) per device for one configuration."""
@@ -140,11 +148,11 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
         else:
             steps.append(f"context lowered to --fit-ctx {n_ctx:,}; not enough: layers move")
     if target.n_gpu_layers != -1:  # llama.cpp's default, auto
-        raise FitError(f"n_gpu_layers already set by user to {target.n_gpu_layers}, abort")
-    if target.overrides:
-        raise FitError("model_params::tensor_buft_overrides already set by user, abort")
+        raise FitError(f"n_gpu_layers already set by user to {target.n_gpu_layers}, abort", n_ctx, tuple(steps))
+    if target.overrides or target.n_cpu_moe:  # -ot, and -cmoe / -ncmoe (llama.cpp adds them as overrides)
+        raise FitError("model_params::tensor_buft_overrides already set by user, abort", n_ctx, tuple(steps))
     if nd > 1 and target.splits:
-        raise FitError("model_params::tensor_split already set by user, abort")
+        raise FitError("model_params::tensor_split already set by user, abort", n_ctx, tuple(steps))
 
     def configure(ngl: list[_Ngl], overflow_to: list[str]) -> Target:
         """set_ngl_tensor_split_tbo: -ngl, -ts and the overrides of the partial layers."""
@@ -319,10 +327,14 @@ def choose(
     target = LlamaCppRuntime().target(model, req)
     settings = settings_for(o, o.backend or Backend.CUDA)
     try:
-        choice = fit_params(target, settings, ctx_given=o.ctx_size is not None, margins_mib=margins_mib,
+        given = o.ctx_size is not None or o.ctx_per_seq is not None
+        choice = fit_params(target, settings, ctx_given=given, margins_mib=margins_mib,
                             n_ctx_min=n_ctx_min)  # fmt: skip
-    except FitError as exc:
-        raise req.origin("fit").error(f"llama.cpp's fit gives up: {exc}") from None
+    except FitError as exc:  # common_fit_params: a warning, and the flags given with the context it chose
+        gave_up = f"gives up: {exc}; llama.cpp warns and runs with the flags given"
+        choice = FitChoice(exc.n_ctx, -1, None, (), (*exc.steps, gave_up), gave_up=str(exc))
+        chosen = dataclasses.replace(o, ctx_size=choice.n_ctx, ctx_per_seq=None)
+        return choice, dataclasses.replace(req, llamacpp=chosen)
     if choice.n_gpu_layers >= 0 or choice.overrides:
         whole = target.place(dataclasses.replace(settings, n_ctx=choice.n_ctx)).gpus
         short = tuple(
@@ -334,8 +346,9 @@ def choose(
         o,
         ctx_size=choice.n_ctx,
         ctx_per_seq=None,
-        n_gpu_layers=None if choice.n_gpu_layers < 0 else choice.n_gpu_layers,
+        # what the fit leaves unchanged stays as given (-ngl, -ts, -ot, -cmoe / -ncmoe)
+        n_gpu_layers=o.n_gpu_layers if choice.n_gpu_layers < 0 else choice.n_gpu_layers,
         tensor_split=tuple(float(x) for x in choice.tensor_split) if choice.tensor_split else o.tensor_split,
-        override_tensor=choice.overrides,
+        override_tensor=choice.overrides or o.override_tensor,
     )
     return choice, dataclasses.replace(req, llamacpp=chosen)

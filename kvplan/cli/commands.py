@@ -134,10 +134,12 @@ def fit(inv: Invocation) -> Document:
     from kvplan.capacity.deployment import evaluate_request, load_model_for
     from kvplan.report.fit import fit_document
 
-    mode = str(inv.value("fit") or "off").strip().lower()
+    req = _request(inv, need_hardware=True, exclude=("fit", "fit_target", "fit_ctx"))
+    given = inv.value("fit")
+    # llama.cpp's default is --fit on (common_params::fit_params); the serving engines have no such fit
+    mode = str(given if given is not None else "off" if req.is_engine else "on").strip().lower()
     if mode not in ("on", "off"):
         raise UsageError(f"expected on or off, not {mode!r}", inv.parsed.values["fit"].origin.key)
-    req = _request(inv, need_hardware=True, exclude=("fit", "fit_target", "fit_ctx"))
     if mode == "off":
         for dest in ("fit_target", "fit_ctx"):
             if inv.value(dest) is not None:
@@ -431,8 +433,10 @@ COMMANDS: dict[str, Command] = {
                 Option(
                     "fit",
                     ("-fit", "--fit"),
-                    "on: the -c, -ngl, -ts and -ot llama.cpp's own fit chooses (common_fit_params, ported; exact "
-                    "with the compute measured: --overhead); off: kvplan plans the flags you give (off)",
+                    "on: the -c, -ngl, -ts and -ot llama.cpp's own fit chooses from the flags given "
+                    "(common_fit_params, ported; exact with the compute measured: --overhead); off: kvplan plans "
+                    "exactly the flags given, and answers the longest context or the most sequences (on, as "
+                    "llama.cpp; the engines: off)",
                     "llama.cpp",
                     "on|off",
                 ),

@@ -373,8 +373,14 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
         host = ev.fit.devices[-1] if ev.fit is not None and ev.fit.devices[-1].name == "host" else None
         cost = f"; meanwhile {format_size(host.weight_bytes, units)} of weights sit in host memory" if host else ""
         why.append(f"every layer and expert on the GPUs at -c {choice.n_ctx:,} needs {need}{cost}")
+    first = (
+        f"llama.cpp's fit (common_fit_params, ported) gives up: {choice.gave_up}; llama-server warns and runs "
+        f"with the flags given at -c {choice.n_ctx} (give --fit off to plan exactly the flags given)"
+        if choice.gave_up
+        else f"llama.cpp's fit (common_fit_params, ported) chooses: {choice.args()}"
+    )
     notes = (
-        f"llama.cpp's fit (common_fit_params, ported) chooses: {choice.args()}",
+        first,
         *(f"fit: {s}" for s in choice.steps),
         *(f"fit: {w}" for w in why),
         f"fit basis: {basis}",
@@ -391,7 +397,14 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
             "steps": list(choice.steps),
             "compute_measured": measured,
             "short_of_all_layers_bytes": list(choice.short_of_all),
+            "gave_up": choice.gave_up or None,
         },
     }
-    headline = f"llama.cpp's fit: {choice.short()} — {(doc.headline or '').removeprefix('llama.cpp: ')}"
+    if choice.gave_up:
+        short = f"gives up, runs the flags given at -c {choice.n_ctx}"
+    elif choice.n_gpu_layers < 0 and choice.tensor_split is None and not choice.overrides:
+        short = f"-c {choice.n_ctx}, all layers offloaded"
+    else:
+        short = choice.short()
+    headline = f"llama.cpp's fit: {short} — {(doc.headline or '').removeprefix('llama.cpp: ')}"
     return dataclasses.replace(doc, headline=headline, notes=notes, data=data)

@@ -61,7 +61,7 @@ def _args(case: dict[str, Any]) -> dict[str, str]:
 
 
 def _settings(case: dict[str, Any]) -> dict[str, Any]:
-    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"])}
+    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "fit": "off"}  # -fitp
     for flag, value in _args(case).items():
         settings[_FLAGS[flag]] = value
     for flag, dest in _SWITCHES.items():
@@ -134,7 +134,11 @@ def test_llama_cpp_fit_answers_placed_by_kvplan(
         fit = re.sub(r"RPC\d+\[" + re.escape(endpoint) + r"\]", f"GPU{i}", fit)
     words = shlex.split(fit)
     args = dict(zip(words[::2], words[1::2], strict=True))
-    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "ctx_size": int(args["-c"])}
+    settings: dict[str, Any] = {
+        "memory": ",".join(f"{m}MiB" for m in case["devices"]),
+        "ctx_size": int(args["-c"]),
+        "fit": "off",  # the flags llama.cpp's fit chose, as given
+    }
     if args.get("-ngl", "-1") != "-1":
         settings["n_gpu_layers"] = int(args["-ngl"])
     for flag, key in (("-ts", "tensor_split"), ("-ot", "override_tensor")):
@@ -210,6 +214,7 @@ def test_a_draft_model_adds_its_own_placement(tmp_path: Path, models: dict[tuple
             memory=",".join(f"{m}MiB" for m in devices),
             ctx_size=8192,
             model_draft=str(draft),
+            fit="off",  # -fitp: the flags as given
         ).to_dict()
         mine_draft = {d["device"]: d for d in doc["llamacpp"]["draft"]["devices"]}
         for d in doc["devices"]:
@@ -340,9 +345,15 @@ def test_fit_on_in_the_cli(tmp_path: Path) -> None:
     assert "-ot" in doc["run_args"] and doc["run_args"][-2:] == ["--fit", "off"]
     estimated = kv(*base, "-o", "json").json()  # kvplan's own estimate: labelled as such
     assert not estimated["fit_choice"]["compute_measured"]
-    r = kv(*base, "-ngl", "20")
-    assert r.exit_code == 2 and "n_gpu_layers already set by user to 20" in r.stderr
-    r = kv("fit", str(model), "--memory", "8000MiB", "--fit-target", "2048")
+    # llama.cpp's fit gives up where -ngl is given: llama-server warns and runs the flags given
+    given = kv(*base, "-ngl", "20", "-c", "4096", "-o", "json").json()
+    assert given["fit_choice"]["gave_up"] == "n_gpu_layers already set by user to 20, abort"
+    assert given["answer"].startswith("llama.cpp's fit: gives up, runs the flags given at -c 4096")
+    assert given["devices"] == kv(*base[:-1], "off", "-ngl", "20", "-c", "4096", "-o", "json").json()["devices"]
+    # --fit on is llama.cpp's default, so kvplan's too
+    default = kv("fit", str(model), "--memory", "8000MiB", "--backend", "cpu", "--overhead", "300MiB", "-o", "json")
+    assert default.json()["fit_choice"] == doc["fit_choice"]
+    r = kv("fit", str(model), "--memory", "8000MiB", "--fit", "off", "--fit-target", "2048")
     assert r.exit_code == 2 and "give --fit on" in r.stderr
     r = kv(*base, "--fit-target", "lots")
     assert r.exit_code == 2 and "expected MiB per device" in r.stderr
@@ -375,7 +386,7 @@ def test_fit_on_says_why(tmp_path: Path) -> None:
         "MoE layers made whole front to back: GPU0 49 (41 with experts in host memory)",
     ]
     whole = kv("fit", str(model), "--memory", "8000MiB", "--backend", "cpu", "--overhead", "300MiB", "-c", "4096",
-               "-o", "json").json()["devices"][0]  # fmt: skip
+               "--fit", "off", "-o", "json").json()["devices"][0]  # fmt: skip
     assert choice["short_of_all_layers_bytes"] == [whole["used_bytes"] - (8000 - 1024) * 2**20]
 
 

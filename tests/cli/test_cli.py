@@ -200,7 +200,7 @@ def test_check_reports_the_context_that_really_fits() -> None:
     assert min_ctx["limit"] == 32768 and min_ctx["actual"] == 70656 and min_ctx["unit"] == "tokens"
     # the boundary: 4 sequences of 70,656 tokens fit on the RTX-4090, 70,912 do not
     base = ["fit", "llama-3.1-8b", "--gpu", "RTX-4090", "--params", "8.03e9", "--weights", "q4_k_m", "-np", "4",
-            "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on"]  # fmt: skip
+            "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "--fit", "off"]  # fmt: skip
     assert kv(*base, "--ctx-per-seq", "70656").exit_code == 0
     assert kv(*base, "--ctx-per-seq", "70912").exit_code == 1
 

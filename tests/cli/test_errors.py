@@ -88,7 +88,7 @@ def test_json_is_always_json() -> None:
     }
     assert kv("estimate", "nope", "--format=json").json()["error"]["exit_code"] == 3
     assert kv("estimate", "llama-3.1-8b", "-ctk", "q8", "-o", "json").json()["error"]["kind"] == "usage"
-    r = kv("fit", "llama-3.1-70b", "--gpu", "T4", "--weights", "bf16", "-o", "json")
+    r = kv("fit", "llama-3.1-70b", "--gpu", "T4", "--weights", "bf16", "--fit", "off", "-o", "json")
     doc = r.json()
     assert r.exit_code == 1 and doc["fits"] is False and doc["shortfall"]["constraint"] == "weights"
     assert doc["run_args"] == [] and doc["answer"].startswith(
@@ -99,7 +99,7 @@ def test_json_is_always_json() -> None:
 def test_does_not_fit_says_why_and_what_would() -> None:
     # 32 B × q4_k_m = 18.25 GiB of weights fit on a 24,564 MiB card (23.99 GiB); with the 1 GiB overhead and the
     # 128 MiB KQ mask (131072 cells × ubatch 512 × 2 B), 4.61 GiB are left: 128k tokens of f16 KV (32 GiB) do not fit
-    r = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-c", "128k")
+    r = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-c", "128k", "--fit", "off")
     assert r.exit_code == 1
     first = r.stdout.splitlines()[0]
     assert first == (

@@ -13,10 +13,11 @@ def test_c_is_shared_by_the_sequences_in_every_command() -> None:
     """llama.cpp's -c 32k -np 4 gives each sequence 8k, in estimate, fit and check alike."""
     est = kv("estimate", "llama-3.1-8b", "-c", "32k", "-np", "4", "-o", "json").json()
     assert est["runtime"]["n_ctx"] == 32768 and est["runtime"]["n_ctx_seq"] == 8192
-    fit = kv("fit", "llama-3.1-8b", "--gpu", "H100-80GB", "-c", "32k", "-np", "4", "-o", "json").json()
+    fit = kv("fit", "llama-3.1-8b", "--gpu", "H100-80GB", "-c", "32k", "-np", "4", "--fit", "off", "-o", "json").json()
     assert fit["mode"] == "check" and fit["ctx_per_seq"] == 8192 and fit["n_seq"] == 4
     assert fit["llamacpp"]["runtime"]["n_ctx"] == 32768 and fit["run_args"][:4] == ["-c", "32768", "-np", "4"]
     per_seq = kv("fit", "llama-3.1-8b", "--gpu", "H100-80GB", "--ctx-per-seq", "32k", "-np", "4", "-o", "json")
+    # llama.cpp's fit keeps a context the user gave (-c or kvplan's --ctx-per-seq)
     assert per_seq.json()["llamacpp"]["runtime"]["n_ctx"] == 4 * 32768
     # the long spellings are the same flags
     assert kv("estimate", "llama-3.1-8b", "--ctx-size", "32k", "--parallel", "4", "-o", "json").json() == est
@@ -97,7 +98,7 @@ def test_trained_context_is_never_passed_silently() -> None:
     assert "warning: n_ctx_seq 8,192 exceeds" in kv("estimate", "phi-3-mini-4k", "-c", "8k").stdout
     fit = kv("fit", "qwen3-32b", "--gpu", "H200", "-c", "200k", "-o", "json").json()
     assert fit["warnings"] and "trained context 40,960" in fit["warnings"][0]
-    capped = kv("fit", "llama-2-7b", "--gpu", "H100-80GB", "-o", "json").json()
+    capped = kv("fit", "llama-2-7b", "--gpu", "H100-80GB", "--fit", "off", "-o", "json").json()
     assert capped["capped_by_trained"] and capped["ctx_per_seq"] == 4096
     assert capped["answer"].endswith("(capped at the model's trained context)")
     assert any("still free on GPU0" in n for n in capped["notes"])

@@ -1,5 +1,6 @@
 """The printed run line carries every flag the answer depends on: fed back to kvplan (with the same hardware and
-weights), it gives the same plan, byte for byte."""
+weights), it gives the same plan, byte for byte. For llama.cpp the question is mostly asked with its default
+--fit on (llama.cpp's fit chooses -c, -ngl, -ts, -ot; the run line pins them with --fit off)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ CASES = [
     # (model, hardware and weights, the question)
     ("qwen3-32b", ["--gpu", "RTX-4090", "--weights", "q4_k_m"], ["-ctk", "q8_0", "-ctv", "f16", "-fa", "off"]),
     ("llama-3.1-8b", ["--gpu", "L4"], ["--ctx-per-seq", "16k", "-b", "1024", "-ub", "256"]),
-    ("gemma-3-27b", ["--gpu", "RTX-4090x2"], ["-np", "4", "-kvu", "--swa-full", "-ts", "3,1"]),
+    # llama.cpp's fit gives up where -ts is given (and that context does not fit): kvplan's longest context
+    ("gemma-3-27b", ["--gpu", "RTX-4090x2"], ["-np", "4", "-kvu", "--swa-full", "-ts", "3,1", "--fit", "off"]),
     ("gemma-3-12b", ["--gpu", "A10"], ["--cache-types", "auto", "-c", "128k"]),
     ("llama-3.1-8b", ["--gpu", "RTX-4090"], ["-c", "64k", "-ngl", "20", "-nkvo"]),
     ("llama-3.1-70b", ["--engine", "vllm", "--gpu", "H100-80GBx4"], ["-tp", "4", "--max-model-len", "32k"]),
