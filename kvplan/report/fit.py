@@ -403,7 +403,9 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
     if choice.gave_up:
         short = f"gives up, runs the flags given at -c {choice.n_ctx}"
     elif choice.n_gpu_layers < 0 and choice.tensor_split is None and not choice.overrides:
-        short = f"-c {choice.n_ctx}, all layers offloaded"
+        o = req.llamacpp
+        placed = o.n_gpu_layers is not None or o.override_tensor or o.cpu_moe or o.n_cpu_moe or o.tensor_split
+        short = f"-c {choice.n_ctx}, the layers as given" if placed else f"-c {choice.n_ctx}, all layers offloaded"
     else:
         short = choice.short()
     headline = f"llama.cpp's fit: {short} — {(doc.headline or '').removeprefix('llama.cpp: ')}"

@@ -431,3 +431,18 @@ def test_fit_on_from_a_remote_header(tmp_path: Path) -> None:
         httpd.server_close()
     assert remote == local and remote["args"].startswith("-c 4096 -ngl 49 -ot ")
     assert sum(sent) < 8 * 2**20 < model.stat().st_size // 1000  # a few MiB of header, not 32 GB of weights
+
+
+def test_fit_on_by_default_keeps_what_it_does_not_change() -> None:
+    """--fit on is the default: with -ngl given and the flags as given leaving each GPU its target, llama.cpp's fit
+    returns before it checks -ngl (no change), so the layers stay as given — and the answer says so."""
+    from helpers import kv
+
+    doc = kv("fit", "gemma-3-27b", "--gpu", "RTX-4090x2", "-ngl", "30", "-o", "json").json()
+    assert doc["answer"].startswith("llama.cpp's fit: -c 131072, the layers as given — fits")
+    assert doc["fit_choice"]["steps"][-1] == "the flags as given leave every device its target: no change"
+    host = doc["devices"][-1]
+    assert (host["device"], host["first_layer"], host["last_layer"]) == ("host", 0, 32)
+    assert doc["run_args"][doc["run_args"].index("-ngl") + 1] == "30"
+    whole = kv("fit", "gemma-3-27b", "--gpu", "RTX-4090x2", "-o", "json").json()
+    assert whole["answer"].startswith("llama.cpp's fit: -c 131072, all layers offloaded — fits")
