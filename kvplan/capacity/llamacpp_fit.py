@@ -327,7 +327,7 @@ def choose(
     target = LlamaCppRuntime().target(model, req)
     settings = settings_for(o, o.backend or Backend.CUDA)
     try:
-        given = o.ctx_size is not None or o.ctx_per_seq is not None
+        given = bool(o.ctx_size) or o.ctx_per_seq is not None  # -c 0 (the trained context) is n_ctx_auto
         choice = fit_params(target, settings, ctx_given=given, margins_mib=margins_mib,
                             n_ctx_min=n_ctx_min)  # fmt: skip
     except FitError as exc:  # common_fit_params: a warning, and the flags given with the context it chose

@@ -446,3 +446,7 @@ def test_fit_on_by_default_keeps_what_it_does_not_change() -> None:
     assert doc["run_args"][doc["run_args"].index("-ngl") + 1] == "30"
     whole = kv("fit", "gemma-3-27b", "--gpu", "RTX-4090x2", "-o", "json").json()
     assert whole["answer"].startswith("llama.cpp's fit: -c 131072, all layers offloaded — fits")
+    # -c 0 is llama.cpp's "the trained context" (n_ctx_auto): the fit may lower it, as when no -c is given
+    auto = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-c", "0", "-o", "json").json()["fit_choice"]
+    assert auto == kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-o", "json").json()["fit_choice"]
+    assert auto["n_ctx"] < 40960 and auto["steps"][-1].startswith("context lowered from 40,960")
