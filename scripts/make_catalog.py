@@ -186,7 +186,7 @@ def metadata_for(entry: dict) -> dict | None:  # noqa: C901 - one branch per fam
 
 
 def total_params(text: object) -> float | None:
-    """'8B', '32.8B', '3.8B (3,821,079,552)', '671B / 37B active', '~8B raw / 4B effective' → parameters."""
+    """'8B', '32.8B', '135M', '3.8B (3,821,079,552)', '671B / 37B active', '~8B raw / 4B effective' → parameters."""
     import re
 
     if not isinstance(text, str):
@@ -194,8 +194,8 @@ def total_params(text: object) -> float | None:
     exact = re.search(r"\(([\d,]{9,})\)", text)
     if exact:
         return float(exact.group(1).replace(",", ""))
-    m = re.search(r"(\d+(?:\.\d+)?)\s*([BT])\b", text)
-    return float(m.group(1)) * (1e12 if m.group(2) == "T" else 1e9) if m else None
+    m = re.search(r"(\d+(?:\.\d+)?)\s*([MBT])\b", text)
+    return float(m.group(1)) * {"M": 1e6, "B": 1e9, "T": 1e12}[m.group(2)] if m else None
 
 
 def active_params(text: object) -> float | None:

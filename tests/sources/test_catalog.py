@@ -19,3 +19,12 @@ def test_every_compiled_model_equals_its_yaml() -> None:
     for name in names:
         yaml_model = load_spec(os.fspath(CATALOG_DIR / f"{name}.yaml"), source_kind="catalog", default_name=name)
         assert load_catalog_model(name) == dataclasses.replace(yaml_model, source=f"catalog:{name}"), name
+
+
+def test_every_catalog_model_has_a_parameter_count() -> None:
+    """Weights are estimated from the parameter count (no GGUF): every model has one, from model-facts'
+    total_params — '135M' as well as '8B' or '1T' (SmolLM2's were dropped once, so fit could not answer)."""
+    counts = {name: load_catalog_model(name).n_params for name in catalog_names()}
+    assert all(counts.values()), [n for n, c in counts.items() if not c]
+    assert counts["smollm2-135m"] == 135_000_000 and counts["smollm2-360m"] == 360_000_000
+    assert counts["llama-3.1-8b"] == 8_000_000_000
