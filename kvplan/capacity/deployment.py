@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvplan.capacity.budgets import Finding, Outcome, evaluate, outcome_of
-from kvplan.capacity.llamacpp import CACHE_TYPE_LADDER, settings_for
+from kvplan.capacity.llamacpp_settings import CACHE_TYPE_LADDER, settings_for
 from kvplan.capacity.request import LlamaCppOptions, Request
 from kvplan.capacity.results import FitResult
 from kvplan.errors import RefusedConfigError, UnsupportedError

@@ -16,7 +16,8 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kvplan.capacity.request import LlamaCppOptions, Request
+from kvplan.capacity.llamacpp_settings import CACHE_TYPE_LADDER, settings_for
+from kvplan.capacity.request import Request
 from kvplan.capacity.results import (
     Alternative,
     DeviceUsage,
@@ -46,17 +47,6 @@ from kvplan.units import GIB
 #: buffer (an estimate; `llama-fit-params --fit-print on` reports the compute buffer, e.g. 266 MiB for an 8B model
 #: at ubatch 512); the part that grows with the context is compute_buffer() below
 DEFAULT_OVERHEAD_BYTES = 1 * GIB
-#: cache type pairs from least to most loss, for --cache-types auto
-CACHE_TYPE_LADDER = (
-    ("f16", "f16"),
-    ("q8_0", "q8_0"),
-    ("q8_0", "q5_1"),
-    ("q8_0", "q4_0"),
-    ("q5_1", "q5_1"),
-    ("q5_0", "q5_0"),
-    ("q4_1", "q4_1"),
-    ("q4_0", "q4_0"),
-)
 RUN_COMMAND = "llama-server"
 _MASK_BYTES = 2  # f16 KQ mask (flash attention); the f32 scores and mask without it are 4 B
 _SCORE_BYTES = 4
@@ -327,30 +317,6 @@ def _span(layers: list[int]) -> tuple[int, int] | None:
 def per_sequence(settings: LlamaCppSettings, n_seq: int, ctx_per_seq: int) -> LlamaCppSettings:
     """llama.cpp settings for ``n_seq`` sequences of ``ctx_per_seq`` tokens each (-c N×C -np N)."""
     return dataclasses.replace(settings, n_seq=n_seq, n_ctx=n_seq * ctx_per_seq)
-
-
-def settings_for(o: LlamaCppOptions, backend: Backend) -> LlamaCppSettings:
-    """llama.cpp's settings from its flags; what was not given takes llama.cpp's default (LlamaCppSettings).
-    The context is ``-c``, or ``--ctx-per-seq`` × ``-np``, or 0 (the trained context)."""
-    n_seq = o.parallel or 1
-    given: dict[str, object] = {
-        "n_ctx": o.ctx_size if o.ctx_size is not None else (o.ctx_per_seq or 0) * n_seq,
-        "n_seq": n_seq,
-        "kv_unified": o.kv_unified,
-        "swa_full": o.swa_full,
-        "n_rs_seq": o.rs_seq,
-        "backend": o.backend or backend,
-    }
-    for field_, value in (
-        ("n_batch", o.batch_size),
-        ("n_ubatch", o.ubatch_size),
-        ("type_k", o.cache_type_k),
-        ("type_v", o.cache_type_v),
-        ("flash_attn", o.flash_attn),
-    ):
-        if value is not None:
-            given[field_] = value
-    return dataclasses.replace(LlamaCppSettings(), **given)  # type: ignore[arg-type]
 
 
 def cache_label(type_k: str, type_v: str) -> str:

@@ -320,7 +320,8 @@ def choose(
 ) -> tuple[FitChoice, Request]:
     """llama.cpp's fit for the request (its flags as given, on its GPUs), and the request with the chosen flags —
     what `llama-server --fit on` would run — for the ordinary placement and answer."""
-    from kvplan.capacity.llamacpp import LlamaCppRuntime, settings_for
+    from kvplan.capacity.llamacpp import LlamaCppRuntime
+    from kvplan.capacity.llamacpp_settings import settings_for
     from kvplan.runtimes.llamacpp import Backend
 
     o = req.llamacpp

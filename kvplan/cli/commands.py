@@ -198,7 +198,7 @@ def compare(inv: Invocation) -> Document:
     from kvplan.analysis.compare import compare as build
     from kvplan.analysis.curve import Contexts
     from kvplan.capacity.deployment import load_model_for
-    from kvplan.capacity.llamacpp import settings_for
+    from kvplan.capacity.llamacpp_settings import settings_for
     from kvplan.report.compare import compare_document
     from kvplan.runtimes.llamacpp import Backend
 
@@ -211,7 +211,7 @@ def curve(inv: Invocation) -> Document:
     from kvplan.analysis.curve import Contexts
     from kvplan.analysis.curve import curve as build
     from kvplan.capacity.deployment import load_model_for
-    from kvplan.capacity.llamacpp import settings_for
+    from kvplan.capacity.llamacpp_settings import settings_for
     from kvplan.report.curve import chart, curve_document
     from kvplan.runtimes.llamacpp import Backend
 

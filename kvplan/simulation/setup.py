@@ -222,7 +222,8 @@ def _server_line(
 def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) -> Prepared:
     """llama-server with the request's flags and llama-server's defaults (-np -1: 4 slots, a unified cache), on
     the GPUs as `fit` places it (every layer on a GPU: the roofline has no host half)."""
-    from kvplan.capacity.llamacpp import LlamaCppRuntime, settings_for
+    from kvplan.capacity.llamacpp import LlamaCppRuntime
+    from kvplan.capacity.llamacpp_settings import settings_for
     from kvplan.runtimes.llamacpp import Backend, CacheKind
     from kvplan.runtimes.llamacpp.plan import CachePlan
 

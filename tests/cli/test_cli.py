@@ -219,5 +219,5 @@ def test_the_estimate_path_imports_nothing_heavy() -> None:
     loaded = set(out.split())
     heavy = {"yaml", "gguf", "numpy", "typer", "pydantic", "rich", "kvplan.sources.spec", "kvplan.runtimes.engines",
              "kvplan.simulation", "kvplan.capacity.engines", "kvplan.sources.remote",
-             "kvplan.sources.gguf_reader"}  # fmt: skip
+             "kvplan.sources.gguf_reader", "kvplan.capacity.llamacpp"}  # fmt: skip
     assert not heavy & loaded, sorted(heavy & loaded)
