@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from gguf_files import sparse_fit_model
 from helpers import FIXTURES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import kvplan
 from kvplan.model import ModelDescription
@@ -450,3 +452,28 @@ def test_fit_on_by_default_keeps_what_it_does_not_change() -> None:
     auto = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-c", "0", "-o", "json").json()["fit_choice"]
     assert auto == kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-o", "json").json()["fit_choice"]
     assert auto["n_ctx"] < 40960 and auto["steps"][-1].startswith("context lowered from 40,960")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    mems=st.lists(st.integers(1024, 100_000), min_size=1, max_size=4),
+    ctx=st.one_of(st.none(), st.integers(0, 300_000)),
+    n_seq=st.integers(1, 4),
+    target=st.integers(0, 4096),
+)
+def test_fit_on_any_memory_answers_and_its_run_line_reproduces_it(
+    models: dict[tuple[str, str], ModelDescription], mems: list[int], ctx: int | None, n_seq: int, target: int
+) -> None:
+    """Property: on any GPUs, context, -np and --fit-target, llama.cpp's fit (the default) answers — an answer or
+    a clear refusal, never a crash — and where it fits, its printed run line, planned as given, is the same plan."""
+    from helpers import kv
+
+    path = models[("qwen3-30b-a3b", "Q8_0")].source
+    where = ["--memory", ",".join(f"{m}MiB" for m in mems), "--backend", "cpu", "--overhead", "300MiB"]
+    flags = ["-np", str(n_seq), "--fit-target", str(target), *(["-c", str(ctx)] if ctx is not None else [])]
+    r = kv("fit", path, *where, *flags, "-o", "json")
+    assert r.exit_code in (0, 1, 2, 3, 4), r.output
+    doc = r.json()
+    if r.exit_code == 0:
+        again = kv("fit", path, *where, *doc["run_args"], "-o", "json")
+        assert again.exit_code == 0 and again.json()["devices"] == doc["devices"], doc["run_args"]
