@@ -76,7 +76,8 @@ class FitChoice:
         if self.tensor_split is not None:
             out += " -ts " + ",".join(str(x) for x in self.tensor_split)
         if self.overrides:
-            out += f" -ot (the {len(self.overrides)} patterns below)"
+            n = len(self.overrides)
+            out += f" -ot (the {n} pattern{'s' if n > 1 else ''} below)"
         return out
 
     def args(self) -> str:
