@@ -172,7 +172,9 @@ class Target:
     def _place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         model, weights, memory = self.model, self.weights, self.memory
         p = p or plan(model, settings)
-        where = layer_devices(model.n_layer_all, self.splits or [float(m) for m in memory], self.n_gpu_layers)
+        # all zero (or none): llama.cpp's default split, by each device's memory (load_tensors' all_zero)
+        splits = self.splits if self.splits and any(self.splits) else [float(m) for m in memory]
+        where = layer_devices(model.n_layer_all, splits, self.n_gpu_layers)
         n = len(memory)
         w, kv = [0] * (n + 1), [0] * (n + 1)  # the last slot is the host
         if self.overrides:

@@ -152,7 +152,7 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
         raise FitError(f"n_gpu_layers already set by user to {target.n_gpu_layers}, abort", n_ctx, tuple(steps))
     if target.overrides or target.n_cpu_moe:  # -ot, and -cmoe / -ncmoe (llama.cpp adds them as overrides)
         raise FitError("model_params::tensor_buft_overrides already set by user, abort", n_ctx, tuple(steps))
-    if nd > 1 and target.splits:
+    if nd > 1 and target.splits and any(target.splits):  # all zero is not "set" (the default split)
         raise FitError("model_params::tensor_split already set by user, abort", n_ctx, tuple(steps))
 
     def configure(ngl: list[_Ngl], overflow_to: list[str]) -> Target:

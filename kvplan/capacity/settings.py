@@ -103,7 +103,8 @@ def _overrides(value: object) -> tuple[tuple[str, str], ...]:
 
 
 def _proportions(value: object) -> tuple[float, ...]:
-    """-ts 3,1 (llama.cpp also splits on /): finite, non-negative, not all zero."""
+    """-ts 3,1 (llama.cpp also splits on /): finite, non-negative; all zero is llama.cpp's default split (by each
+    device's memory: load_tensors' all_zero), as none given."""
     items: list[object] = (
         list(value) if isinstance(value, (list, tuple)) else list(str(value).replace("/", ",").split(","))
     )
@@ -116,8 +117,8 @@ def _proportions(value: object) -> tuple[float, ...]:
         if not math.isfinite(x) or x < 0 or x > 1e6:
             raise ValueError(f"proportions must be finite numbers from 0 to 1e6, not {item!r}")
         out.append(x)
-    if not out or not any(out):
-        raise ValueError("the proportions must not all be zero")
+    if not out:
+        raise ValueError(f"expected proportions such as 3,1, not {value!r}")
     return tuple(out)
 
 

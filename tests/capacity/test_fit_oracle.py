@@ -454,6 +454,11 @@ def test_fit_on_by_default_keeps_what_it_does_not_change() -> None:
     assert auto["n_ctx"] < 40960 and auto["steps"][-1].startswith("context lowered from 40,960")
 
 
+@pytest.fixture(scope="module")
+def moe_path(models: dict[tuple[str, str], ModelDescription]) -> str:
+    return models[("qwen3-30b-a3b", "Q8_0")].source
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     mems=st.lists(st.integers(1024, 100_000), min_size=1, max_size=4),
@@ -462,13 +467,15 @@ def test_fit_on_by_default_keeps_what_it_does_not_change() -> None:
     target=st.integers(0, 4096),
 )
 def test_fit_on_any_memory_answers_and_its_run_line_reproduces_it(
-    models: dict[tuple[str, str], ModelDescription], mems: list[int], ctx: int | None, n_seq: int, target: int
+    moe_path: str, mems: list[int], ctx: int | None, n_seq: int, target: int
 ) -> None:
     """Property: on any GPUs, context, -np and --fit-target, llama.cpp's fit (the default) answers — an answer or
-    a clear refusal, never a crash — and where it fits, its printed run line, planned as given, is the same plan."""
+    a clear refusal, never a crash — and where it fits, its printed run line, planned as given, is the same plan.
+    (It found the fit's -ngl 0 -ts 0,0 — GPUs too small for one layer — crashing the split: all zero is
+    llama.cpp's default split by memory.)"""
     from helpers import kv
 
-    path = models[("qwen3-30b-a3b", "Q8_0")].source
+    path = moe_path
     where = ["--memory", ",".join(f"{m}MiB" for m in mems), "--backend", "cpu", "--overhead", "300MiB"]
     flags = ["-np", str(n_seq), "--fit-target", str(target), *(["-c", str(ctx)] if ctx is not None else [])]
     r = kv("fit", path, *where, *flags, "-o", "json")
@@ -477,3 +484,14 @@ def test_fit_on_any_memory_answers_and_its_run_line_reproduces_it(
     if r.exit_code == 0:
         again = kv("fit", path, *where, *doc["run_args"], "-o", "json")
         assert again.exit_code == 0 and again.json()["devices"] == doc["devices"], doc["run_args"]
+
+
+def test_an_all_zero_split_is_llama_cpps_default_split(moe_path: str) -> None:
+    """-ts 0,0 is llama.cpp's default split by each device's memory (load_tensors' all_zero), not an error: the
+    same placement as no -ts; llama.cpp's fit chooses it where no GPU can hold a layer."""
+    from helpers import kv
+
+    where = ["--memory", "16GiB,8GiB", "-c", "4096", "--fit", "off", "-o", "json"]
+    assert kv("fit", moe_path, *where, "-ts", "0,0").json()["devices"] == kv("fit", moe_path, *where).json()["devices"]
+    tiny = kv("fit", moe_path, "--memory", "1024MiB,1024MiB", "--backend", "cpu", "--overhead", "300MiB", "-o", "json")
+    assert tiny.exit_code == 0 and tiny.json()["fit_choice"]["args"] == "-c 4096 -ngl 0 -ts 0,0"
