@@ -92,12 +92,8 @@ class BlockPool:
         out = []
         for _ in range(n):
             block, _ = self.free.popitem(last=False)
-            key = self.hash_of.pop(block, None)
-            if key is not None:
-                holders = self.cached[key]
-                del holders[block]
-                if not holders:
-                    del self.cached[key]
+            if block in self.hash_of:  # evicted from the prefix cache
+                self.uncache(block)
             self.ref[block] += 1
             out.append(block)
         return out
@@ -130,6 +126,38 @@ class BlockPool:
             return
         self.hash_of[block] = key
         self.cached.setdefault(key, {})[block] = None
+
+    def uncache(self, block: int) -> None:
+        """The block's hash dropped (it is reused, or its cached state is superseded)."""
+        key = self.hash_of.pop(block, None)
+        if key is not None:
+            holders = self.cached[key]
+            del holders[block]
+            if not holders:
+                del self.cached[key]
+
+    def cached_run(self, keys: Iterable[BlockKey]) -> list[int] | None:
+        """One cached block for each key (a block index across the groups), or None if one misses
+        (get_cached_block over the coordinator's groups)."""
+        out = []
+        for key in keys:
+            block = self.cached_block(key)
+            if block is None:
+                return None
+            out.append(block)
+        return out
+
+
+def _grow(pool: BlockPool, blocks: list[int], num_tokens: int, block_size: int) -> None:
+    """allocate_new_blocks: new blocks so that ``blocks`` covers ``num_tokens``."""
+    missing = cdiv(num_tokens, block_size) - len(blocks)
+    if missing > 0:
+        blocks.extend(pool.get_new_blocks(missing))
+
+
+def _release(pool: BlockPool, blocks: list[int]) -> None:
+    """free: a request's blocks back to the pool, last first, null blocks left out."""
+    pool.free_blocks(reversed([b for b in blocks if b != 0]))
 
 
 class KVCacheManager:
@@ -186,9 +214,7 @@ class KVCacheManager:
             self.pool.touch(hits)
             blocks.extend(hits)
             self.num_cached[r.rid] = len(blocks)
-        missing = cdiv(need_slot, self.block_size) - len(blocks)
-        if missing > 0:
-            blocks.extend(self.pool.get_new_blocks(missing))
+        _grow(self.pool, blocks, need_slot, self.block_size)
         self.cache_blocks(r, min(total + num_new, r.num_tokens))
         return True
 
@@ -241,6 +267,21 @@ class GroupSpec:
         return cdiv(min(self.window - 1 + in_flight, max_model_len), self.block_size) + 1
 
 
+def _free_skipped(pool: BlockPool, g: GroupSpec, blocks: list[int] | None, processed: int) -> None:
+    """remove_skipped_blocks (sliding window, chunked local attention): the blocks no token can attend to any
+    more, freed last first and nulled, back to the first one already null."""
+    skipped = g.skipped(processed)
+    if not skipped or not blocks:
+        return
+    freed = []
+    for i in range(min(skipped // g.block_size, len(blocks)) - 1, -1, -1):
+        if blocks[i] == 0:
+            break
+        freed.append(blocks[i])
+        blocks[i] = 0
+    pool.free_blocks(freed)
+
+
 class GroupedKVCacheManager:
     """KVCacheManager over several groups without prefix caching (KVCacheCoordinatorNoPrefixCache with a
     FullAttentionManager or SlidingWindowManager per group, sharing one BlockPool): a sliding-window group
@@ -270,17 +311,7 @@ class GroupedKVCacheManager:
 
     def _remove_skipped(self, r: Request, processed: int) -> None:
         for g, table in zip(self.groups, self.req_blocks, strict=True):
-            skipped = g.skipped(processed)
-            blocks = table.get(r.rid)
-            if not skipped or not blocks:
-                continue
-            freed = []
-            for i in range(min(skipped // g.block_size, len(blocks)) - 1, -1, -1):
-                if blocks[i] == 0:
-                    break
-                freed.append(blocks[i])
-                blocks[i] = 0
-            self.pool.free_blocks(freed)
+            _free_skipped(self.pool, g, table.get(r.rid), processed)
 
     def allocate_slots(
         self,
@@ -300,10 +331,7 @@ class GroupedKVCacheManager:
         if self._to_allocate(r, need_slot, total, admission=False) > self.pool.num_free():
             return False
         for g, table in zip(self.groups, self.req_blocks, strict=True):
-            blocks = table.setdefault(r.rid, [])
-            missing = cdiv(need_slot, g.block_size) - len(blocks)
-            if missing > 0:
-                blocks.extend(self.pool.get_new_blocks(missing))
+            _grow(self.pool, table.setdefault(r.rid, []), need_slot, g.block_size)
         return True
 
     def cache_blocks(self, r: Request, num_tokens: int) -> None:
@@ -311,8 +339,7 @@ class GroupedKVCacheManager:
 
     def free(self, r: Request) -> None:
         for table in self.req_blocks:
-            blocks = [b for b in table.pop(r.rid, []) if b != 0]
-            self.pool.free_blocks(reversed(blocks))
+            _release(self.pool, table.pop(r.rid, []))
 
 
 class HybridKVCacheManager:
@@ -337,13 +364,7 @@ class HybridKVCacheManager:
         self.full_ids, self.window_ids = full, window
 
     def _cached(self, ids: list[int], r: Request, index: int) -> list[int] | None:
-        out = []
-        for gid in ids:
-            block = self.pool.cached_block((gid, *r.key(index, self.groups[gid].block_size)))
-            if block is None:
-                return None
-            out.append(block)
-        return out
+        return self.pool.cached_run((gid, *r.key(index, self.groups[gid].block_size)) for gid in ids)
 
     def computed_blocks(self, r: Request) -> tuple[list[list[int]], int]:
         """find_longest_cache_hit: the hit blocks per group, and the hit length; sets the request's junction."""
@@ -432,18 +453,8 @@ class HybridKVCacheManager:
         return need
 
     def _remove_skipped(self, r: Request, processed: int) -> None:
-        for gid, g in enumerate(self.groups):
-            blocks = self.req_blocks[gid].get(r.rid)
-            skipped = g.skipped(processed)
-            if not skipped or not blocks:
-                continue
-            freed = []
-            for i in range(min(skipped // g.block_size, len(blocks)) - 1, -1, -1):
-                if blocks[i] == 0:
-                    break
-                freed.append(blocks[i])
-                blocks[i] = 0
-            self.pool.free_blocks(freed)
+        for g, table in zip(self.groups, self.req_blocks, strict=True):
+            _free_skipped(self.pool, g, table.get(r.rid), processed)
 
     def allocate_slots(
         self,
@@ -472,10 +483,7 @@ class HybridKVCacheManager:
                 self.req_blocks[gid][r.rid] = blocks
                 self.num_cached[gid][r.rid] = len(blocks)
         for gid, g in enumerate(self.groups):
-            blocks = self.req_blocks[gid].setdefault(r.rid, [])
-            missing = cdiv(need_slot, g.block_size) - len(blocks)
-            if missing > 0:
-                blocks.extend(self.pool.get_new_blocks(missing))
+            _grow(self.pool, self.req_blocks[gid].setdefault(r.rid, []), need_slot, g.block_size)
         self.cache_blocks(r, min(total + num_new, r.num_tokens))
         return True
 
@@ -501,9 +509,8 @@ class HybridKVCacheManager:
 
     def free(self, r: Request) -> None:
         for gid in range(len(self.groups)):
-            blocks = [b for b in self.req_blocks[gid].pop(r.rid, []) if b != 0]
+            _release(self.pool, self.req_blocks[gid].pop(r.rid, []))
             self.num_cached[gid].pop(r.rid, None)
-            self.pool.free_blocks(reversed(blocks))
 
 
 def checkpoint_position(num_tokens: int, block_size: int) -> int:
@@ -563,13 +570,7 @@ class AlignKVCacheManager:
         return (gid, *r.key(index, self.bs))
 
     def _cached(self, ids: list[int], r: Request, index: int) -> list[int] | None:
-        out = []
-        for gid in ids:
-            block = self.pool.cached_block(self._key(gid, r, index))
-            if block is None:
-                return None
-            out.append(block)
-        return out
+        return self.pool.cached_run(self._key(gid, r, index) for gid in ids)
 
     def computed_blocks(self, r: Request) -> tuple[list[list[int]], int]:
         """find_longest_cache_hit (a simple hybrid): the full-attention run from the start, then the last
@@ -699,10 +700,7 @@ class AlignKVCacheManager:
             if g.state:
                 self._allocate_state(gid, r, main)
                 continue
-            blocks = self.req_blocks[gid].setdefault(r.rid, [])
-            missing = cdiv(need_slot, self.bs) - len(blocks)
-            if missing > 0:
-                blocks.extend(self.pool.get_new_blocks(missing))
+            _grow(self.pool, self.req_blocks[gid].setdefault(r.rid, []), need_slot, self.bs)
         self.cache_blocks(r, min(total + num_new, r.num_tokens))
         return True
 
@@ -764,15 +762,8 @@ class AlignKVCacheManager:
         if self.pool.hash_of.get(block) is not None and self.hash_tokens.get(block) == position:
             return
         if block in self.pool.hash_of:  # re-keyed at the checkpoint
-            self._unkey(block)
+            self.pool.uncache(block)
         self._cache(gid, r, position // self.bs - 1, block)
-
-    def _unkey(self, block: int) -> None:
-        key = self.pool.hash_of.pop(block)
-        holders = self.pool.cached[key]
-        del holders[block]
-        if not holders:
-            del self.pool.cached[key]
 
     def free(self, r: Request) -> None:
         for gid, g in enumerate(self.groups):
@@ -783,7 +774,7 @@ class AlignKVCacheManager:
                 self.last_state[gid].pop(r.rid, None)
                 self.retired[gid].pop(r.rid, None)
                 self.checkpoints[gid].pop(r.rid, None)
-            self.pool.free_blocks(reversed([b for b in blocks if b != 0]))
+            _release(self.pool, blocks)
 
 
 @dataclass(frozen=True)
