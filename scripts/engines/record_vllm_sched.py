@@ -45,6 +45,12 @@ def workload(
     return sorted(out, key=lambda r: r[0])
 
 
+#: vLLM's scheduling, async (its default) and sync: each recorded both ways where the step order differs
+SCHEDULING: tuple[tuple[str, dict[str, Any]], ...] = (("async", {}), ("sync", {"async_scheduling": False}))
+#: the Mamba / linear-attention hybrids with prefill checkpoints, and the KV budget (MiB) each workload is given
+STATE_MODELS = (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
+
+
 def cases() -> list[dict[str, Any]]:
     h100 = gpu("H100-80GB")
     llama = {"model": "llama-3.1-8b", "gpu": h100}  # 128 KiB per token: a 16-token block is 2 MiB
@@ -166,7 +172,7 @@ def cases() -> list[dict[str, Any]]:
                 "max_num_batched_tokens": 1024,
                 "requests": workload(7, 40, span=50, prompt=(50, 3000), output=(10, 800), cancel=0.1),
             }
-            for sched, flags in (("async", {}), ("sync", {"async_scheduling": False}))
+            for sched, flags in SCHEDULING
         ),
         *(
             {
@@ -180,7 +186,7 @@ def cases() -> list[dict[str, Any]]:
                 "shared_prefix": 320,
                 "requests": workload(11, 40, span=50, prompt=(330, 3000), output=(10, 800), cancel=0.1),
             }
-            for sched, flags in (("async", {}), ("sync", {"async_scheduling": False}))
+            for sched, flags in SCHEDULING
         ),
         {
             "name": "gpt-oss-20b-swa-apc-burst",
@@ -223,7 +229,7 @@ def cases() -> list[dict[str, Any]]:
                 "max_num_batched_tokens": 2048,
                 "requests": workload(9, 40, span=40, prompt=(100, 6000), output=(10, 1500), cancel=0.1),
             }
-            for model, budget in (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
+            for model, budget in STATE_MODELS
         ),
         # prefix caching on: vLLM's Mamba "align" mode (block-aligned prefill chunks, state blocks per block)
         *(
@@ -237,8 +243,8 @@ def cases() -> list[dict[str, Any]]:
                 "max_num_batched_tokens": 2048,
                 "requests": workload(14, 40, span=40, prompt=(100, 6000), output=(10, 1500), cancel=0.1),
             }
-            for model, budget in (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
-            for sched, flags in (("async", {}), ("sync", {"async_scheduling": False}))
+            for model, budget in STATE_MODELS
+            for sched, flags in SCHEDULING
         ),
         *(  # mixers without prefill checkpoint blocks: Mamba-1, short conv, KDA
             {
