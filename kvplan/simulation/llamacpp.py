@@ -19,8 +19,6 @@ llama.cpp kvplan's oracle vendors), not a recording of it — the README says wh
 
 from __future__ import annotations
 
-import heapq
-import math
 import random
 from collections import deque
 from collections.abc import Callable
@@ -29,14 +27,12 @@ from dataclasses import dataclass, field
 from kvplan.simulation.roofline import CostModel
 from kvplan.simulation.run import (
     MAX_STEPS,
-    RequestResult,
+    Clients,
     SimResult,
     SimulationError,
     StepPoint,
-    draw_one,
-    draw_specs,
 )
-from kvplan.simulation.workload import RequestSpec, Workload
+from kvplan.simulation.workload import Workload
 
 #: llama-server's slot-selection threshold (common.h slot_prompt_similarity)
 SLOT_PROMPT_SIMILARITY = 0.1
@@ -257,54 +253,29 @@ def simulate_server(  # noqa: C901 - one event loop
     workload: Workload,
     progress: Callable[[float, int], None] | None = None,
 ) -> SimResult:
-    rng = random.Random(workload.seed)
-    specs = draw_specs(workload, rng, None)  # llama-server refuses a prompt too long: not clipped
+    clients = Clients(workload, random.Random(workload.seed), None)  # a prompt too long is refused: not clipped
     server = Server(config)
-    results: dict[int, RequestResult] = {}
-    cancels: list[tuple[float, int]] = []
-    share_cancels: dict[int, float] = {}
-    itl: list[float] = []
     steps: list[StepPoint] = []
-    t = end = 0.0
-    nxt = 0
-
-    def arrive(spec: RequestSpec) -> None:
-        rid = len(results)
-        results[rid] = RequestResult(rid, spec.arrival, spec.prompt, spec.output)
-        server.queue.append(_Task(rid, spec.prompt, spec.output, min(workload.shared_prefix, spec.prompt)))
-        if spec.cancel_after is not None:
-            if workload.trace is not None:
-                heapq.heappush(cancels, (spec.arrival + spec.cancel_after, rid))
-            else:
-                share_cancels[rid] = spec.cancel_after
-
-    def ended(rid: int, now: float, cancelled: bool, error: str | None = None) -> None:
-        nonlocal end
-        r = results[rid]
-        r.finished, r.cancelled, r.error = now, cancelled, error
-        end = max(end, now)
-        if workload.concurrency is not None and now < workload.duration:
-            specs.append(draw_one(workload, rng, now, None))
-
+    t = 0.0
     while True:
-        while nxt < len(specs) and specs[nxt].arrival <= t:
-            arrive(specs[nxt])
-            nxt += 1
-        while cancels and cancels[0][0] <= t:
-            _, rid = heapq.heappop(cancels)
+        for spec in clients.due(t):
+            rid = clients.arrive(spec)
+            server.queue.append(_Task(rid, spec.prompt, spec.output, min(workload.shared_prefix, spec.prompt)))
+        for rid in clients.cancels_due(t):
             if _cancel(server, rid):
-                ended(rid, t, True)
+                clients.ended(rid, t, True)
         out = step(server)
         if out is None:
             if server.queue:  # pragma: no cover - an idle server always launches a queued task
                 raise SimulationError("llama-server left requests queued with every slot idle")
-            if nxt >= len(specs):
+            upcoming = clients.next_arrival()
+            if upcoming is None:
                 break
-            t = max(t, specs[nxt].arrival)
+            t = max(t, upcoming)
             continue
         if not out.work:  # only refusals: nothing was decoded
             for rid, error in out.finished:
-                ended(rid, t, False, error)
+                clients.ended(rid, t, False, error)
             continue
         c = cost.step(out.work)
         steps.append(
@@ -323,32 +294,21 @@ def simulate_server(  # noqa: C901 - one event loop
             )
         )
         t += c.seconds
-        for rid in out.sampled:
-            res = results[rid]
-            if res.first_token is None:
-                res.first_token = t
-            elif res.last_token is not None:
-                itl.append(t - res.last_token)
-            res.last_token = t
-            res.tokens += 1
-            share = share_cancels.get(rid)
-            if share is not None and res.tokens >= max(1, math.ceil(share * res.output)):
-                del share_cancels[rid]
-                heapq.heappush(cancels, (t, rid))
+        clients.sampled(out.sampled, t)
         for rid, error in out.finished:
-            ended(rid, t, False, error)
+            clients.ended(rid, t, False, error)
         if len(steps) > MAX_STEPS:
             raise SimulationError(f"the workload needs more than {MAX_STEPS:,} server steps; shorten --duration")
         if progress is not None and len(steps) % 2000 == 0:
-            progress(t, len(results))
+            progress(t, len(clients.results))
     return SimResult(
         config,
         tuple(steps),
-        tuple(results[k] for k in sorted(results)),
-        tuple(itl),
+        clients.finished_results(),
+        tuple(clients.itl),
         config.cells,
         config.cells - server.held(),
-        end,
+        clients.end,
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -83,11 +83,25 @@ class SimResult:
 
 
 @dataclass
-class _Clock:
+class Clients:
+    """The client side of both event loops (vLLM's engine, llama-server's slots): the requests as they fall due
+    (a fixed concurrency draws the next as one ends), each request's result, its cancel (a trace's at a time, a
+    drawn one after a share of its output tokens), the gaps between tokens, and when the last request ended.
+    ``max_len``: prompts and outputs clipped to it (vLLM's --max-model-len), None: as drawn."""
+
     workload: Workload
     rng: random.Random
+    max_len: int | None
     specs: list[RequestSpec] = field(default_factory=list)
     next_index: int = 0
+    results: dict[int, RequestResult] = field(default_factory=dict)
+    cancels: list[tuple[float, int]] = field(default_factory=list)  # a heap of (when, request)
+    share_cancels: dict[int, float] = field(default_factory=dict)  # drawn cancels: after this share of the output
+    itl: list[float] = field(default_factory=list)
+    end: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.specs = draw_specs(self.workload, self.rng, self.max_len)
 
     def due(self, t: float) -> list[RequestSpec]:
         out = []
@@ -98,6 +112,48 @@ class _Clock:
 
     def next_arrival(self) -> float | None:
         return self.specs[self.next_index].arrival if self.next_index < len(self.specs) else None
+
+    def arrive(self, spec: RequestSpec) -> int:
+        """A request's result opened and its cancel registered; its id."""
+        rid = len(self.results)
+        self.results[rid] = RequestResult(rid, spec.arrival, spec.prompt, spec.output)
+        if spec.cancel_after is not None:
+            if self.workload.trace is not None:
+                heapq.heappush(self.cancels, (spec.arrival + spec.cancel_after, rid))
+            else:
+                self.share_cancels[rid] = spec.cancel_after
+        return rid
+
+    def cancels_due(self, t: float) -> list[int]:
+        out = []
+        while self.cancels and self.cancels[0][0] <= t:
+            out.append(heapq.heappop(self.cancels)[1])
+        return out
+
+    def sampled(self, rids: Iterable[int], t: float) -> None:
+        """One token each, seen by its client at ``t``."""
+        for rid in rids:
+            res = self.results[rid]
+            if res.first_token is None:
+                res.first_token = t
+            elif res.last_token is not None:
+                self.itl.append(t - res.last_token)
+            res.last_token = t
+            res.tokens += 1
+            share = self.share_cancels.get(rid)
+            if share is not None and res.tokens >= max(1, math.ceil(share * res.output)):
+                del self.share_cancels[rid]  # the client has seen that share of its tokens, and leaves
+                heapq.heappush(self.cancels, (t, rid))
+
+    def ended(self, rid: int, now: float, cancelled: bool, error: str | None = None) -> None:
+        r = self.results[rid]
+        r.finished, r.cancelled, r.error = now, cancelled, error
+        self.end = max(self.end, now)
+        if self.workload.concurrency is not None and now < self.workload.duration:
+            self.specs.append(draw_one(self.workload, self.rng, now, self.max_len))
+
+    def finished_results(self) -> tuple[RequestResult, ...]:
+        return tuple(self.results[k] for k in sorted(self.results))
 
 
 def draw_one(w: Workload, rng: random.Random, arrival: float, max_len: int | None) -> RequestSpec:
@@ -136,49 +192,22 @@ def simulate(  # noqa: C901 - one event loop
     workload: Workload,
     progress: Callable[[float, int], None] | None = None,
 ) -> SimResult:
-    rng = random.Random(workload.seed)
-    max_len = config.max_model_len
-    clock = _Clock(workload, rng)
-    clock.specs = draw_specs(workload, rng, max_len)
+    clients = Clients(workload, random.Random(workload.seed), config.max_model_len)
+    results = clients.results
     loop = EngineLoop(Scheduler(config))
-    results: dict[int, RequestResult] = {}
-    cancels: list[tuple[float, int]] = []
-    share_cancels: dict[int, float] = {}  # generated cancels: after this share of the output tokens
-    itl: list[float] = []
     steps: list[StepPoint] = []
     t = 0.0
-    end = 0.0
     usable = config.num_blocks - 1
-
-    def arrive(spec: RequestSpec, now: float) -> None:
-        rid = len(results)
-        results[rid] = RequestResult(rid, spec.arrival, spec.prompt, spec.output)
-        loop.scheduler.add(Request(rid, spec.prompt, spec.output, shared_prefix=workload.shared_prefix))
-        if spec.cancel_after is not None:
-            if workload.trace is not None:
-                heapq.heappush(cancels, (spec.arrival + spec.cancel_after, rid))
-            else:
-                share_cancels[rid] = spec.cancel_after
-
-    def ended(rid: int, now: float, cancelled: bool) -> None:
-        nonlocal end
-        r = results[rid]
-        r.finished, r.cancelled = now, cancelled
-        end = max(end, now)
-        if workload.concurrency is not None and now < workload.duration:
-            spec = draw_one(workload, rng, now, max_len)
-            clock.specs.append(spec)
-
     idle_steps = 0
     while True:
-        for spec in clock.due(t):
-            arrive(spec, t)
-        while cancels and cancels[0][0] <= t:
-            _, rid = heapq.heappop(cancels)
+        for spec in clients.due(t):
+            rid = clients.arrive(spec)
+            loop.scheduler.add(Request(rid, spec.prompt, spec.output, shared_prefix=workload.shared_prefix))
+        for rid in clients.cancels_due(t):
             for r in loop.scheduler.abort([rid]):
-                ended(r.rid, t, True)
+                clients.ended(r.rid, t, True)
         if loop.idle():
-            upcoming = clock.next_arrival()
+            upcoming = clients.next_arrival()
             if upcoming is None:
                 break
             t = max(t, upcoming)
@@ -210,21 +239,10 @@ def simulate(  # noqa: C901 - one event loop
             for rid in record.preempted:
                 results[rid].preemptions += 1
             t += step.seconds
-            for rid in out.sampled:
-                res = results[rid]
-                if res.first_token is None:
-                    res.first_token = t
-                elif res.last_token is not None:
-                    itl.append(t - res.last_token)
-                res.last_token = t
-                res.tokens += 1
-                share = share_cancels.get(rid)
-                if share is not None and res.tokens >= max(1, math.ceil(share * res.output)):
-                    del share_cancels[rid]  # the client has seen that share of its tokens, and leaves
-                    heapq.heappush(cancels, (t, rid))
+            clients.sampled(out.sampled, t)
             idle_steps = 0 if total else idle_steps + 1
         for r in finished:
-            ended(r.rid, t, r.status is Status.ABORTED)
+            clients.ended(r.rid, t, r.status is Status.ABORTED)
         if idle_steps > 3 and not loop.scheduler.running and loop.scheduler.waiting:
             head = loop.scheduler.waiting[0]
             raise SimulationError(
@@ -239,11 +257,11 @@ def simulate(  # noqa: C901 - one event loop
     return SimResult(
         config,
         tuple(steps),
-        tuple(results[k] for k in sorted(results)),
-        tuple(itl),
+        clients.finished_results(),
+        tuple(clients.itl),
         usable,
         loop.scheduler.kv.pool.num_free(),
-        end,
+        clients.end,
     )
 
 
