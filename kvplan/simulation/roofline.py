@@ -132,3 +132,21 @@ def expert_fraction(model: ModelDescription) -> float | None:
     if tw is None or not tw.expert_bytes:
         return None
     return sum(tw.expert_bytes) / max(1, tw.total_bytes - tw.input_bytes)
+
+
+def token_costs(model: ModelDescription) -> tuple[Active, int, list[str]]:
+    """What a token costs the roofline, for every engine: the active parameters and the weights' share a step
+    reads, the attention FLOPs per (query, cached token) pair over the layers with a KV cache, and the notes that
+    say what was assumed."""
+    notes = []
+    if not model.n_params:
+        notes.append("no parameter count: FLOPs from the weights' bytes at 2 bytes per parameter")
+    act = active(model, expert_fraction(model))
+    if act.note:
+        notes.append(act.note)
+    attention = sum(
+        2 * layer.n_head * (layer.head_k + layer.head_v)
+        for layer in model.layers
+        if layer.has_kv and not layer.recurrent and layer.n_head_kv
+    )
+    return act, attention, notes

@@ -13,7 +13,7 @@ from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
 from kvplan.runtimes.names import LLAMACPP
 from kvplan.simulation.llamacpp import ServerConfig, simulate_server
-from kvplan.simulation.roofline import PERF, CostModel, Hardware, active, expert_fraction
+from kvplan.simulation.roofline import PERF, CostModel, Hardware, token_costs
 from kvplan.simulation.run import SimResult, simulate
 from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
 from kvplan.simulation.workload import Workload
@@ -105,17 +105,7 @@ def prepare(
         state_checkpoint=checkpoint,
     )
     ranks = s.tp * s.pp
-    notes = []
-    if not model.n_params:
-        notes.append("no parameter count: FLOPs from the weights' bytes at 2 bytes per parameter")
-    act = active(model, expert_fraction(model))
-    if act.note:
-        notes.append(act.note)
-    attention = sum(
-        2 * layer.n_head * (layer.head_k + layer.head_v)
-        for layer in model.layers
-        if layer.has_kv and not layer.recurrent and layer.n_head_kv
-    )
+    act, attention, notes = token_costs(model)
     lay = cap.layout
     busiest = [lay.specs[ref] for ref in lay.stages[lay.busiest_stage]]
     windows: dict[int, int] = {}
@@ -277,16 +267,8 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
         return (c.k_bytes + c.v_bytes) // max(1, c.cells * c.streams)
 
     weights = sum(d.weight_bytes for d in placement.gpus)
-    if not model.n_params:
-        notes.append("no parameter count: FLOPs from the weights' bytes at 2 bytes per parameter")
-    act = active(model, expert_fraction(model))
-    if act.note:
-        notes.append(act.note)
-    attention_flops = sum(
-        2 * layer.n_head * (layer.head_k + layer.head_v)
-        for layer in model.layers
-        if layer.has_kv and not layer.recurrent and layer.n_head_kv
-    )
+    act, attention_flops, basis = token_costs(model)
+    notes += basis
     swa = model.n_swa or 0
     cost = CostModel(
         weight_bytes=round(weights * act.read_share),
