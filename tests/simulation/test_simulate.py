@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kvplan.errors import UsageError
 from kvplan.simulation.roofline import CostModel, Hardware
-from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration
+from kvplan.simulation.vllm import SchedulerConfig, StepRecord, run_by_iteration
 from kvplan.simulation.workload import Lengths, parse_lengths
 
 BASE = ("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB")
@@ -31,18 +31,30 @@ def test_roofline_hand_checked() -> None:
     assert prefill.compute_bound and prefill.seconds == pytest.approx(prefill.flops / 989.4e12)
 
 
+def _requests(prompt: int, output: int, most: int) -> st.SearchStrategy[list[tuple[int, int, int, int | None]]]:
+    """(arrival iteration, prompt, output, cancel at) for run_by_iteration."""
+    cancel = st.one_of(st.none(), st.integers(0, 200))
+    arrival = st.tuples(st.integers(0, 40), st.integers(1, prompt), st.integers(1, output), cancel)
+    return st.lists(arrival, min_size=1, max_size=most)
+
+
+def _every_block_returns(
+    config: SchedulerConfig, requests: list[tuple[int, int, int, int | None]], shared: int
+) -> list[StepRecord]:
+    """Runs the requests (clipped to --max-model-len, as vLLM clips them) to the end: every block is free again,
+    and no step used more blocks than there are. The steps."""
+    n = config.max_model_len
+    clipped = [(a, min(p, n - 1), max(1, min(o, n - min(p, n - 1))), c) for a, p, o, c in requests]
+    loop = run_by_iteration(config, clipped, shared)
+    assert loop.idle()
+    assert loop.scheduler.kv.pool.num_free() == config.num_blocks - 1
+    assert all(0 <= s.free_blocks <= config.num_blocks - 1 for s in loop.steps)
+    return loop.steps
+
+
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(
-        st.tuples(
-            st.integers(0, 40),
-            st.integers(1, 700),
-            st.integers(1, 300),
-            st.one_of(st.none(), st.integers(0, 200)),
-        ),
-        min_size=1,
-        max_size=40,
-    ),
+    _requests(700, 300, 40),
     st.booleans(),
     st.booleans(),
     st.integers(0, 200),
@@ -53,12 +65,8 @@ def test_blocks_return_to_the_baseline(
     """The invariant from the field: whatever arrives, runs, is preempted or cancelled, once every request has
     ended every block is free again, and no step uses more blocks than there are."""
     config = SchedulerConfig(70, 16, 1024, 256, 16, caching, asynchronous)
-    clipped = [(a, min(p, 1023), max(1, min(o, 1024 - min(p, 1023))), c) for a, p, o, c in requests]
-    loop = run_by_iteration(config, clipped, shared)
-    assert loop.idle()
-    assert loop.scheduler.kv.pool.num_free() == config.num_blocks - 1
-    assert all(0 <= s.free_blocks <= config.num_blocks - 1 for s in loop.steps)
-    assert all(sum(n for _, n in s.scheduled) <= config.max_num_batched_tokens for s in loop.steps)
+    steps = _every_block_returns(config, requests, shared)
+    assert all(sum(n for _, n in s.scheduled) <= config.max_num_batched_tokens for s in steps)
 
 
 def test_moe_roofline_counts_active_parameters(tmp_path: Path) -> None:
@@ -242,16 +250,7 @@ def test_hybrid_models() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(
-        st.tuples(
-            st.integers(0, 40),
-            st.integers(1, 3000),
-            st.integers(1, 600),
-            st.one_of(st.none(), st.integers(0, 200)),
-        ),
-        min_size=1,
-        max_size=30,
-    ),
+    _requests(3000, 600, 30),
     st.booleans(),
     st.sampled_from([None, 1, 64]),
     st.integers(0, 1500),
@@ -265,11 +264,7 @@ def test_state_blocks_return_to_the_baseline_in_align_mode(
 
     groups = (GroupSpec(64, state=True), GroupSpec(64, state=True), GroupSpec(64))
     config = SchedulerConfig(120, 64, 4096, 512, 16, True, asynchronous, groups, checkpoint)
-    clipped = [(a, min(p, 4095), max(1, min(o, 4096 - min(p, 4095))), c) for a, p, o, c in requests]
-    loop = run_by_iteration(config, clipped, shared)
-    assert loop.idle()
-    assert loop.scheduler.kv.pool.num_free() == config.num_blocks - 1
-    assert all(0 <= s.free_blocks <= config.num_blocks - 1 for s in loop.steps)
+    _every_block_returns(config, requests, shared)
 
 
 @pytest.mark.parametrize(
