@@ -72,6 +72,30 @@ def _settings(case: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _as_recorded(doc: dict[str, Any]) -> dict[str, list[int]]:
+    """kvplan's devices named as llama-fit-params names them (RPCn, Host): [weights, KV] in MiB."""
+    return {
+        ("Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")): [
+            d["weight_bytes"] // 2**20,
+            d["kv_bytes"] // 2**20,
+        ]
+        for d in doc["devices"]
+    }
+
+
+def _equal_to_recorded(
+    mine: dict[str, list[int]], no_repack: dict[str, list[int]], printed: dict[str, list[int]]
+) -> dict[str, list[int]]:
+    """llama.cpp's Host row leaves out its CPU_REPACK buffer (common_get_device_memory_data counts host buffer
+    types and the model's devices; the buffer the CPU backend repacks Q4_K weights into for AVX2 is neither):
+    kvplan's Host is the host memory really used, llama.cpp's with repacking off (-nr) — the same weights, the
+    same bytes — and every GPU row is what llama.cpp printed. llama.cpp's printed rows."""
+    assert mine == {k: v[:2] for k, v in no_repack.items()}
+    theirs = {k: v[:2] for k, v in printed.items()}
+    assert {k: v for k, v in mine.items() if k != "Host"} == {k: v for k, v in theirs.items() if k != "Host"}
+    return theirs
+
+
 @pytest.mark.parametrize("recorded", PROJECTIONS, ids=[f"{i}" for i in range(len(PROJECTIONS))])
 def test_weights_and_kv_per_device_equal_llama_cpp(
     recorded: dict[str, Any], models: dict[tuple[str, str], ModelDescription]
@@ -80,19 +104,8 @@ def test_weights_and_kv_per_device_equal_llama_cpp(
     settings = _settings(case)
     args = _args(case)
     doc = kvplan.fit(models[(case["model"], case["type"])], **settings).to_dict()
-    mine = {
-        ("Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")): [
-            d["weight_bytes"] // 2**20,
-            d["kv_bytes"] // 2**20,
-        ]
-        for d in doc["devices"]
-    }
-    # llama.cpp's Host row leaves out its CPU_REPACK buffer (common_get_device_memory_data counts host buffer types
-    # and the model's devices; the buffer the CPU backend repacks Q4_K weights into for AVX2 is neither): kvplan's
-    # Host is the host memory really used, llama.cpp's with repacking off (-nr) — the same weights, the same bytes
-    assert mine == {k: v[:2] for k, v in recorded["projection_no_repack"].items()}
-    theirs = {k: v[:2] for k, v in recorded["projection"].items()}
-    assert {k: v for k, v in mine.items() if k != "Host"} == {k: v for k, v in theirs.items() if k != "Host"}
+    mine = _as_recorded(doc)
+    theirs = _equal_to_recorded(mine, recorded["projection_no_repack"], recorded["projection"])
     repacked = mine["Host"][0] - theirs["Host"][0]
     layers_on_host = "-ngl" in args or "-ncmoe" in args or "-cmoe" in case["args"]
     assert repacked > 0 if case["type"] in ("Q4_K_M", "MXFP4_MOE") and layers_on_host else repacked == 0
@@ -147,16 +160,7 @@ def test_llama_cpp_fit_answers_placed_by_kvplan(
         if flag in args:
             settings[key] = args[flag]
     doc = kvplan.fit(models[(case["model"], case["type"])], **settings).to_dict()
-    mine = {
-        ("Host" if d["device"] == "host" else "RPC" + d["device"].removeprefix("GPU")): [
-            d["weight_bytes"] // 2**20,
-            d["kv_bytes"] // 2**20,
-        ]
-        for d in doc["devices"]
-    }
-    assert mine == {k: v[:2] for k, v in recorded["fit_projection_no_repack"].items()}  # Host: see above
-    theirs = {k: v[:2] for k, v in recorded["fit_projection"].items()}
-    assert {k: v for k, v in mine.items() if k != "Host"} == {k: v for k, v in theirs.items() if k != "Host"}
+    _equal_to_recorded(_as_recorded(doc), recorded["fit_projection_no_repack"], recorded["fit_projection"])
 
 
 @pytest.mark.parametrize(
