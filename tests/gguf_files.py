@@ -128,23 +128,17 @@ def _fit_model_header(w: gguf.GGUFWriter, h: dict[str, int], arch: str) -> None:
         w.add_ssm_group_count(h["ssm_groups"])
         w.add_ssm_time_step_rank(h["ssm_v_heads"])
         w.add_ssm_inner_size(h["ssm_state"] * h["ssm_v_heads"])
-    elif arch == "deepseek2":
-        w.add_rope_dimension_count(h["rope"])
-        w.add_q_lora_rank(h["q_lora"])
-        w.add_kv_lora_rank(h["kv_lora"])
+    elif arch in ("deepseek2", "glm4moe"):  # dense lead layers, shared experts, sigmoid routing, an MTP block
+        deepseek = arch == "deepseek2"
+        w.add_rope_dimension_count(h["rope"] if deepseek else h["hd"] // 2)
+        if deepseek:
+            w.add_q_lora_rank(h["q_lora"])
+            w.add_kv_lora_rank(h["kv_lora"])
         w.add_uint32(f"{arch}.nextn_predict_layers", h["nextn"])
         w.add_leading_dense_block_count(h["dense_lead"])
         w.add_expert_shared_count(h["n_shared"])
         w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
-        w.add_expert_weights_scale(2.5)
-        w.add_expert_weights_norm(True)
-    elif arch == "glm4moe":
-        w.add_rope_dimension_count(h["hd"] // 2)
-        w.add_uint32(f"{arch}.nextn_predict_layers", h["nextn"])
-        w.add_leading_dense_block_count(h["dense_lead"])
-        w.add_expert_shared_count(h["n_shared"])
-        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
-        w.add_expert_weights_scale(1.0)
+        w.add_expert_weights_scale(2.5 if deepseek else 1.0)
         w.add_expert_weights_norm(True)
     elif arch in ("llama", "gpt-oss"):
         w.add_rope_dimension_count(h["hd"])
