@@ -138,14 +138,22 @@ class SpecParts:
     active_params: int | None = None
 
 
-def spec_parts(text: str, path: str, default_name: str | None = None) -> SpecParts:
-    """The spec's parts, each checked with file, line and key (the catalog is compiled from these)."""
+def _read(
+    text: str, path: str, default_name: str | None
+) -> tuple[dict[str, Node], str, Node, dict[str, Any], dict[str, int], str | None]:
+    """The spec's top-level keys, arch, metadata node, metadata as GGUF keys (and their lines), and name."""
     root = load_nodes(text, path, "the file is empty; expected a mapping with 'arch' and 'metadata'")
     top, arch, meta_node = _top(root, path)
-    kv, _ = _metadata(path, arch, meta_node)
+    kv, lines = _metadata(path, arch, meta_node)
     name = top["name"].value if "name" in top else default_name
     if name is not None and not isinstance(name, str):
         raise SpecError(path, top["name"].line, "name", "must be text")
+    return top, arch, meta_node, kv, lines, name
+
+
+def spec_parts(text: str, path: str, default_name: str | None = None) -> SpecParts:
+    """The spec's parts, each checked with file, line and key (the catalog is compiled from these)."""
+    top, _, _, kv, _, name = _read(text, path, default_name)
     return SpecParts(kv, name, _params(path, top), _spec_info(path, top), _params(path, top, "active_params"))
 
 
@@ -155,12 +163,7 @@ def load_spec_text(
     source_kind: str = "yaml",
     default_name: str | None = None,
 ) -> ModelDescription:
-    root = load_nodes(text, path, "the file is empty; expected a mapping with 'arch' and 'metadata'")
-    top, arch, meta_node = _top(root, path)
-    kv, lines = _metadata(path, arch, meta_node)
-    name = top["name"].value if "name" in top else default_name
-    if name is not None and not isinstance(name, str):
-        raise SpecError(path, top["name"].line, "name", "must be text")
+    top, arch, meta_node, kv, lines, name = _read(text, path, default_name)
     try:
         model = describe(kv, source=path, source_kind=source_kind, name=name, n_params=_params(path, top))
     except HParamsError as exc:
