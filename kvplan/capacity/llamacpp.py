@@ -392,6 +392,14 @@ class LlamaCppFit:
     target: Target
 
 
+def _loaded(model: ModelDescription, weights: Weights, load_mtp: bool) -> Weights:
+    """The weights llama.cpp loads: without the nextn / MTP blocks' tensors unless the MTP draft is asked for
+    (load_mtp, which the draft model's params inherit from the main's: common_base_params_to_speculative)."""
+    if model.arch in MTP_TENSORS_SKIPPED and not load_mtp:
+        return without_layers(weights, range(model.n_layer, model.n_layer_all))
+    return weights
+
+
 class LlamaCppRuntime:
     """llama.cpp (llama-server / llama-cli), byte-exact."""
 
@@ -401,9 +409,7 @@ class LlamaCppRuntime:
     def target(self, model: ModelDescription, req: Request) -> Target:
         assert req.hardware is not None  # build_request(need_hardware=True)
         o = req.llamacpp
-        weights = model_weights(model, req.weights, req.weight_bytes)
-        if model.arch in MTP_TENSORS_SKIPPED and not o.mtp:  # the MTP blocks' tensors are not loaded
-            weights = without_layers(weights, range(model.n_layer, model.n_layer_all))
+        weights = _loaded(model, model_weights(model, req.weights, req.weight_bytes), o.mtp)
         if o.override_tensor and not weights.tensors:
             raise req.origin("override_tensor").error("needs the tensors' names and sizes: a GGUF (its tensor infos)")
         for _, buft in o.override_tensor:
@@ -425,7 +431,7 @@ class LlamaCppRuntime:
             dm = load_draft(req)
             draft = Target(
                 dm,
-                model_weights(dm, req.weights, None),
+                _loaded(dm, model_weights(dm, req.weights, None), False),  # -md and --mtp: one or the other
                 req.hardware.memory_bytes,
                 o.tensor_split,  # the draft inherits the main model's -ts (common_base_params_to_speculative)
                 req.overhead,

@@ -125,6 +125,11 @@ def test_mtp_blocks_are_loaded_only_for_the_mtp_draft(tmp_path: Path) -> None:
     mtp = kvplan.fit(model, memory="80000MiB", ctx_size=8192, mtp=True).to_dict()["devices"]
     assert mtp[0]["weight_bytes"] - plain[0]["weight_bytes"] == nextn
     assert mtp[1]["weight_bytes"] == plain[1]["weight_bytes"]  # the host: token embeddings only
+    # as a draft model (-md) it is loaded without them too: the draft's params inherit load_mtp from the main's
+    main = sparse_fit_model(tmp_path / "llama.gguf", "llama-3.1-8b", "Q8_0")
+    doc = kvplan.fit(str(main), memory="200000MiB", ctx_size=8192, model_draft=str(path), fit="off").to_dict()
+    total = sum(t.n_bytes for t in read_gguf(path, check_data_bounds=False).tensors)
+    assert sum(d["weight_bytes"] for d in doc["llamacpp"]["draft"]["devices"]) == total - nextn
 
 
 def test_moe_flags_need_the_expert_tensors() -> None:
