@@ -70,24 +70,21 @@ class FitChoice:
     #: llama.cpp's fit gave up (its message): the flags given run, with the context it set before
     gave_up: str = field(default="", compare=False)
 
-    def short(self) -> str:
-        """-c, -ngl, -ts and how many -ot patterns (the headline's)."""
+    def _placement(self) -> str:
         out = f"-c {self.n_ctx} -ngl {self.n_gpu_layers}"
         if self.tensor_split is not None:
             out += " -ts " + ",".join(str(x) for x in self.tensor_split)
-        if self.overrides:
-            n = len(self.overrides)
-            out += f" -ot (the {n} pattern{'s' if n > 1 else ''} below)"
         return out
+
+    def short(self) -> str:
+        """-c, -ngl, -ts and how many -ot patterns (the headline's)."""
+        n = len(self.overrides)
+        return self._placement() + (f" -ot (the {n} pattern{'s' if n > 1 else ''} below)" if n else "")
 
     def args(self) -> str:
         """The arguments as llama-fit-params prints them (devices named GPUn)."""
-        out = f"-c {self.n_ctx} -ngl {self.n_gpu_layers}"
-        if self.tensor_split is not None:
-            out += " -ts " + ",".join(str(x) for x in self.tensor_split)
-        if self.overrides:
-            out += ' -ot "' + ",".join(f"{p}={b}" for p, b in self.overrides) + '"'
-        return out
+        ot = ",".join(f"{p}={b}" for p, b in self.overrides)
+        return self._placement() + (f' -ot "{ot}"' if ot else "")
 
 
 def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama.cpp
