@@ -220,6 +220,13 @@ class _Cursor:
         except UnicodeDecodeError:
             raise self.fail(f"{what}: string is not valid UTF-8", start) from None
 
+    def _read_ahead(self, count: int) -> None:
+        """The buffer grown, where a source can grow it, to hold ``count`` typical strings (16 bytes each): one
+        read, few copies."""
+        ahead = min(self.end, MAX_HEADER_BYTES, self.pos + 16 * count)
+        if ahead > self.avail and self.source is not None:
+            self.grow(ahead)
+
     def skip_strings(self, count: int, what: str) -> None:
         """Skip ``count`` length-prefixed strings without decoding them (the hot loop). A long array (a
         vocabulary) goes in runs of _RUN strings matched by one regular expression in C (_string_runs: every
@@ -227,9 +234,7 @@ class _Cursor:
         file — is walked string by string by the exact path below, which grows the buffer and reports errors."""
         done = 0
         if count >= _RUNS_FROM and self.prefix == "<":
-            ahead = min(self.end, MAX_HEADER_BYTES, self.pos + 16 * count)
-            if ahead > self.avail and self.source is not None:
-                self.grow(ahead)
+            self._read_ahead(count)
             match = _string_runs().match
             while count - done >= _RUN:
                 m = match(self.buf, self.pos, self.avail)
@@ -247,9 +252,7 @@ class _Cursor:
         that runs past it, a truncated file or a length that exceeds it are left to the checked loop, which
         reports the exact element."""
         remaining = count
-        ahead = min(self.end, MAX_HEADER_BYTES, self.pos + 16 * count)  # typical strings: one read, few copies
-        if ahead > self.avail and self.source is not None:
-            self.grow(ahead)
+        self._read_ahead(count)
         while remaining > 64 and self.prefix == "<" and sys.byteorder == "little":
             buf, pos, done = self.buf, self.pos, 0
             views = tuple(memoryview(buf)[k : k + (self.avail - k) // 8 * 8].cast("Q") for k in range(8))
