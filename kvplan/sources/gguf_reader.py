@@ -10,6 +10,7 @@ The checks follow llama.cpp's ``gguf_init_from_file`` (ggml/src/gguf.cpp); see t
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -123,18 +124,15 @@ class GGUFFile:
 #: for strings shorter than _RUN_MAX_LEN bytes (compiling it costs ~2 ms, so a small array is walked in Python
 #: instead; a run holding a longer string is walked too: vocabularies have a few dozen)
 _RUNS_FROM, _RUN, _RUN_MAX_LEN = 50_000, 256, 128
-_STRING_RUNS: list[re.Pattern[bytes]] = []
 
 
+@functools.cache
 def _string_runs() -> re.Pattern[bytes]:
     """_RUN little-endian length-prefixed strings, each shorter than _RUN_MAX_LEN bytes: a u64 length L (one
     byte, then seven zeros) and L bytes of any value. The engine tries the alternatives shortest first and takes
-    the one whose length byte matches; possessive, so nothing is kept for backtracking."""
-    if not _STRING_RUNS:
-        lengths = range(_RUN_MAX_LEN)
-        one = b"|".join(re.escape(bytes([n])) + b"\\x00{7}" + (b".{%d}" % n if n else b"") for n in lengths)
-        _STRING_RUNS.append(re.compile(b"(?s)(?:" + one + b"){%d}+" % _RUN))
-    return _STRING_RUNS[0]
+    the one whose length byte matches; possessive, so nothing is kept for backtracking. Compiled once."""
+    one = b"|".join(re.escape(bytes([n])) + b"\\x00{7}" + (b".{%d}" % n if n else b"") for n in range(_RUN_MAX_LEN))
+    return re.compile(b"(?s)(?:" + one + b"){%d}+" % _RUN)
 
 
 class NeedMoreData(Exception):
