@@ -131,12 +131,9 @@ def run(fit_dir: Path, model: Path, case: dict[str, Any], base_port: int) -> dic
             return {"projection": parse_projection(proc.stdout)}
         fit = next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("-"))
         # what the chosen arguments project, on the same devices (the -ot buffers name them)
-        again = subprocess.run(
-            [*cmd[:5], *shlex.split(fit), "-fitp", "on"], capture_output=True, text=True, timeout=300
-        )
-        nr = subprocess.run(
-            [*cmd[:5], *shlex.split(fit), "-fitp", "on", "-nr"], capture_output=True, text=True, timeout=300
-        )
+        chosen = [*cmd[:5], *shlex.split(fit), "-fitp", "on"]
+        again = subprocess.run(chosen, capture_output=True, text=True, timeout=300)
+        nr = subprocess.run([*chosen, "-nr"], capture_output=True, text=True, timeout=300)
         # an RPC device is named by its endpoint (RPC0[127.0.0.1:PORT]), not by its place in --rpc
         return {
             "fit": fit,
