@@ -23,8 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kvplan.capacity.deployment import load_model_for  # noqa: E402
-from kvplan.capacity.request import Origin, Raw, build_request  # noqa: E402
+from kvplan.capacity.deployment import load_models, model_of  # noqa: E402
+from kvplan.capacity.request import Origin, Raw  # noqa: E402
+from kvplan.options.build import build_request  # noqa: E402
 from kvplan.simulation.setup import prepare  # noqa: E402
 from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration  # noqa: E402
 from kvplan.simulation.workload import Lengths, Workload  # noqa: E402
@@ -38,7 +39,8 @@ def main() -> None:
     args = ap.parse_args()
     raw = {"engine": Raw("vllm", Origin("--engine")), "gpu": Raw("H100-80GB", Origin("--gpu"))}
     req = build_request("llama-3.1-8b", raw, need_hardware=True)
-    p = prepare(load_model_for(req), req)
+    req = load_models(req)
+    p = prepare(model_of(req), req)
     w = Workload(
         prompt=Lengths("lognormal", 1000, 0.8),
         output=Lengths("uniform", 50, 500),
@@ -63,7 +65,8 @@ def main() -> None:
         "kv_unified": Raw(True, Origin("-kvu")),
     }
     req_ll = build_request("llama-3.1-8b", raw_ll, need_hardware=True)
-    p_ll = prepare(load_model_for(req_ll), req_ll)
+    req_ll = load_models(req_ll)
+    p_ll = prepare(model_of(req_ll), req_ll)
     t = time.perf_counter()
     r_ll = p_ll.run(w)
     wall_ll = time.perf_counter() - t

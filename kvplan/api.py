@@ -6,6 +6,11 @@ names them (``ctx_size``, ``parallel``, ``cache_type_k``, ``gpu``, ``engine``, `
 long flag with ``_`` for ``-``). Each returns the same typed :class:`~kvplan.report.document.Document` the
 command line renders (``doc.to_dict()`` is its JSON). Errors are :class:`~kvplan.errors.KvplanError`
 subclasses, named by the keyword: ``UsageError("cache_type_k: unknown cache type 'q8' (did you mean q8_0?)")``.
+They print nothing and write no file (the command line's ``--svg`` and ``--junit`` are kvplan.render's
+``chart.svg(doc.chart)``, ``simulate_svg.render(doc)`` and ``junit.junit(doc)``).
+
+Under these keyword functions are the commands on typed requests (kvplan.commands, built by
+kvplan.options.build), for callers that hold a :class:`~kvplan.capacity.request.Request` already.
 
 For sweeps over many configurations, :func:`plan` goes straight to llama.cpp's allocation rules (no request,
 no report) and :func:`planner` binds a model once.
@@ -19,7 +24,7 @@ from typing import Any
 
 from kvplan.errors import UsageError
 from kvplan.model import ModelDescription
-from kvplan.report.document import Document, Format
+from kvplan.report.document import Document
 from kvplan.runtimes.llamacpp import LlamaCppSettings, MemoryPlan
 from kvplan.runtimes.llamacpp import plan as _plan
 from kvplan.units import Units
@@ -53,19 +58,20 @@ def load_model(ref: str, *, params: int | None = None) -> ModelDescription:
 
 
 def _run(command: str, model: str | ModelDescription | None, settings: dict[str, Any], units: str) -> Document:
+    """The command on keyword settings: each keyword is a setting of kvplan.options.settings, parsed and checked as
+    the command line and the deployments file do (errors name the keyword)."""
     from kvplan.capacity.request import Origin, Raw
-    from kvplan.cli.argv import Parsed
-    from kvplan.cli.commands import COMMANDS, Invocation
+    from kvplan.commands import run
+    from kvplan.options.build import build
+    from kvplan.options.commands import COMMANDS
 
-    cmd = COMMANDS[command]
-    known = {o.dest for o in cmd.options} - {"format", "units"}
+    known = COMMANDS[command].library_keywords
     for key in settings:
         if key not in known:
             from kvplan.sources.files import did_you_mean
 
             raise UsageError(f"not a setting of {command}{did_you_mean(key, sorted(known))}", key)
-    values = {k: Raw(v, Origin(k)) for k, v in settings.items() if v is not None and v is not False}
-    values.update({k: Raw(False, Origin(k)) for k, v in settings.items() if v is False})
+    raw = {k: Raw(v, Origin(k)) for k, v in settings.items() if v is not None}
     positionals: dict[str, str] = {}
     loaded = None
     if isinstance(model, ModelDescription):
@@ -76,7 +82,19 @@ def _run(command: str, model: str | ModelDescription | None, settings: dict[str,
         unit = Units(units)
     except ValueError:
         raise UsageError(f"expected iec, si or bytes, not {units!r}", "units") from None
-    return cmd.body(Invocation(Parsed(values, positionals, False), Format.JSON, unit, loaded))
+    req = build(command, positionals, raw)
+    if loaded is not None:
+        req = _with_model(req, loaded)
+    return run(command, req, unit)
+
+
+def _with_model(req: Any, model: ModelDescription) -> Any:
+    """The typed request with its model already loaded (a ModelDescription passed in)."""
+    from kvplan.capacity.request import Request
+
+    if isinstance(req, Request):
+        return replace(req, loaded=model)
+    return replace(req, request=replace(req.request, loaded=model))
 
 
 def estimate(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:

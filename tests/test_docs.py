@@ -12,7 +12,7 @@ import shlex
 import pytest
 from helpers import ROOT, kv
 
-from kvplan.cli.commands import COMMANDS
+from kvplan.options.commands import COMMANDS
 
 README = ROOT / "README.md"
 EXAMPLE = re.compile(r"```console\n(.*?)```", re.S)

@@ -44,12 +44,28 @@ class Estimate:
         return Outcome(self.total_bytes, used, ctx.n_seq, ctx.n_ctx_seq, self.model.n_ctx_train)
 
 
-def load_model_for(req: Request) -> ModelDescription:
-    """The request's model, with the parameter count it gives (for weight estimates) applied."""
+def load_models(req: Request) -> Request:
+    """The request with its models loaded: the main one (with the parameter count it gives, for weight
+    estimates) and the -md draft, read as any model input (a GGUF, a spec, a config.json, a catalog name). The
+    edge does this once; no solver reads a file."""
     from kvplan.sources import load_model
 
-    model = req.loaded if isinstance(req.loaded, ModelDescription) else load_model(req.model)
-    return model if req.params is None else replace(model, n_params=req.params)
+    o = req.llamacpp
+    if o.mtp and o.model_draft:
+        raise req.origin("model_draft").error("one draft at a time: -md or --mtp")
+    model = req.loaded if req.loaded is not None else load_model(req.model)
+    if req.params is not None:
+        model = replace(model, n_params=req.params)
+    draft = req.draft
+    if o.model_draft and draft is None:
+        draft = load_model(o.model_draft)
+    return replace(req, loaded=model, draft=draft)
+
+
+def model_of(req: Request) -> ModelDescription:
+    """The loaded model of a request (kvplan.capacity.deployment.load_models has run)."""
+    assert req.loaded is not None, "load_models(req) first"
+    return req.loaded
 
 
 def estimate(model: ModelDescription, req: Request) -> Estimate:
@@ -57,23 +73,13 @@ def estimate(model: ModelDescription, req: Request) -> Estimate:
     o = req.llamacpp
     settings = settings_for(o, Backend.CPU)
     main = plan(model, settings)
-    draft = draft_model = None
-    if o.mtp and o.model_draft:
-        raise req.origin("model_draft").error("one draft at a time: -md or --mtp")
+    assert req.draft is not None or not o.model_draft, "load_models(req) first"
+    draft = None
     if o.mtp:
         draft = plan_mtp_draft(model, settings, o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16")
-    if o.model_draft:
-        draft_model = load_draft(req)
-        draft = plan(draft_model, draft_settings(settings, o))
-    return Estimate(model, main, draft, draft_model)
-
-
-def load_draft(req: Request) -> ModelDescription:
-    """-md: the draft model, read as any model input (a GGUF, a spec, a config.json, a catalog name)."""
-    from kvplan.sources import load_model
-
-    assert req.llamacpp.model_draft is not None
-    return load_model(req.llamacpp.model_draft)
+    if req.draft is not None:
+        draft = plan(req.draft, draft_settings(settings, o))
+    return Estimate(model, main, draft, req.draft)
 
 
 def draft_settings(settings: LlamaCppSettings, o: LlamaCppOptions) -> LlamaCppSettings:

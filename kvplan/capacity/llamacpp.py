@@ -423,12 +423,9 @@ class LlamaCppRuntime:
                 f"{'an estimate' if not weights.exact else 'a model without experts'}"
             )
         draft = None
-        if o.model_draft:
-            if o.mtp:
-                raise req.origin("model_draft").error("one draft at a time: -md or --mtp")
-            from kvplan.capacity.deployment import load_draft
-
-            dm = load_draft(req)
+        dm = req.draft  # -md, loaded at the edge (kvplan.capacity.deployment.load_models)
+        assert dm is not None or not o.model_draft, "load_models(req) first"
+        if dm is not None:
             draft = Target(
                 dm,
                 _loaded(dm, model_weights(dm, req.weights, None), False),  # -md and --mtp: one or the other

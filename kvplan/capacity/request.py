@@ -1,25 +1,18 @@
-"""The one typed request every front end builds from the one table of settings (kvplan.capacity.settings).
-
-The command line (``kvplan fit … -c 32k -np 4``) and a deployments-file entry (``ctx_size: 32k``) name the
-same settings; each setting is parsed by the same function, and the request is checked by the same rules,
-whichever front end supplied it. A bad value is a usage error on the command line (exit 2) and a
-``FILE:LINE: KEY: …`` error in a file (exit 3). Flags are spelled as each runtime spells them and mean what
-they mean there: llama.cpp's ``-c`` is the context shared by ``-np`` sequences; vLLM's ``--max-model-len`` is
-per sequence (SGLang's and TensorRT-LLM's own names are accepted as aliases).
+"""The one typed deployment every solver reads: a model, a runtime with its flags as given, the hardware and the
+budgets. The front ends build it from the one table of settings (kvplan.options.build.build_request); each value
+keeps where it came from (a flag, or a key on a line of a file), so that an error found later names it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
-from kvplan.capacity.settings import ENGINE_EQUIVALENT, LLAMACPP_EQUIVALENT, SETTINGS_BY_DEST
+from kvplan.capacity.hardware import Hardware
 from kvplan.errors import KvplanError, SpecError, UsageError
+from kvplan.model import ModelDescription
 from kvplan.runtimes import LLAMACPP, is_engine
 from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
-from kvplan.runtimes.names import ENGINE_NAMES, OWN_SETTINGS
 
 # --- where a value came from -----------------------------------------------------------------------------
 
@@ -125,117 +118,14 @@ class Request:
     cache_types_auto: bool = False
     budgets: Budgets = field(default_factory=Budgets)
     origins: Mapping[str, Origin] = field(default_factory=dict, compare=False, repr=False)
-    loaded: Any = field(default=None, compare=False, repr=False)  # the model, already loaded (library calls)
+    #: the models, once loaded (kvplan.capacity.deployment.load_models): the solvers read no file
+    loaded: ModelDescription | None = field(default=None, compare=False, repr=False)
+    draft: ModelDescription | None = field(default=None, compare=False, repr=False)  # -md
 
     @property
     def is_engine(self) -> bool:
         return is_engine(self.runtime)
 
     def origin(self, dest: str) -> Origin:
-        """Where ``dest`` was given (for errors found after the request was built)."""
-        return self.origins.get(dest) or Origin(SETTINGS_BY_DEST[dest].flag if dest in SETTINGS_BY_DEST else dest)
-
-
-def build_request(
-    model: str,
-    raw: Mapping[str, Raw],
-    *,
-    gpu_table: Mapping[str, int] | None = None,
-    need_hardware: bool = False,
-    where: Origin | None = None,
-) -> Request:
-    """Parse and check raw values (from flags or a file) into a Request; every error names where it came from.
-
-    ``where`` is the origin of the whole entry (errors not tied to one value); ``need_hardware`` makes the
-    hardware required (``fit``).
-    """
-    values: dict[str, Any] = {}
-    for dest, item in raw.items():
-        setting = SETTINGS_BY_DEST[dest]
-        try:
-            values[dest] = setting.parse(item.value)
-        except ValueError as exc:
-            raise item.origin.error(str(exc)) from None
-    if values.pop("spec_type", False):  # llama-server's --spec-type draft-mtp: the MTP draft context
-        values["mtp"] = True
-    origins = {dest: item.origin for dest, item in raw.items()}
-    entry = where or Origin("MODEL")
-    runtime = values.get("engine", LLAMACPP)
-    _check_runtime(runtime, raw)
-    if "ctx_size" in raw and "ctx_per_seq" in raw:
-        raise raw["ctx_per_seq"].origin.error(
-            f"give either {raw['ctx_size'].origin.key} (the context shared by the sequences) or --ctx-per-seq, not both"
-        )
-    hardware = _hardware(values, raw, gpu_table)
-    if hardware is None and (need_hardware or is_engine(runtime)):
-        raise entry.error(
-            "give the hardware: --gpu NAME[xN] or --memory SIZE[,SIZE]"
-            if where is None
-            else "give the hardware: gpu or memory"
-        )
-    if hardware is not None and "tensor_split" in values and len(values["tensor_split"]) != hardware.count:
-        raise raw["tensor_split"].origin.error(f"{len(values['tensor_split'])} proportions for {hardware.count} GPU(s)")
-    for dest in ("min_parallel", "headroom"):
-        if dest in raw and hardware is None:
-            raise raw[dest].origin.error("needs the hardware (gpu or memory)")
-    eng = EngineOptions(**{k: values[k] for k in EngineOptions.__dataclass_fields__ if k in values})
-    if is_engine(runtime) and hardware is not None:
-        ranks = eng.tensor_parallel_size * eng.pipeline_parallel_size
-        if hardware.count != ranks:
-            origin = raw.get("tensor_parallel_size", raw.get("gpu", raw.get("memory")))
-            at = origin.origin if origin else entry
-            raise at.error(
-                f"{hardware.count} GPU(s) for tensor parallel {eng.tensor_parallel_size} × pipeline "
-                f"parallel {eng.pipeline_parallel_size} = {ranks}"
-            )
-        if len(set(hardware.memory_bytes)) != 1:
-            at = raw["memory"].origin if "memory" in raw else entry
-            raise at.error("every rank takes the smallest rank's capacity; give GPUs of one size")
-    return Request(
-        model=model,
-        runtime=runtime,
-        llamacpp=LlamaCppOptions(**{k: values[k] for k in LlamaCppOptions.__dataclass_fields__ if k in values}),
-        engine=eng,
-        hardware=hardware,
-        weights=values.get("weights"),
-        weight_bytes=values.get("weight_bytes"),
-        params=values.get("params"),
-        overhead=values.get("overhead"),
-        cache_types_auto=values.get("cache_types", False),
-        budgets=Budgets(**{k: values[k] for k in Budgets.__dataclass_fields__ if k in values}),
-        origins=origins,
-    )
-
-
-def _check_runtime(runtime: str, raw: Mapping[str, Raw]) -> None:
-    """A flag of the other kind of runtime is an error that says what to use instead."""
-    for dest, item in raw.items():
-        setting = SETTINGS_BY_DEST[dest]
-        if setting.runtime == LLAMACPP and is_engine(runtime):
-            instead = ENGINE_EQUIVALENT.get(dest)
-            hint = f"; for {runtime} use {instead}" if instead else f"; {runtime} has no such setting"
-            raise item.origin.error(f"is a llama.cpp setting{hint}")
-        if setting.runtime == "engine" and not is_engine(runtime):
-            instead = LLAMACPP_EQUIVALENT.get(dest)
-            hint = f"; for llama.cpp use {instead}" if instead else "; give --engine vllm, sglang or trtllm"
-            raise item.origin.error(f"is a serving-engine setting{hint}")
-        owners = [e for e, own in OWN_SETTINGS.items() if dest in own]
-        if owners and is_engine(runtime) and dest not in OWN_SETTINGS[runtime]:
-            names = ", ".join(ENGINE_NAMES[e][0] for e in owners)
-            raise item.origin.error(f"is {names}'s; {ENGINE_NAMES[runtime][0]} does not have it")
-
-
-def _hardware(values: dict[str, Any], raw: Mapping[str, Raw], gpu_table: Mapping[str, int] | None) -> Hardware | None:
-    if "gpu" in raw and "memory" in raw:
-        raise raw["memory"].origin.error(f"give {raw['gpu'].origin.key} or {raw['memory'].origin.key}, not both")
-    if "gpu" in values:
-        try:
-            return parse_gpus(values["gpu"], dict(gpu_table or {}))
-        except ValueError as exc:
-            raise raw["gpu"].origin.error(str(exc)) from None
-    if "memory" in values:
-        try:
-            return parse_memory(values["memory"])
-        except ValueError as exc:
-            raise raw["memory"].origin.error(str(exc)) from None
-    return None
+        """Where ``dest`` was given, or its flag (for errors found after the request was built)."""
+        return self.origins.get(dest) or Origin(dest)

@@ -18,22 +18,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from kvplan.capacity.request import Origin, Raw, Request, build_request
-from kvplan.capacity.settings import SETTINGS
-from kvplan.errors import SpecError, UsageError
-from kvplan.simulation.budgets import SIM_BUDGETS, SimBudgets, sim_budgets
-from kvplan.simulation.workload import WORKLOAD_KEYS, Workload, workload_from
+from kvplan.capacity.request import Origin, Raw, Request
+from kvplan.errors import SpecError
+from kvplan.options.build import WORKLOAD_KEYS, beside, build_request, build_sim_budgets, build_workload
+from kvplan.options.settings import SETTINGS, SIM_BUDGETS
+from kvplan.simulation.budgets import SimBudgets
+from kvplan.simulation.workload import Workload
 from kvplan.sources.files import Node, did_you_mean, load_nodes, read_text
 
-#: file key → setting dest, for every setting with a file key (budgets live under ``budgets:``)
+#: file key → setting dest, for every setting with a file key (budgets live under ``budgets:``, a workload's
+#: keys under ``workload:``)
 _KEYS: dict[str, str] = {}
 _BUDGET_KEYS: dict[str, str] = {}
 for _s in SETTINGS:
     for _key in (_s.file_key, *_s.aliases):
-        if _key is None:
+        if _key is None or _key.startswith("workload."):
             continue
         if _key.startswith("budgets."):
-            _BUDGET_KEYS[_key.removeprefix("budgets.")] = _s.dest
+            if _s.dest not in SIM_BUDGETS:
+                _BUDGET_KEYS[_key.removeprefix("budgets.")] = _s.dest
         else:
             _KEYS[_key] = _s.dest
 ENTRY_KEYS = ("name", "model", "budgets", "workload", *_KEYS)
@@ -121,14 +124,13 @@ def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Dep
     if not isinstance(name, (str, int)) or isinstance(name, bool):
         raise SpecError(path, entry["name"].line, f"{where}.name", "expected text")
     request = build_request(_model_ref(model, base), raw, where=Origin(where, path, node.line))
-    workload, budgets = _simulation(path, base, where, entry)
+    workload, budgets = _simulation(path, where, entry)
     return Deployment(str(name), path, node.line, request, workload, budgets)
 
 
-def _simulation(path: str, base: str, where: str, entry: dict[str, Node]) -> tuple[Workload | None, SimBudgets]:
+def _simulation(path: str, where: str, entry: dict[str, Node]) -> tuple[Workload | None, SimBudgets]:
     """The entry's `workload:` and its simulation budgets, validated with file, line and key."""
-    given: dict[str, tuple[object, str]] = {}
-    places: dict[str, tuple[int, str]] = {}  # where a value was given → its line and key
+    raw: dict[str, Raw] = {}
     wl = entry.get("workload")
     if wl is not None:
         if not isinstance(wl.value, dict) or not wl.value:
@@ -138,25 +140,20 @@ def _simulation(path: str, base: str, where: str, entry: dict[str, Node]) -> tup
                 raise SpecError(
                     path, child.line, f"{where}.workload.{key}", f"unknown key{did_you_mean(key, WORKLOAD_KEYS)}"
                 )
-            value = _model_ref(str(child.value), base) if key == "trace" else child.value
-            given[key] = (value, f"{where}.workload.{key}")
-            places[f"{where}.workload.{key}"] = (child.line, f"{where}.workload.{key}")
+            value = beside(str(child.value), path) if key == "trace" else child.value
+            raw[WORKLOAD_KEYS[key]] = Raw(value, Origin(f"{where}.workload.{key}", path, child.line))
     b = entry.get("budgets")
-    limits: dict[str, tuple[object, str]] = {}
+    limits: dict[str, Raw] = {}
     for key, child in b.value.items() if b is not None and isinstance(b.value, dict) else ():
         if key in SIM_BUDGETS:
-            limits[key] = (child.value, f"{where}.budgets.{key}")
-            places[f"{where}.budgets.{key}"] = (child.line, f"{where}.budgets.{key}")
+            limits[key] = Raw(child.value, Origin(f"{where}.budgets.{key}", path, child.line))
     if limits and wl is None:
         key = next(iter(limits))
         raise SpecError(path, b.line if b else 0, f"{where}.budgets.{key}", "a simulation budget needs a workload:")
     if wl is not None and not limits:
         raise SpecError(path, wl.line, f"{where}.workload", f"a workload needs a budget: {', '.join(SIM_BUDGETS)}")
-    try:
-        return (workload_from(given) if wl is not None else None), sim_budgets(limits)
-    except UsageError as exc:  # the value's place: its key (where.workload.KEY) and line
-        line, key = places.get(exc.param or "", (None, None))
-        raise SpecError(path, line, key, exc.detail) from None
+    workload = build_workload(raw, Origin(f"{where}.workload", path, wl.line)) if wl is not None else None
+    return workload, build_sim_budgets(limits)
 
 
 def _value(node: Node) -> object:

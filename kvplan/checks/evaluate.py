@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.capacity.deployment import Evaluation, evaluate_request, load_model_for
+from kvplan.capacity.deployment import Evaluation, evaluate_request, load_models, model_of
 from kvplan.capacity.request import Request
 from kvplan.checks.deployments import Deployment
 from kvplan.errors import EXIT_NO, EXIT_OK, KvplanError, overall_exit
@@ -55,13 +55,14 @@ def checked_request(model: ModelDescription, req: Request) -> Request:
 
 def evaluate(dep: Deployment) -> DeploymentResult:
     try:
-        model = load_model_for(dep.request)
-        ev = evaluate_request(model, checked_request(model, dep.request), suggest=True)
+        req = load_models(dep.request)
+        model = model_of(req)
+        ev = evaluate_request(model, checked_request(model, req), suggest=True)
         if dep.workload is not None:  # the deployment as configured (the engine's own defaults), over time
             from kvplan.simulation.budgets import findings
             from kvplan.simulation.setup import prepare
 
-            p = prepare(model, dep.request)
+            p = prepare(model, req)
             ev = replace(ev, findings=ev.findings + findings(p.run(dep.workload), dep.sim_budgets))
         return DeploymentResult(dep, ev)
     except KvplanError as exc:

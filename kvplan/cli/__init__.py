@@ -8,11 +8,9 @@ import os
 import shutil
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from kvplan import __version__
-from kvplan.cli.argv import help_text, parse
-from kvplan.cli.commands import COMMANDS, Invocation
 from kvplan.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
@@ -20,27 +18,15 @@ from kvplan.errors import (
     EXIT_OK,
     EXIT_OUTPUT,
     KvplanError,
+    OutputError,
     UsageError,
 )
 from kvplan.report.document import Document, Format
 from kvplan.units import Units
 
-SUMMARY = "Byte-exact KV cache / state memory planning for LLM inference:\nllama.cpp, vLLM, SGLang and TensorRT-LLM."
-
-
-def top_help() -> str:
-    lines = ["Usage: kvplan COMMAND [ARGS] [options]", "", SUMMARY, "", "Commands:"]
-    lines += [f"  {c.name:<10}{c.brief}" for c in COMMANDS.values()]
-    lines += [
-        "",
-        "Options:",
-        "  -h, --help    show this help, or a command's: kvplan COMMAND --help",
-        "  --version     show kvplan's version",
-        "",
-        "Exit codes: 0 yes, 1 no (does not fit, a budget fails), 2 usage error,",
-        "3 bad input, 4 unsupported, 70 internal error, 74 output error.",
-    ]
-    return "\n".join(lines) + "\n"
+if TYPE_CHECKING:
+    from kvplan.capacity.request import Raw
+    from kvplan.cli.app import Call
 
 
 def _format_of(argv: Sequence[str]) -> Format:
@@ -54,22 +40,6 @@ def _format_of(argv: Sequence[str]) -> Format:
             except ValueError:
                 return Format.TABLE
     return Format.TABLE
-
-
-def _output_choices(parsed_format: str | None, parsed_units: str | None) -> tuple[Format, Units]:
-    try:
-        fmt = Format((parsed_format or "table").strip().lower())
-    except ValueError:
-        raise UsageError(
-            f"expected one of {', '.join(f.value for f in Format)}, not {parsed_format!r}", "--format"
-        ) from None
-    try:
-        units = Units((parsed_units or "iec").strip().lower())
-    except ValueError:
-        raise UsageError(
-            f"expected one of {', '.join(u.value for u in Units)}, not {parsed_units!r}", "--units"
-        ) from None
-    return fmt, units
 
 
 def terminal_width(out: TextIO) -> int | None:
@@ -88,10 +58,15 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO, width: int | None = None)
 
     fmt = _format_of(argv)
     try:
-        result = _dispatch(list(argv), out)
-        if result is None:
+        if argv[:1] == ["--version"]:
+            out.write(f"kvplan {__version__}\n")
             return EXIT_OK
-        doc, fmt, units = result
+        from kvplan.cli.app import parse
+
+        call = parse(argv, out)
+        if call is None:  # help, completion
+            return EXIT_OK
+        doc, fmt, units = _execute(call, err)
         text = render(doc, fmt, units, width)
     except KvplanError as exc:
         label = "usage error" if isinstance(exc, UsageError) else "error"
@@ -105,6 +80,56 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO, width: int | None = None)
     for line in _stderr_lines(doc, units):
         err.write(line + "\n")
     return doc.exit_code
+
+
+#: the files a command writes besides its output (--svg, --junit): setting → the writer of the document
+def _svg_chart(doc: Document, units: Units) -> str:
+    from kvplan.render.chart import svg
+
+    assert doc.chart is not None
+    return svg(doc.chart, units)
+
+
+def _svg_simulation(doc: Document, units: Units) -> str:
+    from kvplan.render.simulate_svg import render
+
+    return render(doc)
+
+
+def _junit(doc: Document, units: Units) -> str:
+    from kvplan.render.junit import junit
+
+    return junit(doc)
+
+
+FILES = {("curve", "svg"): _svg_chart, ("simulate", "svg"): _svg_simulation, ("check", "junit"): _junit}
+
+
+def _execute(call: Call, err: TextIO) -> tuple[Document, Format, Units]:
+    """The library's command on the typed request built from the call; the files it asks for written."""
+    from kvplan.commands import run as run_command
+    from kvplan.options.build import build, parse
+
+    cli_only: dict[str, Raw] = {d: call.raw.pop(d) for d in ("format", "units", "svg", "junit") if d in call.raw}
+    chosen = parse(cli_only)
+    fmt, units = Format(chosen.get("format", "table")), Units(chosen.get("units", "iec"))
+    req = build(call.command, call.positionals, call.raw)
+    from kvplan.cli.progress import showing
+
+    with showing(err) as progress:
+        doc = run_command(call.command, req, units, progress)
+    for dest in ("svg", "junit"):
+        if dest in chosen:
+            write_file(chosen[dest], FILES[call.command, dest](doc, units))
+    return doc, fmt, units
+
+
+def write_file(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _stderr_lines(doc: Document, units: Units) -> list[str]:
@@ -122,38 +147,6 @@ def _stderr_lines(doc: Document, units: Units) -> list[str]:
             if dep["status"] == "error":
                 lines.append(f"kvplan: error: deployment {dep['name']!r}: {dep['error']}")
     return lines
-
-
-def _dispatch(argv: list[str], out: TextIO) -> tuple[Document, Format, Units] | None:
-    if not argv or argv[0] in ("-h", "--help"):
-        out.write(top_help())
-        return None
-    if argv[0] == "--version":
-        out.write(f"kvplan {__version__}\n")
-        return None
-    name = argv[0]
-    command = COMMANDS.get(name)
-    if command is None:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(COMMANDS), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else f"; commands: {', '.join(COMMANDS)}"
-        raise UsageError(f"no such command {name!r}{hint}")
-    elsewhere: dict[str, str] = {}  # a flag → the first command that has it
-    for c in COMMANDS.values():
-        if c is not command:
-            for o in c.options:
-                for f in o.flags:
-                    elsewhere.setdefault(f, c.name)
-    parsed = parse(argv[1:], command.options, command.positionals, name, elsewhere)
-    if parsed.help:
-        out.write(help_text(name, command.summary, command.positionals, command.options, command.extra_groups))
-        return None
-    fmt_item, units_item = parsed.values.get("format"), parsed.values.get("units")
-    fmt, units = _output_choices(
-        None if fmt_item is None else str(fmt_item.value), None if units_item is None else str(units_item.value)
-    )
-    return command.body(Invocation(parsed, fmt, units)), fmt, units
 
 
 def main() -> None:

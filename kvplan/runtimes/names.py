@@ -23,6 +23,7 @@ OWN_SETTINGS: dict[str, frozenset[str]] = {
             "kv_cache_memory_bytes",
             "enable_prefix_caching",
             "mamba_ssm_cache_dtype",
+            "async_scheduling",
         }
     ),
     "sglang": frozenset({"mem_fraction_static", "enable_prefix_caching"}),

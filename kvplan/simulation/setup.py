@@ -61,6 +61,27 @@ def hardware_for(
     return Hardware(bw, fl, source)
 
 
+def decode_floors(
+    model: ModelDescription, req: Request, totals: tuple[int, ...], n_seq: int, bandwidth: float | None
+) -> tuple[tuple[tuple[int, float], ...], str]:
+    """curve --gpu: at each point, the bytes one decode step reads and the ITL floor at the GPU's bandwidth, and
+    the basis of that figure. A token reads one row of the embedding table; an MoE step at least its dense part
+    and one token's experts; every step reads the whole cache, once, for all the sequences."""
+    from kvplan.capacity.weights import model_weights
+    from kvplan.simulation.roofline import active, decode_floor, expert_fraction
+
+    hw = hardware_for(req, bandwidth, None, need_peak=False)
+    weights = model_weights(model, req.weights, req.weight_bytes)
+    act = active(model, expert_fraction(model))
+    read = round((weights.total_bytes - weights.input_bytes) * act.read_share)
+    basis = (
+        f"decode reads: the weights a token passes through ({weights.basis}) and the whole cache, once per step, "
+        f"for all {n_seq} sequence(s); ITL floor = that at {hw.bandwidth / 1e12:.3g} TB/s "
+        f"({hw.source}), a floor, never a measurement" + (f"; {act.note}" if act.note else "")
+    )
+    return tuple(decode_floor(read, total, hw) for total in totals), basis
+
+
 def prepare(
     model: ModelDescription,
     req: Request,

@@ -9,7 +9,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from kvplan.errors import BadInputError, UsageError
+from kvplan.errors import BadInputError
 from kvplan.sources.files import parse_json, read_text
 
 #: a trace larger than this many requests is refused (a bounded read; simulate runs in memory), and so is a
@@ -40,7 +40,8 @@ class Lengths:
         return f"lognormal median {int(self.a)} σ {self.b:g}"
 
 
-def parse_lengths(text: str, flag: str) -> Lengths:
+def parse_lengths(text: str) -> Lengths:
+    """``N``, ``uniform:LO:HI`` or ``lognormal:MEDIAN:SIGMA`` (raises ValueError)."""
     parts = text.strip().lower().split(":")
     try:
         if len(parts) == 1:
@@ -60,7 +61,7 @@ def parse_lengths(text: str, flag: str) -> Lengths:
             return Lengths("lognormal", median, sigma)
     except ValueError:
         pass
-    raise UsageError(f"expected N, uniform:LO:HI or lognormal:MEDIAN:SIGMA (tokens, ≥ 1; σ ≤ 4), not {text!r}", flag)
+    raise ValueError(f"expected N, uniform:LO:HI or lognormal:MEDIAN:SIGMA (tokens, ≥ 1; σ ≤ 4), not {text!r}")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,13 @@ class Workload:
     seed: int = 0
     shared_prefix: int = 0  # tokens every prompt starts with (the prefix cache shares them)
     trace: tuple[RequestSpec, ...] | None = None
+
+    @property
+    def span(self) -> float:
+        """Seconds of arrivals: the duration, or a trace's last arrival (the run drains after)."""
+        if self.trace is not None:
+            return max((r.arrival for r in self.trace), default=0.0)
+        return self.duration
 
     def describe(self) -> str:
         if self.trace is not None:
@@ -163,91 +171,3 @@ def _trace_row(path: str, n: int, row: dict[str, object]) -> RequestSpec:
         output=int(_number(path, n, row, "output_tokens", integer=True)),
         cancel_after=None if cancel < 0 else cancel,
     )
-
-
-#: workload keys (deployments file) → the command line's flag
-WORKLOAD_KEYS = {
-    "request_rate": "--request-rate",
-    "max_concurrency": "--max-concurrency",
-    "trace": "--trace",
-    "prompt_len": "--prompt-len",
-    "output_len": "--output-len",
-    "duration": "--duration",
-    "cancel_rate": "--cancel-rate",
-    "shared_prefix": "--shared-prefix",
-    "seed": "--seed",
-}
-
-
-def _bounded(value: object, where: str, low: float, high: float, *, integer: bool = False) -> float:
-    try:
-        x = float(str(value)) if not isinstance(value, bool) else math.nan
-    except ValueError:
-        x = math.nan
-    if not low <= x <= high or (integer and x != int(x)):
-        kind = "a whole number" if integer else "a number"
-        raise UsageError(f"expected {kind} from {low:g} to {high:g}, not {value!r}", where)
-    return x
-
-
-def workload_from(given: dict[str, tuple[object, str]]) -> Workload:
-    """A workload from raw values: key (WORKLOAD_KEYS) → (value, where it was given: a flag or FILE:LINE: KEY)."""
-
-    def num(key: str, low: float, high: float, *, integer: bool = False) -> float | None:
-        if key not in given:
-            return None
-        value, where = given[key]
-        return _bounded(value, where, low, high, integer=integer)
-
-    rate = num("request_rate", 1e-6, 1e6)
-    concurrency = num("max_concurrency", 1, 100_000, integer=True)
-    modes = [k for k in ("request_rate", "max_concurrency", "trace") if k in given]
-    if len(modes) != 1:
-        where = given[modes[1]][1] if len(modes) > 1 else None
-        raise UsageError("give one of --request-rate R, --max-concurrency N or --trace FILE", where)
-    lengths = {k: parse_lengths(str(given[k][0]), given[k][1]) for k in ("prompt_len", "output_len") if k in given}
-    trace = str(given["trace"][0]) if "trace" in given else None
-    duration = num("duration", 1e-3, 86400) or 60.0
-    if rate is not None and rate * duration > MAX_TRACE_REQUESTS:
-        raise UsageError(
-            f"{rate:g} requests/s for {duration:g} s is {rate * duration:,.0f} requests; at most "
-            f"{MAX_TRACE_REQUESTS:,} are simulated (lower the rate or the duration)",
-            given["request_rate"][1],
-        )
-    return Workload(
-        prompt=lengths.get("prompt_len", Lengths("fixed", 1024)),
-        output=lengths.get("output_len", Lengths("fixed", 256)),
-        rate=rate,
-        concurrency=None if concurrency is None else int(concurrency),
-        duration=duration,
-        cancel=num("cancel_rate", 0, 1) or 0.0,
-        seed=int(num("seed", 0, 2**63, integer=True) or 0),
-        shared_prefix=int(num("shared_prefix", 0, 2**31, integer=True) or 0),
-        trace=load_trace(trace) if trace else None,
-    )
-
-
-def workload_file(path: str) -> tuple[dict[str, tuple[object, str]], dict[str, int]]:
-    """A YAML workload file: the workload keys at the top level, or under ``workload:`` (a deployments entry's
-    mapping copied as it is). Returns the raw values (key → (value, key)) and each key's line."""
-    import os
-
-    from kvplan.errors import SpecError
-    from kvplan.sources.files import did_you_mean, load_nodes
-
-    root = load_nodes(read_text(path, "a workload file"), path, "the file is empty; expected request_rate: 10, ...")
-    node = root
-    if isinstance(root.value, dict) and set(root.value) == {"workload"}:
-        node = root.value["workload"]
-    if not isinstance(node.value, dict):
-        raise SpecError(path, node.line, None, "expected a mapping of workload keys (request_rate: 10, ...)")
-    given: dict[str, tuple[object, str]] = {}
-    lines: dict[str, int] = {}
-    for key, child in node.value.items():
-        if key not in WORKLOAD_KEYS:
-            raise SpecError(path, child.line, key, f"unknown workload key{did_you_mean(key, WORKLOAD_KEYS)}")
-        value = child.value
-        if key == "trace" and isinstance(value, str) and not os.path.isabs(value):
-            value = os.path.join(os.path.dirname(os.path.abspath(path)), value)
-        given[key], lines[key] = (value, key), child.line
-    return given, lines

@@ -45,7 +45,14 @@ def load_gguf_model(path: str) -> ModelDescription:
     from kvplan.sources.remote import is_remote, read_remote_model_files
 
     if is_remote(path):
-        files, _transferred = read_remote_model_files(path)
+        from kvplan import progress
+
+        shown = path.split("?", 1)[0].rsplit("/", 1)[-1]  # the file's name: no host, no credentials
+
+        def fetched(n: int) -> None:
+            progress.report(f"fetching {shown}", n, None, "bytes")
+
+        files, _transferred = read_remote_model_files(path, fetched if progress.reporting() else None)
     else:
         files = read_model_files(path)
     meta = files[0]

@@ -324,7 +324,8 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses(
     fits (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 89 of the 126
     on two to four devices."""
     from kvplan.capacity.llamacpp_fit import choose
-    from kvplan.capacity.request import Origin, Raw, build_request
+    from kvplan.capacity.request import Origin, Raw
+    from kvplan.options.build import build_request
 
     case = recorded["case"]
     model = models[(case["model"], case["type"])]

@@ -10,7 +10,6 @@ from helpers import kv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.errors import UsageError
 from kvplan.simulation.roofline import CostModel, Hardware
 from kvplan.simulation.vllm import SchedulerConfig, StepRecord, run_by_iteration
 from kvplan.simulation.workload import Lengths, parse_lengths
@@ -99,12 +98,12 @@ def test_moe_roofline_counts_active_parameters(tmp_path: Path) -> None:
 
 
 def test_lengths_parse_and_refuse() -> None:
-    assert parse_lengths("512", "--prompt-len") == Lengths("fixed", 512)
-    assert parse_lengths("uniform:10:20", "--prompt-len") == Lengths("uniform", 10, 20)
-    assert parse_lengths("lognormal:1000:0.8", "--prompt-len") == Lengths("lognormal", 1000, 0.8)
+    assert parse_lengths("512") == Lengths("fixed", 512)
+    assert parse_lengths("uniform:10:20") == Lengths("uniform", 10, 20)
+    assert parse_lengths("lognormal:1000:0.8") == Lengths("lognormal", 1000, 0.8)
     for bad in ("0", "-5", "uniform:20:10", "lognormal:0:1", "normal:5:1", "1e400", "nan"):
-        with pytest.raises(UsageError, match="--prompt-len"):
-            parse_lengths(bad, "--prompt-len")
+        with pytest.raises(ValueError, match="expected N, uniform:LO:HI or lognormal:MEDIAN:SIGMA"):
+            parse_lengths(bad)
 
 
 def test_cli_json_is_deterministic_and_keeps_the_invariant() -> None:
@@ -196,13 +195,6 @@ def test_cli_budgets_pass_and_fail() -> None:
     assert ok.exit_code == 0 and "Budgets" in ok.stdout
     bad = kv(*args, "--max-ttft-p99", "fast")
     assert bad.exit_code == 2 and "--max-ttft-p99: expected a duration" in bad.stderr
-
-
-def test_the_budget_flags_are_the_budgets() -> None:
-    from kvplan.cli.commands import SIM_BUDGET_FLAGS
-    from kvplan.simulation.budgets import SIM_BUDGETS
-
-    assert SIM_BUDGET_FLAGS == SIM_BUDGETS
 
 
 def test_curve_gains_decode_bytes_and_the_itl_floor() -> None:

@@ -27,6 +27,7 @@ from kvplan.runtimes.engines.paged import (
     RankMemory,
     Spelling,
 )
+from kvplan.runtimes.names import OWN_SETTINGS
 from kvplan.units import GIB, MIB, cdiv
 
 DEFAULT_PAGE_SIZE = 1  # _page_size_default on CUDA
@@ -163,7 +164,7 @@ class SGLang(Engine):
     separate_swa_pool: ClassVar[bool] = True
     block_unit: ClassVar[str] = "page"
     measures_overhead: ClassVar[bool] = False  # activations and graphs live in the (1 − mem_fraction_static) slack
-    own_settings: ClassVar[frozenset[str]] = frozenset({"mem_fraction_static", "enable_prefix_caching"})
+    own_settings: ClassVar[frozenset[str]] = OWN_SETTINGS["sglang"]
     spelling: ClassVar[Spelling] = Spelling(
         "--tp-size", "--pp-size", "--context-length", "--max-running-requests", "--kv-cache-dtype", "--page-size"
     )

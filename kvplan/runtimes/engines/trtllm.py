@@ -19,6 +19,7 @@ from kvplan.runtimes.engines.paged import (
     RankMemory,
     Spelling,
 )
+from kvplan.runtimes.names import OWN_SETTINGS
 from kvplan.units import GIB, cdiv
 
 TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
@@ -33,7 +34,7 @@ class TRTLLM(Engine):
     aliases: ClassVar[tuple[str, ...]] = ("trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm", "tensorrtllm")
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8")
     packs_fp8_mla: ClassVar[bool] = False  # kv_factor 1, one head of kv_lora_rank + rope, no packed layout
-    own_settings: ClassVar[frozenset[str]] = frozenset({"free_gpu_memory_fraction"})
+    own_settings: ClassVar[frozenset[str]] = OWN_SETTINGS["trtllm"]
     spelling: ClassVar[Spelling] = Spelling(
         "--tp_size", "--pp_size", "--max_seq_len", "--max_batch_size", None, "--tokens_per_block"
     )

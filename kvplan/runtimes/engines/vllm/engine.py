@@ -41,7 +41,7 @@ from kvplan.runtimes.engines.paged import (
 )
 from kvplan.runtimes.engines.vllm import backends as bk
 from kvplan.runtimes.engines.vllm.grouping import group_layers
-from kvplan.runtimes.names import SSM_DTYPES
+from kvplan.runtimes.names import OWN_SETTINGS, SSM_DTYPES
 from kvplan.units import GIB, cdiv
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # CacheConfig.gpu_memory_utilization since 0.20 (0.9 before)
@@ -108,16 +108,7 @@ class VLLM(Engine):
     separate_indexer: ClassVar[bool] = True  # DeepseekV32IndexerCache is its own full-attention "layer"
     architectures: ClassVar[frozenset[str] | None] = VLLM_ARCHS
     null_blocks: ClassVar[int] = 1  # BlockPool reserves block 0 as the null block
-    own_settings: ClassVar[frozenset[str]] = frozenset(
-        {
-            "gpu_memory_utilization",
-            "max_num_batched_tokens",
-            "disable_hybrid_kv_cache_manager",
-            "kv_cache_memory_bytes",
-            "enable_prefix_caching",
-            "mamba_ssm_cache_dtype",
-        }
-    )
+    own_settings: ClassVar[frozenset[str]] = OWN_SETTINGS["vllm"]
     spelling: ClassVar[Spelling] = Spelling(
         "--tensor-parallel-size",
         "--pipeline-parallel-size",

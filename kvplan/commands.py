@@ -1,0 +1,159 @@
+"""The commands as library functions: a typed request in (kvplan.options.requests, built by
+kvplan.options.build), the typed report out (kvplan.report.document.Document). Each loads its models once, asks the
+layers below, and builds the report; nothing here parses a flag, prints, writes a file or formats a number.
+Long work reports to ``progress`` (kvplan.progress) when one is given.
+
+The command line (kvplan.cli) and the keyword functions of the library (kvplan.api) both call these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kvplan.capacity.request import Request
+from kvplan.options.requests import (
+    CheckRequest,
+    CommandRequest,
+    CompareRequest,
+    CurveRequest,
+    FitRequest,
+    GpusRequest,
+    ModelsRequest,
+    SimulateRequest,
+)
+from kvplan.progress import Progress, listening, report
+from kvplan.report.document import Document
+from kvplan.units import Units
+
+
+def estimate(req: Request, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """What llama.cpp allocates for the request's KV cache and state, per cache, and why."""
+    from kvplan.capacity.deployment import evaluate_request, load_models, model_of
+    from kvplan.report.estimate import estimate_document
+
+    with listening(progress):
+        req = load_models(req)
+        return estimate_document(evaluate_request(model_of(req), req), units)
+
+
+def fit(req: FitRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """What fits on the request's GPUs: llama.cpp's own fit (``fit_on``), or the flags as given and the solver."""
+    from kvplan.capacity.deployment import evaluate_request, load_models, model_of
+    from kvplan.report.fit import fit_document, fit_on_document
+
+    with listening(progress):
+        r = load_models(req.request)
+        model = model_of(r)
+        if req.fit_on is None:
+            return fit_document(evaluate_request(model, r), units)
+        from kvplan.capacity.llamacpp_fit import choose
+
+        choice, chosen = choose(model, r, req.fit_on.margins_mib, req.fit_on.n_ctx_min)
+        return fit_on_document(choice, evaluate_request(model, chosen), r, units)
+
+
+def compare(req: CompareRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """The model's attention layout next to MHA / GQA / MQA what-ifs and every cache type."""
+    from kvplan.analysis.compare import compare as build
+    from kvplan.capacity.deployment import load_models, model_of
+    from kvplan.capacity.llamacpp_settings import settings_for
+    from kvplan.report.compare import compare_document
+    from kvplan.runtimes.llamacpp import Backend
+
+    with listening(progress):
+        r = load_models(req.request)
+        return compare_document(build(model_of(r), settings_for(r.llamacpp, Backend.CPU), req.contexts))
+
+
+def curve(req: CurveRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """Bytes against context per cache; with GPUs, the decode floor at each point."""
+    from kvplan.analysis.curve import curve as build
+    from kvplan.capacity.deployment import load_models, model_of
+    from kvplan.capacity.llamacpp_settings import settings_for
+    from kvplan.report.curve import curve_document
+    from kvplan.runtimes.llamacpp import Backend
+
+    with listening(progress):
+        r = load_models(req.request)
+        model = model_of(r)
+        result = build(model, settings_for(r.llamacpp, Backend.CPU), req.contexts)
+        if r.hardware is None:
+            return curve_document(result)
+        from kvplan.simulation.setup import decode_floors
+
+        totals = tuple(p.total_bytes for p in result.points)
+        decode, basis = decode_floors(model, r, totals, result.first.context.n_seq, req.bandwidth)
+        return curve_document(result, decode, basis)
+
+
+def simulate(req: SimulateRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """The workload through llama-server's slots or vLLM's scheduler, with the simulation's budgets."""
+    from kvplan.capacity.deployment import load_models, model_of
+    from kvplan.report.simulate import simulate_document
+    from kvplan.simulation.budgets import findings
+    from kvplan.simulation.setup import prepare
+
+    with listening(progress):
+        r = load_models(req.request)
+        prepared = prepare(
+            model_of(r),
+            r,
+            async_scheduling=req.async_scheduling,
+            bandwidth=req.bandwidth,
+            peak_tflops=req.peak_tflops,
+        )
+        span = req.workload.span
+
+        def step(t: float, n: int) -> None:
+            report("simulating", t, span, "s", f"{n:,} requests")
+
+        result = prepared.run(req.workload, step)
+        return simulate_document(prepared, req.workload, result, units, findings(result, req.budgets))
+
+
+def check(req: CheckRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """Every deployment of the file against its budgets."""
+    from kvplan.checks.deployments import load_deployments
+    from kvplan.checks.evaluate import check_exit, evaluate
+    from kvplan.report.check import check_document
+
+    with listening(progress):
+        deployments = load_deployments(req.path)
+        results = []
+        for i, d in enumerate(deployments):
+            report("checking", i, len(deployments), "deployments", d.name)
+            results.append(evaluate(d))
+        return check_document(results, check_exit(results), units)
+
+
+def models(req: ModelsRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """The built-in catalog, of one architecture or family where given."""
+    from kvplan.analysis.catalog import catalog_entries
+    from kvplan.report.catalog import catalog_document
+
+    return catalog_document(catalog_entries(req.arch, req.family))
+
+
+def gpus(req: GpusRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """The GPU presets."""
+    from kvplan.report.gpus import gpus_document
+
+    return gpus_document()
+
+
+RUN: dict[str, Callable[[Any, Units, Progress | None], Document]] = {
+    "estimate": estimate,
+    "fit": fit,
+    "compare": compare,
+    "curve": curve,
+    "check": check,
+    "simulate": simulate,
+    "models": models,
+    "gpus": gpus,
+}
+
+
+def run(command: str, req: CommandRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """The command ``command`` (kvplan.options.commands) on its typed request."""
+    return RUN[command](req, units, progress)

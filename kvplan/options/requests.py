@@ -1,0 +1,77 @@
+"""What each command is asked, typed: the deployment (kvplan.capacity.request.Request) and what the command
+takes besides it. The command line, the library and the deployments file build these with the same code
+(kvplan.options.build); the commands (kvplan.commands) read nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from kvplan.capacity.request import Request
+
+if TYPE_CHECKING:
+    from kvplan.analysis.curve import Contexts
+    from kvplan.simulation.budgets import SimBudgets
+    from kvplan.simulation.workload import Workload
+
+#: llama.cpp's common_params defaults for its fit: -fitt 1024 (MiB kept free per device), -fitc 4096
+FIT_TARGET_MIB = 1024
+FIT_MIN_CTX = 4096
+
+
+@dataclass(frozen=True)
+class FitOn:
+    """llama.cpp's own fit (``--fit on``): MiB each GPU keeps free, and the smallest context it may choose."""
+
+    margins_mib: tuple[int, ...] = (FIT_TARGET_MIB,)
+    n_ctx_min: int = FIT_MIN_CTX
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    request: Request
+    fit_on: FitOn | None = None  # None: --fit off (kvplan plans the flags as given), and every engine
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    request: Request
+    contexts: tuple[int, ...] = ()  # empty: the trained context
+
+
+@dataclass(frozen=True)
+class CurveRequest:
+    request: Request
+    contexts: Contexts
+    bandwidth: float | None = None  # GB/s, overriding the GPU table's (with --gpu)
+
+
+@dataclass(frozen=True)
+class SimulateRequest:
+    request: Request
+    workload: Workload
+    budgets: SimBudgets
+    async_scheduling: bool = True
+    bandwidth: float | None = None  # GB/s
+    peak_tflops: float | None = None
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    path: str  # the deployments file
+
+
+@dataclass(frozen=True)
+class ModelsRequest:
+    arch: str | None = None
+    family: str | None = None
+
+
+@dataclass(frozen=True)
+class GpusRequest:
+    pass
+
+
+CommandRequest = Union[  # noqa: UP007 (a runtime alias; X | Y of classes needs Python 3.10's types.UnionType)
+    Request, FitRequest, CompareRequest, CurveRequest, SimulateRequest, CheckRequest, ModelsRequest, GpusRequest
+]
