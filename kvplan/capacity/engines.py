@@ -44,7 +44,7 @@ class EngineTarget:
 
     @property
     def weight_bytes_per_rank(self) -> int:
-        return self.weight_bytes // (self.settings.tp * self.settings.pp)
+        return self.weight_bytes // (self.settings.tensor_parallel_size * self.settings.pipeline_parallel_size)
 
     def capacity(self, settings: EngineSettings) -> Capacity:
         return capacity(
@@ -73,28 +73,14 @@ class EngineFit:
         return max(1, self.parallel) * self.capacity.request_bytes(max(1, self.ctx))
 
 
-def settings_from(req: Request) -> EngineSettings:
-    e = req.engine
-    return EngineSettings(
-        cache_dtype=e.kv_cache_dtype,
-        tp=e.tensor_parallel_size,
-        pp=e.pipeline_parallel_size,
-        block_size=e.block_size,
-        gpu_memory_utilization=e.gpu_memory_utilization,
-        mem_fraction_static=e.mem_fraction_static,
-        free_gpu_memory_fraction=e.free_gpu_memory_fraction,
-        max_num_batched_tokens=e.max_num_batched_tokens,
-        hybrid_kv_cache=not e.disable_hybrid_kv_cache_manager,
-        kv_cache_memory_bytes=e.kv_cache_memory_bytes,
-        enable_prefix_caching=e.enable_prefix_caching,
-        mamba_ssm_cache_dtype=e.mamba_ssm_cache_dtype,
-    )
-
-
 def _parallel(s: EngineSettings) -> str:
-    if s.tp * s.pp == 1:
+    if s.tensor_parallel_size * s.pipeline_parallel_size == 1:
         return ""
-    return f" (tp {s.tp}" + (f" × pp {s.pp}" if s.pp > 1 else "") + ")"
+    return (
+        f" (tp {s.tensor_parallel_size}"
+        + (f" × pp {s.pipeline_parallel_size}" if s.pipeline_parallel_size > 1 else "")
+        + ")"
+    )
 
 
 class EngineSolver:
@@ -121,7 +107,9 @@ class EngineRuntime:
     def target(self, model: ModelDescription, req: Request) -> EngineTarget:
         assert req.hardware is not None  # build_request(need_hardware=True)
         hw = req.hardware
-        s = settings_from(req)
+        # the flags as given; the context and the sequences are the question the solver answers, not settings the
+        # engine sizes itself by (vLLM's and TensorRT-LLM's defaults for the GPU, SGLang's graphs)
+        s = replace(req.engine, max_model_len=None, max_num_seqs=None)
         if hw.model is not None:
             s = replace(s, gpu_family=hw.family, capability=hw.model.capability, gpu_name=hw.model.name)
         s = self.engine.resolve(s, hw.memory_bytes[0], hw.label)
@@ -133,8 +121,8 @@ class EngineRuntime:
             total, basis = estimate_bytes(model.n_params, req.weights or DEFAULT_ENGINE_WEIGHTS)
         else:
             raise BadInputError(f"{model.source}: no parameter count; pass --params N or --weight-bytes SIZE")
-        if s.tp * s.pp > 1:
-            basis += f", split evenly over {s.tp * s.pp} GPUs"
+        if s.tensor_parallel_size * s.pipeline_parallel_size > 1:
+            basis += f", split evenly over {s.tensor_parallel_size * s.pipeline_parallel_size} GPUs"
         overhead = DEFAULT_ENGINE_OVERHEAD_BYTES if req.overhead is None else req.overhead
         layout(model, self.engine, s)  # refuse unsupported layouts before any search
         return EngineTarget(
@@ -171,7 +159,9 @@ class EngineRuntime:
         if req.cache_types_auto:
             mode = Mode.CACHE_TYPES
             for dtype in self.engine.dtype_ladder:
-                found = self._attempt(t, replace(t.settings, cache_dtype=dtype), ctx or model.engine_ctx, parallel or 1)
+                found = self._attempt(
+                    t, replace(t.settings, kv_cache_dtype=dtype), ctx or model.engine_ctx, parallel or 1
+                )
                 if found.fits:
                     break
         else:
@@ -186,7 +176,7 @@ class EngineRuntime:
         overhead = t.overhead_bytes if engine.measures_overhead and not budget_given else 0
         devices = []
         for rank in range(t.n_gpus):
-            stage = rank // f.settings.tp
+            stage = rank // f.settings.tensor_parallel_size
             devices.append(
                 DeviceUsage(
                     f"GPU{rank}",
@@ -200,7 +190,7 @@ class EngineRuntime:
             )
         reserved = f.reserved_bytes
         pool = cap.pool_bytes
-        dtype = f.settings.cache_dtype
+        dtype = f.settings.kv_cache_dtype
         shortfall = None if f.fits else self._shortfall(f, overhead)
         run_ctx = f.ctx or cap.max_model_len
         return FitResult(
@@ -263,7 +253,7 @@ class EngineRuntime:
         for dtype in self.engine.dtype_ladder:
             if CACHE_DTYPE_BYTES[dtype] >= f.settings.dtype_bytes:
                 continue  # only a smaller KV dtype can help
-            trial = self._attempt(t, replace(f.settings, cache_dtype=dtype), want_ctx, want_n)
+            trial = self._attempt(t, replace(f.settings, kv_cache_dtype=dtype), want_ctx, want_n)
             if trial.fits:
                 alternatives.append(Alternative("cache-types", ("--kv-cache-dtype", dtype), want_ctx, want_n))
                 break

@@ -12,6 +12,7 @@ from kvplan.capacity.hardware import Hardware
 from kvplan.errors import KvplanError, SpecError, UsageError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import LLAMACPP, is_engine
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
 
 # --- where a value came from -----------------------------------------------------------------------------
@@ -70,26 +71,6 @@ class LlamaCppOptions:
 
 
 @dataclass(frozen=True)
-class EngineOptions:
-    """Serving-engine flags as given (``None``: the engine's default, or the solver's question)."""
-
-    max_model_len: int | None = None
-    max_num_seqs: int | None = None
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    kv_cache_dtype: str = "auto"
-    block_size: int | None = None
-    gpu_memory_utilization: float | None = None
-    mem_fraction_static: float | None = None
-    free_gpu_memory_fraction: float | None = None
-    max_num_batched_tokens: int | None = None
-    disable_hybrid_kv_cache_manager: bool = False
-    kv_cache_memory_bytes: int | None = None
-    enable_prefix_caching: bool | None = None
-    mamba_ssm_cache_dtype: str | None = None
-
-
-@dataclass(frozen=True)
 class Budgets:
     max_kv: int | None = None
     max_total: int | None = None
@@ -109,7 +90,7 @@ class Request:
     model: str
     runtime: str = LLAMACPP
     llamacpp: LlamaCppOptions = field(default_factory=LlamaCppOptions)
-    engine: EngineOptions = field(default_factory=EngineOptions)
+    engine: EngineSettings = field(default_factory=EngineSettings)  # the serving engines' flags as given
     hardware: Hardware | None = None
     weights: str | None = None
     weight_bytes: int | None = None

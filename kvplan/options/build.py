@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
-from kvplan.capacity.request import Budgets, EngineOptions, LlamaCppOptions, Origin, Raw, Request
+from kvplan.capacity.request import Budgets, LlamaCppOptions, Origin, Raw, Request
 from kvplan.errors import SpecError, UsageError
 from kvplan.options.commands import COMMANDS, WORKLOAD
 from kvplan.options.requests import (
@@ -32,6 +32,7 @@ from kvplan.options.requests import (
 )
 from kvplan.options.settings import ENGINE_EQUIVALENT, LLAMACPP_EQUIVALENT, SETTINGS, SETTINGS_BY_DEST, SIM_BUDGETS
 from kvplan.runtimes import LLAMACPP, is_engine
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.names import ENGINE_NAMES, OWN_SETTINGS
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def build_request(
     for dest in ("min_parallel", "headroom"):
         if dest in raw and hardware is None:
             raise raw[dest].origin.error("needs the hardware (gpu or memory)")
-    eng = EngineOptions(**{k: values[k] for k in EngineOptions.__dataclass_fields__ if k in values})
+    eng = EngineSettings(**{k: values[k] for k in EngineSettings.__dataclass_fields__ if k in values})
     if is_engine(runtime) and hardware is not None:
         ranks = eng.tensor_parallel_size * eng.pipeline_parallel_size
         if hardware.count != ranks:

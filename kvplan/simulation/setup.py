@@ -125,7 +125,7 @@ def prepare(
         groups=several,
         state_checkpoint=checkpoint,
     )
-    ranks = s.tp * s.pp
+    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
     act, attention, notes = token_costs(model)
     lay = cap.layout
     busiest = [lay.specs[ref] for ref in lay.stages[lay.busiest_stage]]

@@ -1,12 +1,12 @@
 """The paged serving engines: shared types (paged.py), per-layer layout (layout.py), one module per engine."""
 
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.engines.layout import capacity, layout
 from kvplan.runtimes.engines.paged import (
     CacheSpec,
     Capacity,
     Engine,
     EngineLayout,
-    EngineSettings,
     KVGroup,
     LayerRef,
     pipeline_stages,

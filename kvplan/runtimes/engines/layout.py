@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from kvplan.errors import RefusedConfigError
 from kvplan.model import Layer, MemoryKind, ModelDescription, SwaType
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.engines.paged import (
     DSA_INDEXER_BYTES,
     FP8_DS_MLA_BYTES,
@@ -24,7 +25,6 @@ from kvplan.runtimes.engines.paged import (
     ChunkedLocalSpec,
     Engine,
     EngineLayout,
-    EngineSettings,
     FullSpec,
     IndexerSpec,
     LayerRef,
@@ -66,19 +66,21 @@ def _attention_layers(model: ModelDescription, engine: Engine, hybrid: bool = Fa
 
 def _checked_trunk(model: ModelDescription, engine: Engine, s: EngineSettings, hybrid: bool = False) -> list[Layer]:
     """The layers with a KV cache, after the refusals the engines make for the model and the parallel layout."""
-    if s.tp < 1 or s.pp < 1:
+    if s.tensor_parallel_size < 1 or s.pipeline_parallel_size < 1:
         raise RefusedConfigError("--tensor-parallel-size and --pipeline-parallel-size must be at least 1")
     trunk = _attention_layers(model, engine, hybrid)
     if not trunk and not hybrid:
         raise RefusedConfigError(f"{engine.name}: {model.arch} has no attention layers with a KV cache")
-    if s.pp > model.n_layer:
-        raise RefusedConfigError(f"{engine.name}: --pipeline-parallel-size {s.pp} exceeds the {model.n_layer} layers")
+    if s.pipeline_parallel_size > model.n_layer:
+        raise RefusedConfigError(
+            f"{engine.name}: --pipeline-parallel-size {s.pipeline_parallel_size} exceeds the {model.n_layer} layers"
+        )
     if not trunk:  # a pure state model (Falcon-Mamba): its states are all it keeps
         return trunk
-    if trunk[0].n_head % s.tp:
+    if trunk[0].n_head % s.tensor_parallel_size:
         raise RefusedConfigError(
             f"{engine.name}: total number of attention heads ({trunk[0].n_head}) must be divisible by "
-            f"tensor parallel size ({s.tp})"
+            f"tensor parallel size ({s.tensor_parallel_size})"
         )
     engine.refuse(model, s, trunk[0].n_head_kv)
     return trunk
@@ -103,7 +105,7 @@ def _attention_specs(model: ModelDescription, engine: Engine, s: EngineSettings,
     windows = model.swa_type != SwaType.NONE and engine.windowed(model, s)
     specs: dict[LayerRef, CacheSpec] = {}
     for la in trunk:
-        token_bytes = engine.heads_per_rank(la.n_head_kv, s.tp) * (la.head_k + la.head_v) * elem
+        token_bytes = engine.heads_per_rank(la.n_head_kv, s.tensor_parallel_size) * (la.head_k + la.head_v) * elem
         spec: CacheSpec = FullSpec(token_bytes, block)
         if la.swa and windows:
             kind = ChunkedLocalSpec if model.swa_type == SwaType.CHUNKED else SlidingWindowSpec
@@ -112,7 +114,7 @@ def _attention_specs(model: ModelDescription, engine: Engine, s: EngineSettings,
     if model.swa_type != SwaType.NONE and not windows:
         notes.append(engine.full_window_note(model))
     shapes = sorted({(la.head_k, la.head_v) for la in trunk})
-    heads = engine.heads_per_rank(trunk[0].n_head_kv, s.tp)
+    heads = engine.heads_per_rank(trunk[0].n_head_kv, s.tensor_parallel_size)
     return specs, f"{heads} KV heads × {' / '.join(f'({k} + {v})' for k, v in shapes)} × {elem} B"
 
 
@@ -133,14 +135,19 @@ def layout(model: ModelDescription, engine: Engine, s: EngineSettings) -> Engine
     heads: int | None
     if model.mla:
         specs, basis = _mla_specs(model, engine, s, trunk, block)
-        heads, replicated = None, s.tp > 1
+        heads, replicated = None, s.tensor_parallel_size > 1
     else:
         specs, basis = _attention_specs(model, engine, s, trunk, block, notes)
-        heads, replicated = engine.heads_per_rank(trunk[0].n_head_kv, s.tp), s.tp > trunk[0].n_head_kv
+        heads, replicated = (
+            engine.heads_per_rank(trunk[0].n_head_kv, s.tensor_parallel_size),
+            s.tensor_parallel_size > trunk[0].n_head_kv,
+        )
     indexer = model.memory == MemoryKind.DSA and engine.separate_indexer  # vLLM: its own layer, same group
     if indexer:
         specs.update({LayerRef(la.index, "indexer"): IndexerSpec(DSA_INDEXER_BYTES, block) for la in trunk})
-    parts = pipeline_stages(model.n_layer, s.pp)  # num_hidden_layers, layers without a cache included
+    parts = pipeline_stages(
+        model.n_layer, s.pipeline_parallel_size
+    )  # num_hidden_layers, layers without a cache included
     stages, ranges, start = [], [], 0
     for n in parts:
         own = [LayerRef(i) for i in range(start, start + n) if LayerRef(i) in specs]
@@ -169,10 +176,13 @@ def hybrid_attention_layout(model: ModelDescription, engine: Engine, s: EngineSe
         specs, basis, heads, replicated = {}, "no attention layers", None, False
     elif model.mla:
         specs, basis = _mla_specs(model, engine, s, trunk, block)
-        heads, replicated = None, s.tp > 1
+        heads, replicated = None, s.tensor_parallel_size > 1
     else:
         specs, basis = _attention_specs(model, engine, s, trunk, block, notes)
-        heads, replicated = engine.heads_per_rank(trunk[0].n_head_kv, s.tp), s.tp > trunk[0].n_head_kv
+        heads, replicated = (
+            engine.heads_per_rank(trunk[0].n_head_kv, s.tensor_parallel_size),
+            s.tensor_parallel_size > trunk[0].n_head_kv,
+        )
     for la in model.layers:
         if la.recurrent and not la.nextn:
             specs[LayerRef(la.index, "state")] = StateSpec(
@@ -180,7 +190,7 @@ def hybrid_attention_layout(model: ModelDescription, engine: Engine, s: EngineSe
             )
     shapes = " + ".join("×".join(map(str, sh)) + f" {d}" for sh, d in zip(state.shapes, state.dtypes, strict=True))
     notes.append(f"{state.label} state per layer per request: {shapes} = {state.bytes:,} B")
-    parts = pipeline_stages(model.n_layer, s.pp)
+    parts = pipeline_stages(model.n_layer, s.pipeline_parallel_size)
     stages, ranges, start = [], [], 0
     for n in parts:
         stages.append(tuple(ref for ref in specs if start <= ref.layer < start + n))

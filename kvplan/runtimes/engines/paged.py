@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, NamedTuple
 
-from kvplan.errors import UsageError
 from kvplan.model import ModelDescription
-from kvplan.runtimes.names import CACHE_DTYPE_BYTES
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.units import cdiv
 
 #: bytes per K/V element by engine cache dtype ("auto" = the checkpoint dtype, bf16 here)
@@ -24,39 +23,6 @@ DSA_INDEX_HEAD_DIM = 128
 DSA_INDEXER_BYTES = DSA_INDEX_HEAD_DIM + DSA_INDEX_HEAD_DIM // 128 * 4
 #: vLLM / SGLang's packed fp8 MLA latent ("fp8_ds_mla"): 512 fp8 + 4 fp32 scales + 64 bf16 rope = 656 B
 FP8_DS_MLA_BYTES = 512 + 4 * 4 + 64 * 2
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """A serving engine's KV-relevant arguments, spelled as vLLM spells them. ``None``: the engine's default,
-    which :meth:`Engine.resolve` fills in for a GPU (each default is named in its engine's module)."""
-
-    cache_dtype: str = "auto"  # --kv-cache-dtype
-    tp: int = 1  # --tensor-parallel-size
-    pp: int = 1  # --pipeline-parallel-size
-    block_size: int | None = None  # vLLM --block-size / SGLang --page-size / TensorRT-LLM tokens_per_block
-    max_model_len: int | None = None  # None: the model's trained context
-    gpu_memory_utilization: float | None = None  # vLLM
-    mem_fraction_static: float | None = None  # SGLang (None: its heuristic)
-    free_gpu_memory_fraction: float | None = None  # TensorRT-LLM
-    max_num_batched_tokens: int | None = None  # vLLM: None = `vllm serve`'s default for the GPU
-    hybrid_kv_cache: bool = True  # vLLM: False = --disable-hybrid-kv-cache-manager
-    gpu_family: str = "hopper"  # the GPU generation kernels are picked by: hopper / blackwell / other
-    capability: tuple[int, int] | None = None  # CUDA compute capability (vLLM picks its kernels by it)
-    gpu_name: str = ""  # the GPU preset (vLLM keeps A100s on the small batch defaults)
-    kv_cache_memory_bytes: int | None = None  # vLLM: the KV budget per GPU, bypassing the utilization
-    max_num_seqs: int | None = None  # vLLM --max-num-seqs (None: its default for the GPU)
-    enable_prefix_caching: bool | None = None  # vLLM (None: on, its default)
-    mamba_ssm_cache_dtype: str | None = None  # vLLM (None: auto, or the checkpoint's own for Nemotron-H)
-
-    @property
-    def dtype_bytes(self) -> int:
-        dtype = self.cache_dtype.lower()
-        if dtype not in CACHE_DTYPE_BYTES:
-            raise UsageError(
-                f"expected one of {', '.join(CACHE_DTYPE_BYTES)}, not {self.cache_dtype!r}", "--kv-cache-dtype"
-            )
-        return CACHE_DTYPE_BYTES[dtype]
 
 
 # --- per-layer cache specs (vLLM's KVCacheSpec family) ------------------------------------------------
@@ -213,8 +179,8 @@ class RankMemory:
 #: how an engine spells the arguments every engine has (its run line)
 @dataclass(frozen=True)
 class Spelling:
-    tp: str
-    pp: str
+    tensor_parallel_size: str
+    pipeline_parallel_size: str
     max_model_len: str
     max_num_seqs: str
     kv_cache_dtype: str | None  # None: not a command-line argument of the engine
@@ -304,9 +270,16 @@ class Engine:
     def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
         """The engine's own arguments that reproduce the plan (every one the answer depends on)."""
         s, say = lay.settings, self.spelling
-        args = [say.tp, str(s.tp), say.pp, str(s.pp), say.max_model_len, str(max_model_len)]
+        args = [
+            say.tensor_parallel_size,
+            str(s.tensor_parallel_size),
+            say.pipeline_parallel_size,
+            str(s.pipeline_parallel_size),
+            say.max_model_len,
+            str(max_model_len),
+        ]
         if say.kv_cache_dtype:
-            args += [say.kv_cache_dtype, s.cache_dtype]
+            args += [say.kv_cache_dtype, s.kv_cache_dtype]
         if max_num_seqs is not None:
             args += [say.max_num_seqs, str(max_num_seqs)]
         if s.block_size:

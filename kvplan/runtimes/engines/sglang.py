@@ -16,6 +16,7 @@ from typing import ClassVar
 from kvplan.errors import RefusedConfigError
 from kvplan.facts.engine_archs import SGLANG_ARCHS
 from kvplan.model import MemoryKind, ModelDescription
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.paged import (
     DSA_INDEXER_BYTES,
@@ -23,7 +24,6 @@ from kvplan.runtimes.engines.paged import (
     Capacity,
     Engine,
     EngineLayout,
-    EngineSettings,
     RankMemory,
     Spelling,
 )
@@ -61,7 +61,13 @@ def prefill_graphs(model: ModelDescription, pp: int) -> bool:
 def model_mem_fraction(model: ModelDescription, s: EngineSettings, gpu_bytes: int) -> float:
     """mem_fraction_static as given, else SGLang's heuristic for this model, GPU and layout."""
     return s.mem_fraction_static or mem_fraction_static(
-        gpu_bytes, s.tp, s.pp, model.mla, s.max_num_seqs, multimodal(model), prefill_graphs(model, s.pp)
+        gpu_bytes,
+        s.tensor_parallel_size,
+        s.pipeline_parallel_size,
+        model.mla,
+        s.max_num_seqs,
+        multimodal(model),
+        prefill_graphs(model, s.pipeline_parallel_size),
     )
 
 
@@ -174,9 +180,10 @@ class SGLang(Engine):
 
     def refuse(self, model: ModelDescription, s: EngineSettings, n_kv: int) -> None:
         """The attention modules split KV heads over TP only when one divides the other."""
-        if not model.mla and (n_kv % s.tp if n_kv >= s.tp else s.tp % n_kv):
+        tp = s.tensor_parallel_size
+        if not model.mla and (n_kv % tp if n_kv >= tp else tp % n_kv):
             raise RefusedConfigError(
-                f"sglang: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} (one must divide the other)"
+                f"sglang: {n_kv} KV heads cannot be split over tensor parallel size {tp} (one must divide the other)"
             )
 
     def block_size(self, model: ModelDescription, s: EngineSettings) -> tuple[int, str | None]:
@@ -209,10 +216,10 @@ class SGLang(Engine):
                 f"sglang: User-specified context_length ({s.max_model_len}) is greater than the derived context_length "
                 f"({derived})"
             )
-        if model.memory == MemoryKind.DSA and _blackwell(s) and s.cache_dtype == "auto":
+        if model.memory == MemoryKind.DSA and _blackwell(s) and s.kv_cache_dtype == "auto":
             from kvplan.runtimes.engines.layout import layout
 
-            return layout(model, self, replace(s, cache_dtype="fp8_e4m3"))
+            return layout(model, self, replace(s, kv_cache_dtype="fp8_e4m3"))
         return self._hybrid_layout(model, s)
 
     def windowed(self, model: ModelDescription, s: EngineSettings) -> bool:
@@ -238,7 +245,7 @@ class SGLang(Engine):
             )
         from kvplan.runtimes.engines.layout import hybrid_attention_layout
 
-        state = st.state(model, s.tp, "bfloat16", self.ssm_dtype(model), self.name)
+        state = st.state(model, s.tensor_parallel_size, "bfloat16", self.ssm_dtype(model), self.name)
         return hybrid_attention_layout(model, self, s, state)
 
     @staticmethod

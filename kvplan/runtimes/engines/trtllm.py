@@ -10,12 +10,12 @@ from typing import ClassVar
 
 from kvplan.errors import RefusedConfigError
 from kvplan.model import ModelDescription, SwaType
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.engines.paged import (
     DSA_INDEXER_BYTES,
     Capacity,
     Engine,
     EngineLayout,
-    EngineSettings,
     RankMemory,
     Spelling,
 )
@@ -78,11 +78,11 @@ class TRTLLM(Engine):
         return ("--kv_cache_free_gpu_memory_fraction", f"{fraction:g}")
 
     def run_notes(self, lay: EngineLayout) -> tuple[str, ...]:
-        if lay.settings.cache_dtype == "auto":
+        if lay.settings.kv_cache_dtype == "auto":
             return ()
         return (
             f"TensorRT-LLM takes the KV dtype from --extra_llm_api_options: "
-            f"kv_cache_config: {{dtype: {lay.settings.cache_dtype}}}",
+            f"kv_cache_config: {{dtype: {lay.settings.kv_cache_dtype}}}",
         )
 
 

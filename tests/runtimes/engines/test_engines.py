@@ -10,7 +10,7 @@ from helpers import FIXTURES, kv
 
 from kvplan.capacity.engines import EngineRuntime
 from kvplan.capacity.hardware import parse_gpus, parse_memory
-from kvplan.capacity.request import EngineOptions, Request
+from kvplan.capacity.request import Request
 from kvplan.capacity.results import FitResult
 from kvplan.errors import RefusedConfigError
 from kvplan.runtimes.engines import ENGINES, EngineLayout, EngineSettings
@@ -49,7 +49,7 @@ def fit(
     req = Request(
         "m",
         engine,
-        engine=EngineOptions(max_model_len=ctx, max_num_seqs=seqs, tensor_parallel_size=tp, **options),
+        engine=EngineSettings(max_model_len=ctx, max_num_seqs=seqs, tensor_parallel_size=tp, **options),
         hardware=hw,
         weight_bytes=weight_bytes,
         cache_types_auto=auto,
@@ -66,13 +66,18 @@ def test_llama3_8b_unit_sizes_and_tp_split() -> None:
     m = load_model("llama-3.1-8b")
     for engine in ("vllm", "sglang", "trtllm"):
         assert layout(m, engine=engine).bytes_per_token == 131072
-    assert layout(m, EngineSettings(cache_dtype="fp8")).bytes_per_token == 65536
+    assert layout(m, EngineSettings(kv_cache_dtype="fp8")).bytes_per_token == 65536
     v = layout(m)
     assert v.block_tokens == 16 and v.block_bytes == 2 * 1024 * 1024
     assert layout(m, engine="trtllm").block_bytes == 4 * 1024 * 1024
     # 8 KV heads: tp 2/4/8 split them, tp 16 replicates (1 head per rank)
-    assert [layout(m, EngineSettings(tp=tp)).bytes_per_token for tp in (2, 4, 8, 16)] == [65536, 32768, 16384, 16384]
-    assert layout(m, EngineSettings(tp=16)).replicated
+    assert [layout(m, EngineSettings(tensor_parallel_size=tp)).bytes_per_token for tp in (2, 4, 8, 16)] == [
+        65536,
+        32768,
+        16384,
+        16384,
+    ]
+    assert layout(m, EngineSettings(tensor_parallel_size=16)).replicated
 
 
 def test_llama3_8b_capacity_per_engine() -> None:
@@ -105,7 +110,7 @@ def test_llama3_8b_capacity_per_engine() -> None:
 def test_deepseek_mla_in_a_40gib_budget(
     name: str, engine: str, dtype: str, per_token: int, tokens_in_40gib: int
 ) -> None:
-    lay = layout(load_model(name), EngineSettings(cache_dtype=dtype, tp=8), engine=engine)
+    lay = layout(load_model(name), EngineSettings(kv_cache_dtype=dtype, tensor_parallel_size=8), engine=engine)
     assert lay.bytes_per_token == per_token and lay.kv_heads_per_rank is None and lay.replicated
     budget = 40 * GIB
     tokens = budget // lay.block_bytes * lay.block_tokens
@@ -126,12 +131,12 @@ def test_unsupported_layouts_are_refused() -> None:
 def test_impossible_parallel_layouts_are_refused() -> None:
     m = load_model("llama-3.1-8b")  # 32 heads, 8 KV heads, 32 layers
     with pytest.raises(RefusedConfigError, match=r"heads \(32\) must be divisible by tensor parallel size \(3\)"):
-        layout(m, EngineSettings(tp=3))
+        layout(m, EngineSettings(tensor_parallel_size=3))
     with pytest.raises(RefusedConfigError, match="exceeds the 32 layers"):
-        layout(m, EngineSettings(pp=33))
-    layout(m, EngineSettings(tp=32))  # 8 KV heads replicated 4 times: allowed
+        layout(m, EngineSettings(pipeline_parallel_size=33))
+    layout(m, EngineSettings(tensor_parallel_size=32))  # 8 KV heads replicated 4 times: allowed
     q = load_model("qwen3-32b")  # 64 heads, 8 KV heads: tp 16 replicates each KV head twice
-    assert layout(q, EngineSettings(tp=16)).kv_heads_per_rank == 1
+    assert layout(q, EngineSettings(tensor_parallel_size=16)).kv_heads_per_rank == 1
 
 
 def test_vllm_pipeline_stages_follow_get_pp_indices() -> None:
@@ -139,17 +144,17 @@ def test_vllm_pipeline_stages_follow_get_pp_indices() -> None:
     assert vllm_stages(22, 4) == [5, 6, 6, 5]
     assert vllm_stages(5, 3) == [2, 2, 1]
     assert vllm_stages(61, 4) == [15, 15, 16, 15]
-    lay = layout(load_model("deepseek-v3"), EngineSettings(pp=4))
+    lay = layout(load_model("deepseek-v3"), EngineSettings(pipeline_parallel_size=4))
     assert [len(st) for st in lay.stages] == [15, 15, 16, 15]
     # V3.2: each MLA layer brings its indexer 'layer' onto the same stage
-    lay = layout(load_model("deepseek-v3.2-exp"), EngineSettings(pp=2))
+    lay = layout(load_model("deepseek-v3.2-exp"), EngineSettings(pipeline_parallel_size=2))
     assert [len(st) for st in lay.stages] == [62, 60]
     assert lay.block_bytes == 64 * (576 * 2 + 132) * 31
     # Gemma 3n: 35 layers split 9/9/9/8; the last stage's layers all reuse earlier KV and hold no blocks
     m = load_model("gemma-3n-e4b")
-    lay = layout(m, EngineSettings(pp=4))
+    lay = layout(m, EngineSettings(pipeline_parallel_size=4))
     assert lay.stage_ranges == ((0, 8), (9, 17), (18, 26), (27, 34)) and lay.stages[3] == ()
-    cap = capacity(m, EngineSettings(pp=4, max_model_len=32768), 24 * GIB, 4 * GIB, X)
+    cap = capacity(m, EngineSettings(pipeline_parallel_size=4, max_model_len=32768), 24 * GIB, 4 * GIB, X)
     assert cap.kv_bytes(3) == 0 and cap.blocks == min(cap.stage_blocks) and len(cap.stage_blocks) == 3
 
 
@@ -186,7 +191,7 @@ def test_vllm_hybrid_groups_gpt_oss_by_hand() -> None:
     assert cap.concurrency == cap.blocks / 9225 and cap.tokens == int(cap.blocks / 9225 * 131072)
     # short requests: the window never holds more than the request
     assert lay.request_blocks(1000) == 63 + 64
-    off = layout(m, dataclasses.replace(s, hybrid_kv_cache=False))
+    off = layout(m, dataclasses.replace(s, disable_hybrid_kv_cache_manager=True))
     assert len(off.groups) == 1 and off.block_bytes == 24 * page and off.request_blocks(131072) == 8192
 
 
@@ -226,7 +231,7 @@ def test_vllm_mla_block_size_follows_the_backend() -> None:
     m = load_model("deepseek-v3")
 
     def block(cap: tuple[int, int], dtype: str = "auto") -> tuple[int, tuple[str, ...]]:
-        lay = layout(m, EngineSettings(capability=cap, cache_dtype=dtype))
+        lay = layout(m, EngineSettings(capability=cap, kv_cache_dtype=dtype))
         return lay.block_tokens, lay.backends
 
     assert block((9, 0)) == (16, ("FLASH_ATTN_MLA",)) and block((9, 0), "fp8") == (64, ("FLASHMLA",))

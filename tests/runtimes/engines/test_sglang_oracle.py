@@ -47,8 +47,8 @@ def settings(case: dict[str, Any]) -> EngineSettings:
     g = gpu_table()[case["gpu"]["preset"].replace("-", "").upper()]
     assert g.memory_bytes == case["gpu"]["mem"]
     return EngineSettings(
-        cache_dtype=case.get("kv_cache_dtype") or "auto",
-        tp=case.get("tp_size", 1),
+        kv_cache_dtype=case.get("kv_cache_dtype") or "auto",
+        tensor_parallel_size=case.get("tp_size", 1),
         block_size=case.get("page_size"),
         max_model_len=case.get("context_length"),
         mem_fraction_static=case.get("mem_fraction_static"),

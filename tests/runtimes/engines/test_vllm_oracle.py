@@ -52,13 +52,13 @@ def settings(case: dict[str, Any]) -> EngineSettings:
     g = gpu_table()[case["gpu"]["preset"].replace("-", "").upper()]
     assert g.memory_bytes == case["gpu"]["mem"] and list(g.capability or ()) == case["gpu"]["cap"]
     s = EngineSettings(
-        cache_dtype=case.get("kv_cache_dtype") or "auto",
-        tp=case.get("tensor_parallel_size", 1),
-        pp=case.get("pipeline_parallel_size", 1),
+        kv_cache_dtype=case.get("kv_cache_dtype") or "auto",
+        tensor_parallel_size=case.get("tensor_parallel_size", 1),
+        pipeline_parallel_size=case.get("pipeline_parallel_size", 1),
         block_size=case.get("block_size"),
         max_model_len=case.get("max_model_len"),
         max_num_batched_tokens=case.get("max_num_batched_tokens"),
-        hybrid_kv_cache=not case.get("disable_hybrid_kv_cache_manager", False),
+        disable_hybrid_kv_cache_manager=case.get("disable_hybrid_kv_cache_manager", False),
         capability=g.capability,
         gpu_name=g.name,
         kv_cache_memory_bytes=case["kv_cache_memory_bytes"],

@@ -19,6 +19,7 @@ from typing import ClassVar
 from kvplan.errors import RefusedConfigError
 from kvplan.facts.engine_archs import VLLM_ARCHS
 from kvplan.model import Layer, MemoryKind, ModelDescription, SwaType
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.engines import state as st
 from kvplan.runtimes.engines.paged import (
     DSA_INDEXER_BYTES,
@@ -28,7 +29,6 @@ from kvplan.runtimes.engines.paged import (
     ChunkedLocalSpec,
     Engine,
     EngineLayout,
-    EngineSettings,
     FullSpec,
     IndexerSpec,
     LayerRef,
@@ -134,7 +134,7 @@ class VLLM(Engine):
     # --- checks ------------------------------------------------------------------------------------------
 
     def _check(self, model: ModelDescription, s: EngineSettings, attn: list[Layer], states: list[Layer]) -> None:
-        if s.tp < 1 or s.pp < 1:
+        if s.tensor_parallel_size < 1 or s.pipeline_parallel_size < 1:
             raise RefusedConfigError("--tensor-parallel-size and --pipeline-parallel-size must be at least 1")
         if model.arch in UNSUPPORTED:
             raise RefusedConfigError(f"vllm: {model.arch}: {UNSUPPORTED[model.arch]}")
@@ -146,8 +146,10 @@ class VLLM(Engine):
             raise RefusedConfigError(f"vllm: {model.arch} uses a symmetric (non-causal) window; not a serving layout")
         if not attn and not states:
             raise RefusedConfigError(f"vllm: {model.arch} has no layers with a KV cache or a state")
-        if s.pp > model.n_layer:
-            raise RefusedConfigError(f"vllm: --pipeline-parallel-size {s.pp} exceeds the {model.n_layer} layers")
+        if s.pipeline_parallel_size > model.n_layer:
+            raise RefusedConfigError(
+                f"vllm: --pipeline-parallel-size {s.pipeline_parallel_size} exceeds the {model.n_layer} layers"
+            )
         if s.max_model_len and (model.ctx_declared or model.config_ctx) and s.max_model_len > model.engine_ctx:
             raise RefusedConfigError(  # ModelConfig validation (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
                 f"vllm: User-specified max_model_len ({s.max_model_len}) is greater than the derived max_model_len "
@@ -167,15 +169,16 @@ class VLLM(Engine):
     @staticmethod
     def _check_heads(model: ModelDescription, s: EngineSettings, la: Layer) -> None:
         """The attention modules' TP checks: query heads divide by tp; KV heads and tp divide one another."""
-        if la.n_head % s.tp:
+        if la.n_head % s.tensor_parallel_size:
             raise RefusedConfigError(
                 f"vllm: Total number of attention heads ({la.n_head}) must be divisible by tensor parallel size "
-                f"({s.tp})"
+                f"({s.tensor_parallel_size})"
             )
         n_kv = la.n_head_kv
-        if not model.mla and (n_kv % s.tp if n_kv >= s.tp else s.tp % n_kv):
+        tp = s.tensor_parallel_size
+        if not model.mla and (n_kv % tp if n_kv >= tp else tp % n_kv):
             raise RefusedConfigError(
-                f"vllm: {n_kv} KV heads cannot be split over tensor parallel size {s.tp} (one must divide the other)"
+                f"vllm: {n_kv} KV heads cannot be split over tensor parallel size {tp} (one must divide the other)"
             )
 
     # --- backends and block size ---------------------------------------------------------------------------
@@ -185,7 +188,7 @@ class VLLM(Engine):
             return []
         quantized = s.dtype_bytes == 1
         if model.memory == MemoryKind.DSA:
-            heads = max(1, attn[0].n_head // s.tp)
+            heads = max(1, attn[0].n_head // s.tensor_parallel_size)
             return [bk.sparse_mla_backend(s.capability, quantized, heads), bk.INDEXER]
         if model.mla:
             return [bk.mla_backend(s.capability, quantized)]
@@ -196,7 +199,7 @@ class VLLM(Engine):
         elem = s.dtype_bytes
         if model.mla:  # FlashMLA-sparse packs an fp8 cache as fp8_ds_mla; FlashInfer's sparse MLA keeps it raw
             return FP8_DS_MLA_BYTES if backend == "FLASHMLA_SPARSE" and elem == 1 else la.k_width * elem
-        return self.heads_per_rank(la.n_head_kv, s.tp) * (la.head_k + la.head_v) * elem
+        return self.heads_per_rank(la.n_head_kv, s.tensor_parallel_size) * (la.head_k + la.head_v) * elem
 
     def _align_hybrid(self, model: ModelDescription, s: EngineSettings, backends: list[bk.Backend], block: int,
                       attn_token: int, state_page: int, mixer: str, head_k: int) -> int:  # fmt: skip
@@ -234,7 +237,7 @@ class VLLM(Engine):
         state_padded = 0
         if states:
             ssm = st.vllm_ssm_dtype(model, s.mamba_ssm_cache_dtype, MODEL_DTYPE)
-            state = st.state(model, s.tp, MODEL_DTYPE, ssm, self.name)
+            state = st.state(model, s.tensor_parallel_size, MODEL_DTYPE, ssm, self.name)
             head_k = model.recurrent_params.d_state if model.recurrent_params else 0
             if attn:
                 token = self._attn_token_bytes(model, s, attn[0], backends[0].name)
@@ -269,9 +272,9 @@ class VLLM(Engine):
                     pages_per_request=2 + ckpt if align else 1, mixer=state.label, shapes=state.shapes,
                     dtypes=state.dtypes,
                 )  # fmt: skip
-        grouping, specs = group_layers(specs, s.hybrid_kv_cache)
+        grouping, specs = group_layers(specs, not s.disable_hybrid_kv_cache_manager)
         notes += grouping.notes
-        parts = pipeline_stages(model.n_layer, s.pp)
+        parts = pipeline_stages(model.n_layer, s.pipeline_parallel_size)
         stages, ranges, start = [], [], 0
         for n in parts:
             stages.append(tuple(ref for ref in specs if start <= ref.layer < start + n))
@@ -301,16 +304,17 @@ class VLLM(Engine):
                 packed = model.memory == MemoryKind.DSA and elem == 1
                 basis = f"MLA latent {f'{FP8_DS_MLA_BYTES} (fp8_ds_mla)' if packed else f'{latent} × {elem}'} B"
                 basis += f" + DSA indexer {DSA_INDEXER_BYTES} B" if model.memory == MemoryKind.DSA else ""
-                replicated = s.tp > 1
+                replicated = s.tensor_parallel_size > 1
             else:
-                heads = self.heads_per_rank(attn[0].n_head_kv, s.tp)
+                heads = self.heads_per_rank(attn[0].n_head_kv, s.tensor_parallel_size)
                 shapes_ = sorted({(la.head_k, la.head_v) for la in attn})
                 basis = f"{heads} KV heads × {' / '.join(f'({k} + {v})' for k, v in shapes_)} × {elem} B"
-                replicated = s.tp > attn[0].n_head_kv
-            basis += f" per layer × {sum(1 for la in attn if la.index < parts[0]) if s.pp > 1 else len(attn)} layers"
+                replicated = s.tensor_parallel_size > attn[0].n_head_kv
+            stage = sum(1 for la in attn if la.index < parts[0]) if s.pipeline_parallel_size > 1 else len(attn)
+            basis += f" per layer × {stage} layers"
         in_flight = 0
         if any(isinstance(v, (SlidingWindowSpec, ChunkedLocalSpec)) for v in specs.values()):
-            in_flight = max_concurrent_batches(s.pp) * (s.max_num_batched_tokens or 2048)
+            in_flight = max_concurrent_batches(s.pipeline_parallel_size) * (s.max_num_batched_tokens or 2048)
         names = tuple(b.name for b in backends) + ((st.STATE_BACKENDS[state.mixer],) if state else ())
         return EngineLayout(
             engine=self, settings=s, specs=specs, groups=grouping.groups, uniform_type=grouping.uniform_type,
@@ -387,7 +391,7 @@ class VLLM(Engine):
             args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]
         if lay.in_flight_tokens and s.max_num_batched_tokens:  # what a window layer reserves depends on it
             args += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
-        if not s.hybrid_kv_cache:
+        if s.disable_hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
         if any(isinstance(v, StateSpec) for v in lay.specs.values()):
             if s.enable_prefix_caching is False:
