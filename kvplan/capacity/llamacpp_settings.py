@@ -3,8 +3,6 @@ estimate path), apart from the placement on devices (capacity/llamacpp.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from kvplan.capacity.request import LlamaCppOptions
 from kvplan.runtimes.llamacpp import Backend, LlamaCppSettings
 
@@ -22,24 +20,21 @@ CACHE_TYPE_LADDER = (
 
 
 def settings_for(o: LlamaCppOptions, backend: Backend) -> LlamaCppSettings:
-    """llama.cpp's settings from its flags; what was not given takes llama.cpp's default (LlamaCppSettings).
-    The context is ``-c``, or ``--ctx-per-seq`` × ``-np``, or 0 (the trained context)."""
+    """llama.cpp's context parameters from its flags as given (common_context_params_to_llama): what was not
+    given takes llama.cpp's default (LlamaCppSettings). The context is ``-c``, or ``--ctx-per-seq`` × ``-np``, or 0
+    (the trained context)."""
+    d = LlamaCppSettings()
     n_seq = o.parallel or 1
-    given: dict[str, object] = {
-        "n_ctx": o.ctx_size if o.ctx_size is not None else (o.ctx_per_seq or 0) * n_seq,
-        "n_seq": n_seq,
-        "kv_unified": o.kv_unified,
-        "swa_full": o.swa_full,
-        "n_rs_seq": o.rs_seq,
-        "backend": o.backend or backend,
-    }
-    for field_, value in (
-        ("n_batch", o.batch_size),
-        ("n_ubatch", o.ubatch_size),
-        ("type_k", o.cache_type_k),
-        ("type_v", o.cache_type_v),
-        ("flash_attn", o.flash_attn),
-    ):
-        if value is not None:
-            given[field_] = value
-    return dataclasses.replace(LlamaCppSettings(), **given)  # type: ignore[arg-type]
+    return LlamaCppSettings(
+        n_ctx=o.ctx_size if o.ctx_size is not None else (o.ctx_per_seq or 0) * n_seq,
+        n_seq=n_seq,
+        kv_unified=o.kv_unified,
+        n_batch=d.n_batch if o.batch_size is None else o.batch_size,
+        n_ubatch=d.n_ubatch if o.ubatch_size is None else o.ubatch_size,
+        type_k=o.cache_type_k or d.type_k,
+        type_v=o.cache_type_v or d.type_v,
+        flash_attn=o.flash_attn or d.flash_attn,
+        swa_full=o.swa_full,
+        n_rs_seq=o.rs_seq,
+        backend=o.backend or backend,
+    )

@@ -43,7 +43,11 @@ class Raw:
 
 @dataclass(frozen=True)
 class LlamaCppOptions:
-    """llama.cpp flags as given (``None``: not given — llama.cpp's default, or the solver's question)."""
+    """llama.cpp's flags as given, as its ``common_params`` holds them (``None``: not given — llama.cpp's default,
+    or the solver's question). Not a twin of LlamaCppSettings (kvplan.runtimes.llamacpp), which is what llama.cpp
+    derives from these for one context (``llama_context_params``: the context from -c or --ctx-per-seq × -np, the
+    defaults filled in; kvplan.capacity.llamacpp_settings.settings_for); the placement flags (-ngl, -ts, -ot,
+    -cmoe, -md, …) are read by the placement alone."""
 
     ctx_size: int | None = None
     ctx_per_seq: int | None = None

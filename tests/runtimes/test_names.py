@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kvplan.runtimes.engines import ENGINES
 from kvplan.runtimes.engine_settings import EngineSettings
+from kvplan.runtimes.engines import ENGINES
 from kvplan.runtimes.names import CACHE_DTYPE_BYTES, ENGINE_NAMES, OWN_SETTINGS
 
 
