@@ -42,14 +42,17 @@ def _format_of(argv: Sequence[str]) -> Format:
     return Format.TABLE
 
 
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (colour, progress and a width limit are for terminals only)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def terminal_width(out: TextIO) -> int | None:
     """The terminal's width when writing to one; None (no limit) when piped."""
-    try:
-        if not out.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-    return shutil.get_terminal_size().columns
+    return shutil.get_terminal_size().columns if is_terminal(out) else None
 
 
 def run(argv: Sequence[str], out: TextIO, err: TextIO, width: int | None = None) -> int:
@@ -67,7 +70,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO, width: int | None = None)
         if call is None:  # help, completion
             return EXIT_OK
         doc, fmt, units = _execute(call, err)
-        text = render(doc, fmt, units, width)
+        text = render(doc, fmt, units, width, colour=is_terminal(out))
     except KvplanError as exc:
         label = "usage error" if isinstance(exc, UsageError) else "error"
         err.write(f"kvplan: {label}: {exc}\n")

@@ -17,13 +17,6 @@ from kvplan.progress import Progress, Step
 DELAY_S = 0.5
 
 
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 class _Bar:
     """One Rich progress display, started on the first report after DELAY_S, one task per kind of work."""
 
@@ -67,7 +60,9 @@ class _Bar:
 @contextmanager
 def showing(err: TextIO) -> Iterator[Progress | None]:
     """A progress callback drawing on ``err`` when it is a terminal (None otherwise), cleared at the end."""
-    if not _is_terminal(err):
+    from kvplan.cli import is_terminal
+
+    if not is_terminal(err):
         yield None
         return
     bar = _Bar(err)

@@ -81,11 +81,12 @@ def flash_attn(value: object) -> FlashAttn:
 
 
 def gpu_layers(value: object) -> int:
-    """-ngl: a number of layers, auto (-1) or all (-2), as llama.cpp reads it."""
+    """-ngl: a number of layers, auto (-1) or all (-2), as llama.cpp reads it (its own sentinels -1 and -2
+    included)."""
     key = str(value).strip().lower()
-    if key == "auto":
+    if key in ("auto", "-1"):
         return -1
-    if key == "all":
+    if key in ("all", "-2"):
         return -2
     return parse_count(value, minimum=0)
 

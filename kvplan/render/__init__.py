@@ -1,4 +1,4 @@
-"""Renderers: any Document as table (plain text), JSON, Markdown or CSV; JUnit and SVG writers beside them.
+"""Renderers: any Document as table (drawn by Rich), JSON, Markdown or CSV; JUnit and SVG writers beside them.
 Renderers only present: every number arrives computed."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from kvplan.report.document import Document, Format
 from kvplan.units import Units
 
 
-def render(doc: Document, fmt: Format, units: Units = Units.IEC, width: int | None = None) -> str:
-    """``doc`` as text in ``fmt``; ``width`` limits terminal tables (None: no limit, as when piped)."""
+def render(doc: Document, fmt: Format, units: Units = Units.IEC, width: int | None = None, colour: bool = False) -> str:
+    """``doc`` as text in ``fmt``; ``width`` limits terminal tables (None: no limit, as when piped); ``colour``:
+    the table format's emphasis and colour (a terminal only)."""
     if fmt is Format.JSON:
         from kvplan.render import json
 
@@ -23,4 +24,4 @@ def render(doc: Document, fmt: Format, units: Units = Units.IEC, width: int | No
         return markdown.render(doc, units)
     from kvplan.render import text
 
-    return text.render(doc, units, width)
+    return text.render(doc, units, width, colour)

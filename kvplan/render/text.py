@@ -1,8 +1,12 @@
-"""The terminal format: the answer, summary lines, aligned tables, notes. Plain text, no colour, no trailing spaces.
+"""The terminal format: the answer, summary lines, aligned tables, the chart, notes — laid out by kvplan, drawn by
+Rich (kvplan.render.terminal).
 
 No number or name is ever cut. On a terminal narrower than a table, columns marked droppable are left out
 (lowest priority first: the K / V split before anything else) and a note says which; if the table is still
-too wide, each row is stacked as ``header: value`` lines. Piped output has no width limit.
+too wide, each row is stacked as ``header: value`` lines. Piped output has no width limit. Rich's own layout
+would shrink columns and cut cells (``4,0…``), so kvplan decides every width and line break first and Rich only
+draws them: on a terminal with emphasis and colour (the answer, the header, FAIL, warnings), elsewhere as plain
+text with no trailing spaces.
 """
 
 from __future__ import annotations
@@ -10,11 +14,14 @@ from __future__ import annotations
 import textwrap
 
 from kvplan.render.cells import format_cell
+from kvplan.render.terminal import Grid, Line, Piece, draw
 from kvplan.report.document import Column, Document, Format, Kind, Table
 from kvplan.units import Units
 
 GAP = "  "
 INDENT = "  "
+#: cells drawn with emphasis on a terminal (a check's status column)
+STATUS_STYLES = {"FAIL": "bold red", "ERROR": "bold red", "PASS": "green"}
 
 
 def _cells(table: Table, cols: list[Column], units: Units) -> tuple[list[str], list[list[str]], list[str] | None]:
@@ -32,146 +39,135 @@ def _width(header: list[str], rows: list[list[str]], total: list[str] | None) ->
     return widths
 
 
-def _line(cells: list[str], widths: list[int], cols: list[Column]) -> str:
-    parts = []
-    for cell, w, c in zip(cells, widths, cols, strict=True):
-        parts.append(cell.ljust(w) if c.kind is Kind.TEXT else cell.rjust(w))
-    return (INDENT + GAP.join(parts)).rstrip()
+def _span(widths: list[int]) -> int:
+    return len(INDENT) + sum(widths) + len(GAP) * (len(widths) - 1)
 
 
-def _wrapped_rows(cells: list[str], widths: list[int], cols: list[Column]) -> list[str]:
-    """A row whose wrapping text cells take several lines."""
-    split = [
-        textwrap.wrap(cell, w) or [""] if c.wrap else [cell] for cell, w, c in zip(cells, widths, cols, strict=True)
+def _wrapped(cells: list[str], widths: list[int], cols: list[Column]) -> list[str]:
+    """A row's cells, the wrapping text ones broken into lines of their column's width."""
+    return [
+        "\n".join(textwrap.wrap(cell, w) or [""]) if c.wrap else cell
+        for cell, w, c in zip(cells, widths, cols, strict=True)
     ]
-    height = max(len(s) for s in split)
-    lines = []
-    for i in range(height):
-        lines.append(_line([s[i] if i < len(s) else "" for s in split], widths, cols))
-    return lines
 
 
-def render_table(table: Table, units: Units, width: int | None) -> tuple[list[str], list[str]]:
-    """The table's lines and the headers of columns left out to fit ``width`` (None: no limit)."""
+def layout_table(table: Table, units: Units, width: int | None) -> tuple[Grid | list[Line], list[str]]:
+    """The table as a grid of fixed column widths (or, too wide even without its droppable columns, stacked
+    lines), and the headers of columns left out to fit ``width`` (None: no limit)."""
     cols = list(table.columns_for(Format.TABLE))
     dropped: list[str] = []
     while True:
         header, rows, total = _cells(table, cols, units)
         widths = _width(header, rows, total)
-        span = len(INDENT) + sum(widths) + len(GAP) * (len(widths) - 1)
-        if width is None or span <= width:
+        if width is None or _span(widths) <= width:
             break
         wrappable = [i for i, c in enumerate(cols) if c.wrap and widths[i] > 24]
         if wrappable:  # shrink wrapping text first, never below 24 characters
             i = max(wrappable, key=lambda j: widths[j])
-            over = span - width
-            widths[i] = max(24, widths[i] - over)
-            if len(INDENT) + sum(widths) + len(GAP) * (len(widths) - 1) <= width:
-                return _emit(table, cols, header, rows, total, widths), dropped
+            widths[i] = max(24, widths[i] - (_span(widths) - width))
+            if _span(widths) <= width:
+                break
         droppable = [c for c in cols if c.drop > 0]
         if not droppable:
             return _stacked(table, cols, units), dropped
         victim = min(droppable, key=lambda c: c.drop)
-        same = [c for c in droppable if c.drop == victim.drop]
-        for c in same:
+        for c in [c for c in droppable if c.drop == victim.drop]:
             cols.remove(c)
             dropped.append(c.header)
-    return _emit(table, cols, header, rows, total, widths), dropped
+    right = [c.kind is not Kind.TEXT for c in cols]
+    grid = Grid(
+        INDENT,
+        tuple(header),
+        tuple(widths),
+        tuple(right),
+        tuple(tuple(_wrapped(r, widths, cols)) for r in rows),
+        None if total is None else tuple(_wrapped(total, widths, cols)),
+        STATUS_STYLES,
+    )
+    return grid, dropped
 
 
-def _emit(
-    table: Table,
-    cols: list[Column],
-    header: list[str],
-    rows: list[list[str]],
-    total: list[str] | None,
-    widths: list[int],
-) -> list[str]:
-    lines = [_line(header, widths, cols)]
-    rule = INDENT + "─" * (sum(widths) + len(GAP) * (len(widths) - 1))
-    lines.append(rule)
-    for row in rows:
-        lines += _wrapped_rows(row, widths, cols)
-    if total is not None:
-        lines.append(rule)
-        lines += _wrapped_rows(total, widths, cols)
-    return lines
+def render_table(table: Table, units: Units, width: int | None) -> tuple[list[str], list[str]]:
+    """The table's lines as drawn (plain) and the headers of columns left out to fit ``width``."""
+    block, dropped = layout_table(table, units, width)
+    return draw([block] if isinstance(block, Grid) else block).splitlines(), dropped
 
 
-def _stacked(table: Table, cols: list[Column], units: Units) -> list[str]:
+def _stacked(table: Table, cols: list[Column], units: Units) -> list[Line]:
     """Each row as ``header: value`` lines (a table too wide for the terminal even without optional columns)."""
     label = max(len(c.header) for c in cols)
-    lines: list[str] = []
+    lines: list[Line] = []
     for row in [*table.rows, *([table.total] if table.total else [])]:
         if lines:
-            lines.append("")
+            lines.append(Line())
         for c in cols:
             value = format_cell(row.get(c.key), c.kind, units)
             if value:
-                lines.append(f"{INDENT}{c.header.rjust(label)}: {value}".rstrip())
+                style = STATUS_STYLES.get(value, "")
+                lines.append(Line(Piece(f"{INDENT}{c.header.rjust(label)}: "), Piece(value, style)))
     return lines
 
 
-def render(doc: Document, units: Units, width: int | None) -> str:
-    out: list[str] = []
+def _wrap(text: str, width: int | None, first: str = "", rest: str = "") -> list[str]:
+    if width is None:
+        return [first + text]
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def _head(doc: Document, width: int | None) -> list[Line | Grid]:
+    """The answer (bold; red when it is "no") and the summary lines, labels bold."""
+    out: list[Line | Grid] = []
     if doc.headline:
-        out += (
-            textwrap.wrap(doc.headline, width, break_on_hyphens=False, break_long_words=False, subsequent_indent="  ")
-            if width
-            else [doc.headline]
-        )
-    if doc.summary:
-        label = max(len(k) for k, _ in doc.summary)
-        for k, v in doc.summary:
-            first = f"{k.ljust(label)}  "
-            if width is None:
-                out.append((first + v).rstrip())
-            else:
-                out += textwrap.wrap(
-                    v,
-                    width,
-                    initial_indent=first,
-                    subsequent_indent=" " * len(first),
-                    break_on_hyphens=False,
-                    break_long_words=False,
-                )
+        style = "bold red" if doc.exit_code else "bold"
+        out += [Line(Piece(line, style)) for line in _wrap(doc.headline, width, rest="  ")]
+    label = max((len(k) for k, _ in doc.summary), default=0)
+    for k, v in doc.summary:
+        first = f"{k.ljust(label)}  "
+        lines = _wrap(v, width, first, " " * len(first))
+        out += [Line(Piece(line[: len(first)], "bold"), Piece(line[len(first) :])) for line in lines[:1]]
+        out += [Line(Piece(line)) for line in lines[1:]]
+    return out
+
+
+def _bullets(label: str, style: str, items: tuple[str, ...] | list[str], width: int | None) -> list[Line | Grid]:
+    """Warnings (``warning: ``, the label in ``style``) or notes (``• ``), each wrapped under itself."""
+    out: list[Line | Grid] = []
+    for item in items:
+        lines = _wrap(item, width, label, "  ")
+        out += [Line(Piece(label.rstrip(), style), Piece(line[len(label.rstrip()) :])) for line in lines[:1]]
+        out += [Line(Piece(line)) for line in lines[1:]]
+    return out
+
+
+def render(doc: Document, units: Units, width: int | None, colour: bool = False) -> str:
+    """The document for a terminal (``width`` its columns, ``colour`` its emphasis) or a pipe (None, False)."""
+    out = _head(doc, width)
     notes = list(doc.notes)
     for table in doc.tables:
         if not table.columns_for(Format.TABLE):  # a data-only table (JSON / CSV)
             continue
         if out:
-            out.append("")
+            out.append(Line())
         if table.title:
-            out.append(table.title)
-        lines, dropped = render_table(table, units, width)
-        out += lines
+            out.append(Line(Piece(table.title, "bold")))
+        block, dropped = layout_table(table, units, width)
+        out += [block] if isinstance(block, Grid) else block
         if dropped:
             notes.append(f"left out at {width} columns: {', '.join(dropped)} (a wider terminal or -o csv has them)")
     if doc.chart is not None:
         from kvplan.render.chart import bars
 
-        out.append("")
-        out += [line.rstrip() for line in bars(doc.chart, units)]
+        out.append(Line())
+        out += [Line(Piece(line.rstrip(), "cyan")) for line in bars(doc.chart, units)]
     if doc.warnings or notes:
-        out.append("")
-    out += _bullets("warning: ", doc.warnings, width)
-    out += _bullets("• ", notes, width)
-    return "\n".join(out) + "\n"
-
-
-def _bullets(prefix: str, items: tuple[str, ...] | list[str], width: int | None) -> list[str]:
-    lines: list[str] = []
-    for item in items:
-        if width is None:
-            lines.append(prefix + item)
-        else:
-            indent = " " * len(prefix) if prefix == "• " else "  "
-            lines += textwrap.wrap(
-                item,
-                width,
-                initial_indent=prefix,
-                subsequent_indent=indent,
-                break_on_hyphens=False,
-                break_long_words=False,
-            )
-    return lines
+        out.append(Line())
+    out += _bullets("warning: ", "bold yellow", doc.warnings, width)
+    out += _bullets("• ", "", notes, width)
+    return draw(out, colour)
