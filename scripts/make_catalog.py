@@ -1,4 +1,4 @@
-"""Generate kvplan/model_specs/*.yaml from the sourced facts in ../shared/reference/model-facts.yaml.
+"""Generate model_specs/*.yaml from the sourced facts in ../shared/reference/model-facts.yaml.
 
 usage: python scripts/make_catalog.py [FACTS_YAML]
 
@@ -249,7 +249,7 @@ def spec_for(entry: dict, sources: dict) -> dict | None:
 def main() -> None:
     facts_path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_FACTS
     facts = yaml.safe_load(facts_path.read_text())
-    out_dir = ROOT / "kvplan" / "model_specs"
+    out_dir = ROOT / "model_specs"
     out_dir.mkdir(exist_ok=True)
     written, skipped = [], []
     for entry in facts["models"]:

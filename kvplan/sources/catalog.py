@@ -1,4 +1,4 @@
-"""The built-in catalog: the YAML specs in ``kvplan/model_specs/``, by name or by Hugging Face repository id.
+"""The built-in catalog: the YAML specs in ``model_specs/``, by name or by Hugging Face repository id.
 
 The specs are compiled into ``catalog.json`` (``scripts/make_catalog.py``, or ``python -m kvplan.sources.catalog``):
 their checked GGUF metadata, so reading a catalog model parses no YAML (tests/sources/test_catalog.py checks
@@ -17,7 +17,12 @@ from kvplan.errors import ModelNotFoundError
 from kvplan.model import ModelDescription, SpecInfo
 from kvplan.sources.values import ArrayValue
 
-CATALOG_DIR = Path(__file__).resolve().parent.parent / "model_specs"
+_PACKAGE = Path(__file__).resolve().parent.parent
+#: the catalog's specs: the top-level model_specs/ of a checkout, shipped inside the package by the wheel
+#: (pyproject.toml: force-include), so that an installed kvplan finds them from any directory
+CATALOG_DIR = next(
+    (d for d in (_PACKAGE / "model_specs", _PACKAGE.parent / "model_specs") if d.is_dir()), _PACKAGE / "model_specs"
+)
 COMPILED = CATALOG_DIR / "catalog.json"
 
 

@@ -28,3 +28,27 @@ def test_every_catalog_model_has_a_parameter_count() -> None:
     assert all(counts.values()), [n for n, c in counts.items() if not c]
     assert counts["smollm2-135m"] == 135_000_000 and counts["smollm2-360m"] == 360_000_000
     assert counts["llama-3.1-8b"] == 8_000_000_000
+
+
+def test_the_installed_package_carries_the_catalog(tmp_path) -> None:
+    """The specs live in the top-level model_specs/ and the wheel ships them inside the package: an installed
+    kvplan lists and sizes its catalog from any directory."""
+    import importlib.metadata
+    import json
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    from kvplan.sources.catalog import CATALOG_DIR
+
+    shipped = {p.name for p in (ROOT / "model_specs").iterdir()}
+    assert "catalog.json" in shipped and len([n for n in shipped if n.endswith(".yaml")]) == 70
+    assert {p.name for p in CATALOG_DIR.iterdir()} >= shipped
+    files = importlib.metadata.files("kvplan") or []
+    installed = {f.name for f in files if f.parts[:2] == ("kvplan", "model_specs")}
+    if installed:  # installed from the wheel (as .ci/run does), not in development mode
+        assert installed == shipped
+    out = subprocess.run([sys.executable, "-m", "kvplan", "models", "-o", "json"], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout  # fmt: skip
+    assert len(json.loads(out)["models"]) == 70

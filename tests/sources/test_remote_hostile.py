@@ -20,6 +20,9 @@ from kvplan.errors import GGUFError, ModelNotFoundError
 from kvplan.sources import remote
 from kvplan.sources.remote import RemoteReader, read_remote_gguf, read_remote_model_files, resolve
 
+#: servers that stall and time out: the full suite only (the fast lane keeps tests/sources/test_remote.py)
+pytestmark = pytest.mark.slow
+
 Reply = Callable[["Conn"], None]
 
 
