@@ -214,3 +214,11 @@ def test_the_library_examples_run(readme: str) -> None:
     for i, block in enumerate(examples):
         runner.run(parser.get_doctest(block, {}, f"README[{i}]", "README.md", 0))
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_the_layout_names_every_part_of_the_package(readme: str) -> None:
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    named = {line.split()[0] for line in block.splitlines() if line.startswith("  ") and not line.startswith("   ")}
+    parts = {p.name + ("/" if p.is_dir() else "") for p in (ROOT / "kvplan").iterdir() if p.name != "__pycache__"}
+    parts -= {"__init__.py", "__main__.py", "py.typed"}
+    assert parts == named

@@ -148,3 +148,14 @@ def test_prepass_rewrites_for_click() -> None:
     args, spelled = prepass(COMMANDS["fit"], ["-c=32k", "-ngl", "-1", "-kvu", "--", "-odd.gguf"])
     assert args == ["-c", "32k", "-ngl", "-1", "-kvu", "--", "-odd.gguf"]
     assert spelled == {"ctx_size": "-c", "n_gpu_layers": "-ngl", "kv_unified": "-kvu"}
+
+
+def test_the_groups_help_is_what_kvplan_help_prints() -> None:
+    """`kvplan --help` is printed without building the eight commands; it is the Typer group's own help."""
+    import io
+
+    from kvplan.cli.app import _main
+
+    out = io.StringIO()
+    _main(application(COMMANDS), ["--help"], out)
+    assert out.getvalue() == kv("--help").stdout == kv().stdout
