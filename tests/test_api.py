@@ -57,3 +57,25 @@ def test_importing_kvplan_loads_nothing() -> None:
     code = "import sys, kvplan; print(sorted(m for m in sys.modules if m.startswith('kvplan')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "['kvplan']"
+
+
+def test_the_library_pays_for_no_command_line() -> None:
+    """`import kvplan; kvplan.estimate(...)`, `fit` and `simulate` in a fresh process: nothing of kvplan.cli, Typer,
+    Click or Rich is imported, and nothing is printed."""
+    code = (
+        "import sys, kvplan\n"
+        "kvplan.estimate('llama-3.1-8b', ctx_size=4096)\n"
+        "kvplan.fit('llama-3.1-8b', gpu='RTX-4090', ctx_size=8192)\n"
+        "kvplan.simulate('llama-3.1-8b', gpu='H100-80GB', engine='vllm', request_rate=2, duration=5)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich', 'pydantic')\n"
+        "             or m.startswith('kvplan.cli')))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert r.stdout == "[]\n" and r.stderr == ""
+
+
+def test_the_library_takes_no_file_writing_keywords() -> None:
+    with pytest.raises(UsageError, match="svg: not a setting of curve"):
+        kvplan.curve("llama-3.1-8b", svg="x.svg")
+    with pytest.raises(UsageError, match="format: not a setting of estimate"):
+        kvplan.estimate("llama-3.1-8b", format="json")
