@@ -70,11 +70,10 @@ def load_deployments(path: str) -> list[Deployment]:
     items = root.value["deployments"]
     if not isinstance(items.value, list) or not items.value:
         raise SpecError(path, items.line, "deployments", "expected a non-empty list of deployments")
-    base = os.path.dirname(os.path.abspath(path))
     out: list[Deployment] = []
     names: set[str] = set()
     for i, node in enumerate(items.value):
-        dep = _deployment(path, base, f"deployments[{i}]", node, i)
+        dep = _deployment(path, f"deployments[{i}]", node, i)
         if dep.name in names:
             raise SpecError(path, node.line, f"deployments[{i}].name", f"duplicate deployment name {dep.name!r}")
         names.add(dep.name)
@@ -110,7 +109,7 @@ def _settings(path: str, where: str, entry: dict[str, Node]) -> dict[str, Raw]:
     return raw
 
 
-def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Deployment:
+def _deployment(path: str, where: str, node: Node, index: int) -> Deployment:
     if not isinstance(node.value, dict):
         raise SpecError(path, node.line, where, "expected a mapping")
     entry: dict[str, Node] = node.value
@@ -123,7 +122,7 @@ def _deployment(path: str, base: str, where: str, node: Node, index: int) -> Dep
     name = entry["name"].value if "name" in entry else f"deployment-{index + 1}"
     if not isinstance(name, (str, int)) or isinstance(name, bool):
         raise SpecError(path, entry["name"].line, f"{where}.name", "expected text")
-    request = build_request(_model_ref(model, base), raw, where=Origin(where, path, node.line))
+    request = build_request(_model_ref(model, path), raw, where=Origin(where, path, node.line))
     workload, budgets = _simulation(path, where, entry)
     return Deployment(str(name), path, node.line, request, workload, budgets)
 
@@ -163,10 +162,8 @@ def _value(node: Node) -> object:
     return node.value
 
 
-def _model_ref(ref: str, base: str) -> str:
-    """A path relative to the deployments file, if it names a file there (written relative to the working
-    directory, so that reports name no absolute path); else the reference as it is."""
-    if "://" in ref or os.path.isabs(ref):
-        return ref
-    candidate = os.path.join(base, ref)
-    return os.path.relpath(candidate) if os.path.exists(candidate) else ref
+def _model_ref(ref: str, path: str) -> str:
+    """A model named in the deployments file ``path``: the file beside it where there is one (written relative to
+    the working directory, so that reports name no absolute path); else the reference as it is (a catalog name)."""
+    shown = beside(ref, path)
+    return shown if os.path.exists(shown) else ref

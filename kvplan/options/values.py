@@ -61,12 +61,10 @@ cache_type = choice(LLAMA_CPP_CACHE_TYPES, "cache type")
 kv_cache_dtype = choice(tuple(CACHE_DTYPE_BYTES), "KV cache dtype")
 ssm_dtype = choice(SSM_DTYPES, "Mamba SSM cache dtype")
 
-#: llama.cpp's is_truthy / is_falsey / is_autoy, the spellings -fa takes
-FLASH_ATTN_SPELLINGS = {
-    FlashAttn.ON: ("on", "enabled", "true", "1"),
-    FlashAttn.OFF: ("off", "disabled", "false", "0"),
-    FlashAttn.AUTO: ("auto", "-1"),
-}
+#: llama.cpp's is_truthy / is_falsey / is_autoy (common/arg.cpp): the spellings of -fa and --fit
+TRUTHY = ("on", "enabled", "true", "1")
+FALSY = ("off", "disabled", "false", "0")
+AUTOY = ("auto", "-1")
 
 
 def flash_attn(value: object) -> FlashAttn:
@@ -74,7 +72,7 @@ def flash_attn(value: object) -> FlashAttn:
     if isinstance(value, bool):
         return FlashAttn.ON if value else FlashAttn.OFF
     key = str(value).strip().lower()
-    for mode, spellings in FLASH_ATTN_SPELLINGS.items():
+    for mode, spellings in ((FlashAttn.ON, TRUTHY), (FlashAttn.OFF, FALSY), (FlashAttn.AUTO, AUTOY)):
         if key in spellings:
             return mode
     raise ValueError(f"expected on, off or auto, not {value!r}")
@@ -194,9 +192,9 @@ def on_off(value: object) -> bool:
     if isinstance(value, bool):
         return value
     key = str(value).strip().lower()
-    if key in FLASH_ATTN_SPELLINGS[FlashAttn.ON]:
+    if key in TRUTHY:
         return True
-    if key in FLASH_ATTN_SPELLINGS[FlashAttn.OFF]:
+    if key in FALSY:
         return False
     raise ValueError(f"expected on or off, not {value!r}")
 
