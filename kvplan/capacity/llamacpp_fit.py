@@ -228,8 +228,14 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
             high[j].n_layer -= move
             high[j].n_part = 0
         dense_start_high = nd - 1
-        mem_high = mem_for(high, overflow_to)
-        if mem_high[d] > targets[d]:
+        # llama.cpp's counts are uint32_t: moving "all but one" layer off a last device that holds none wraps, and a
+        # device left with 2^32 - 1 layers projects far over any target; kvplan, which cannot project that, takes
+        # it as over the target too and keeps what it had (found by the property test in test_fit_oracle)
+        wrapped = any(n.n_layer < 0 for n in high)
+        mem_high = mem if wrapped else mem_for(high, overflow_to)
+        if wrapped:
+            steps.append(f"GPU{d}: the layers left on the devices after it cannot move (a count would wrap)")
+        elif mem_high[d] > targets[d]:
             delta = high[d].n_full - ngl[d].n_full
             while delta > 1:
                 step = _step(delta, targets[d], mem[d], mem_high[d])
