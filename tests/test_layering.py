@@ -84,3 +84,35 @@ def test_the_library_never_prints_or_exits() -> None:
             # (a Rich console drawing into a string, console.print, is not printing)
             pattern = r"(?<![.\w])print\(" if name == "print(" else re.escape(name)
             assert not re.search(pattern, text), (path, name)
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No import circle at run time (function-local imports included; a TYPE_CHECKING import is not one): the
+    solvers read no file, so capacity's deployment ↔ runtime ↔ llamacpp circle cannot come back."""
+    mods = {".".join(f.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): f
+            for f in PACKAGE.rglob("*.py")}  # fmt: skip
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, f in mods.items():
+        tree = ast.parse(f.read_text())
+        typing_only = {id(n) for s in tree.body if isinstance(s, ast.If) and "TYPE_CHECKING" in ast.unparse(s.test)
+                       for n in ast.walk(s)}  # fmt: skip
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kvplan"):
+                if id(node) in typing_only:
+                    continue
+                named = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in mods]
+                edges[m] |= {t for t in named or [node.module] if t in mods and t not in (m, "kvplan")}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), list(edges[start])
+        while todo:
+            m = todo.pop()
+            if m == goal:
+                return True
+            if m not in seen:
+                seen.add(m)
+                todo += edges[m]
+        return False
+
+    circles = sorted(f"{a} -> {b}" for a in mods for b in edges[a] if reaches(b, a))
+    assert not circles, circles

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from kvplan import __version__
+from kvplan.cli.progress import is_terminal, showing
 from kvplan.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
@@ -40,14 +41,6 @@ def _format_of(argv: Sequence[str]) -> Format:
             except ValueError:
                 return Format.TABLE
     return Format.TABLE
-
-
-def is_terminal(stream: TextIO) -> bool:
-    """Whether ``stream`` is a terminal (colour, progress and a width limit are for terminals only)."""
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def terminal_width(out: TextIO) -> int | None:
@@ -117,8 +110,6 @@ def _execute(call: Call, err: TextIO) -> tuple[Document, Format, Units]:
     chosen = parse(cli_only)
     fmt, units = Format(chosen.get("format", "table")), Units(chosen.get("units", "iec"))
     req = build(call.command, call.positionals, call.raw)
-    from kvplan.cli.progress import showing
-
     with showing(err) as progress:
         doc = run_command(call.command, req, units, progress)
     for dest in ("svg", "junit"):

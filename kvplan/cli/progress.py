@@ -13,6 +13,15 @@ from typing import Any, TextIO
 
 from kvplan.progress import Progress, Step
 
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (colour, progress and a width limit are for terminals only)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 #: work shorter than this draws nothing
 DELAY_S = 0.5
 
@@ -60,8 +69,6 @@ class _Bar:
 @contextmanager
 def showing(err: TextIO) -> Iterator[Progress | None]:
     """A progress callback drawing on ``err`` when it is a terminal (None otherwise), cleared at the end."""
-    from kvplan.cli import is_terminal
-
     if not is_terminal(err):
         yield None
         return
