@@ -26,7 +26,6 @@ from kvplan.report.document import Document, Format
 from kvplan.units import Units
 
 if TYPE_CHECKING:
-    from kvplan.capacity.request import Raw
     from kvplan.cli.app import Call
 
 
@@ -105,9 +104,11 @@ def _execute(call: Call, err: TextIO) -> tuple[Document, Format, Units]:
     """The library's command on the typed request built from the call; the files it asks for written."""
     from kvplan.commands import run as run_command
     from kvplan.options.build import build, parse
+    from kvplan.options.settings import SETTINGS
 
-    cli_only: dict[str, Raw] = {d: call.raw.pop(d) for d in ("format", "units", "svg", "junit") if d in call.raw}
-    chosen = parse(cli_only)
+    # the output settings: the command line's own (format, the files) and the units every report is written in
+    output = [s.dest for s in SETTINGS if not s.library or s.dest == "units"]
+    chosen = parse({d: call.raw.pop(d) for d in output if d in call.raw})
     fmt, units = Format(chosen.get("format", "table")), Units(chosen.get("units", "iec"))
     req = build(call.command, call.positionals, call.raw)
     with showing(err) as progress:
