@@ -24,6 +24,7 @@ from kvplan.options.requests import (
 )
 from kvplan.progress import Progress, listening, report
 from kvplan.report.document import Document
+from kvplan.report.server_flags import with_server_flags
 from kvplan.units import Units
 
 
@@ -34,7 +35,7 @@ def estimate(req: Request, units: Units = Units.IEC, progress: Progress | None =
 
     with listening(progress):
         req = load_models(req)
-        return estimate_document(evaluate_request(model_of(req), req), units)
+        return with_server_flags(estimate_document(evaluate_request(model_of(req), req), units), req.server_flags)
 
 
 def fit(req: FitRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
@@ -46,11 +47,11 @@ def fit(req: FitRequest, units: Units = Units.IEC, progress: Progress | None = N
         r = load_models(req.request)
         model = model_of(r)
         if req.fit_on is None:
-            return fit_document(evaluate_request(model, r), units)
+            return with_server_flags(fit_document(evaluate_request(model, r), units), r.server_flags)
         from kvplan.capacity.llamacpp_fit import choose
 
         choice, chosen = choose(model, r, req.fit_on.margins_mib, req.fit_on.n_ctx_min)
-        return fit_on_document(choice, evaluate_request(model, chosen), r, units)
+        return with_server_flags(fit_on_document(choice, evaluate_request(model, chosen), r, units), r.server_flags)
 
 
 def compare(req: CompareRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
@@ -63,7 +64,8 @@ def compare(req: CompareRequest, units: Units = Units.IEC, progress: Progress | 
 
     with listening(progress):
         r = load_models(req.request)
-        return compare_document(build(model_of(r), settings_for(r.llamacpp, Backend.CPU), req.contexts))
+        doc = compare_document(build(model_of(r), settings_for(r.llamacpp, Backend.CPU), req.contexts))
+        return with_server_flags(doc, r.server_flags)
 
 
 def curve(req: CurveRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
@@ -79,12 +81,12 @@ def curve(req: CurveRequest, units: Units = Units.IEC, progress: Progress | None
         model = model_of(r)
         result = build(model, settings_for(r.llamacpp, Backend.CPU), req.contexts)
         if r.hardware is None:
-            return curve_document(result)
+            return with_server_flags(curve_document(result), r.server_flags)
         from kvplan.simulation.setup import decode_floors
 
         totals = tuple(p.total_bytes for p in result.points)
         decode, basis = decode_floors(model, r, totals, result.first.context.n_seq, req.bandwidth)
-        return curve_document(result, decode, basis)
+        return with_server_flags(curve_document(result, decode, basis), r.server_flags)
 
 
 def simulate(req: SimulateRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
@@ -109,7 +111,8 @@ def simulate(req: SimulateRequest, units: Units = Units.IEC, progress: Progress 
             report("simulating", t, span, "s", f"{n:,} requests")
 
         result = prepared.run(req.workload, step)
-        return simulate_document(prepared, req.workload, result, units, findings(result, req.budgets))
+        doc = simulate_document(prepared, req.workload, result, units, findings(result, req.budgets))
+        return with_server_flags(doc, r.server_flags)
 
 
 def check(req: CheckRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:

@@ -510,7 +510,9 @@ class LlamaCppRuntime:
             have_bytes=tight.memory_bytes or 0,
             need_device=tight.name,
             run_command=run_command(model, req.model),
-            run_args=run_args(model, target, placement) if fits else (),
+            run_args=(*run_args(model, target, placement), *(t for f in req.server_flags for t in f.tokens))
+            if fits
+            else (),
             weights_basis=target.weights.basis,
             overhead_basis=(
                 "given (--overhead)"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from kvplan.capacity.hardware import Hardware
 from kvplan.errors import KvplanError, SpecError, UsageError
+from kvplan.facts.llama_server_args import Effect
 from kvplan.model import ModelDescription
 from kvplan.runtimes import LLAMACPP, is_engine
 from kvplan.runtimes.engine_settings import EngineSettings
@@ -88,6 +89,15 @@ class Budgets:
 
 
 @dataclass(frozen=True)
+class ServerFlag:
+    """A llama-server argument kvplan does not plan, as typed (a pasted llama-server line): what it does to memory
+    (kvplan.facts.llama_server_args.Effect: nothing, or host memory kvplan does not plan)."""
+
+    tokens: tuple[str, ...]  # the flag and its value(s)
+    effect: Effect
+
+
+@dataclass(frozen=True)
 class Request:
     """A model, a runtime with its settings, the hardware and the budgets: one deployment."""
 
@@ -102,6 +112,7 @@ class Request:
     overhead: int | None = None
     cache_types_auto: bool = False
     budgets: Budgets = field(default_factory=Budgets)
+    server_flags: tuple[ServerFlag, ...] = ()  # llama-server's other arguments: kept on the run line, noted
     origins: Mapping[str, Origin] = field(default_factory=dict, compare=False, repr=False)
     #: the models, once loaded (kvplan.capacity.deployment.load_models): the solvers read no file
     loaded: ModelDescription | None = field(default=None, compare=False, repr=False)

@@ -110,7 +110,7 @@ def _execute(call: Call, err: TextIO) -> tuple[Document, Format, Units]:
     output = [s.dest for s in SETTINGS if not s.library or s.dest == "units"]
     chosen = parse({d: call.raw.pop(d) for d in output if d in call.raw})
     fmt, units = Format(chosen.get("format", "table")), Units(chosen.get("units", "iec"))
-    req = build(call.command, call.positionals, call.raw)
+    req = build(call.command, call.positionals, call.raw, call.server_flags)
     with showing(err) as progress:
         doc = run_command(call.command, req, units, progress)
     for dest in ("svg", "junit"):

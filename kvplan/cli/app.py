@@ -26,15 +26,16 @@ import contextlib
 import inspect
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TextIO
 
 import typer
 import typer.core
 
-from kvplan.capacity.request import Origin, Raw
+from kvplan.capacity.request import Origin, Raw, ServerFlag
 from kvplan.cli.help import help_text, top_help
-from kvplan.errors import UsageError
+from kvplan.errors import UnsupportedError, UsageError
+from kvplan.facts.llama_server_args import BY_FLAG, Effect, ServerArg
 from kvplan.options.commands import COMMANDS, Command
 from kvplan.options.settings import Setting, catalog_names
 from kvplan.options.values import close_match
@@ -44,11 +45,24 @@ COMPLETE_VAR = "_KVPLAN_COMPLETE"
 
 @dataclass(frozen=True)
 class Call:
-    """A command line, parsed: the command, its arguments, and each setting given with the spelling typed."""
+    """A command line, parsed: the command, its arguments, each setting given with the spelling typed, and
+    llama-server's arguments that kvplan does not plan (a pasted llama-server line)."""
 
     command: str
     positionals: dict[str, str]
     raw: dict[str, Raw]
+    server_flags: tuple[ServerFlag, ...] = ()
+
+
+@dataclass
+class _Line:
+    """What the pre-pass has read so far."""
+
+    options: list[str] = field(default_factory=list)  # for Click
+    given: list[str] = field(default_factory=list)  # the arguments
+    spelled: dict[str, str] = field(default_factory=dict)  # setting → the spelling typed
+    server: list[ServerFlag] = field(default_factory=list)
+    model: str | None = None  # -m / --model
 
 
 class _AsTyped:
@@ -174,54 +188,112 @@ def _is_number(token: str) -> bool:
     return True
 
 
-def _take(token: str, args: list[str], command: Command, flags: dict[str, tuple[Setting, bool]],
-          spelled: dict[str, str]) -> list[str]:  # fmt: skip
-    """The option ``token`` (and its value, taken from ``args``) as Click is to read it."""
+def _takes_llamacpp(command: Command) -> bool:
+    """Whether the command plans llama.cpp's context, so that a pasted llama-server line belongs to it."""
+    return "flash_attn" in command.dests
+
+
+def _server_arg(flag: str) -> ServerArg | None:
+    """llama-server's argument of that spelling (llama.cpp reads ``--a_b`` as ``--a-b``)."""
+    return BY_FLAG.get(flag.replace("_", "-") if flag.startswith("--") else flag)
+
+
+def _values(flag: str, arg: ServerArg, eq: bool, inline: str, args: list[str]) -> list[str]:
+    if arg.values == 0:
+        if eq:
+            raise UsageError(f"{flag} is a switch and takes no value")
+        return []
+    taken = [inline] if eq else []
+    while len(taken) < arg.values:
+        if not args:
+            raise UsageError(f"{flag} needs {'a value' if arg.values == 1 else f'{arg.values} values'}")
+        taken.append(args.pop(0))
+    return taken
+
+
+def _server(token: str, args: list[str], command: Command, line: _Line) -> bool:
+    """A llama-server argument kvplan does not plan: read as llama-server reads it (kvplan.facts.llama_server_args).
+    False when ``token`` is not one."""
     flag, eq, inline = token.partition("=")
+    arg = _server_arg(flag) if _takes_llamacpp(command) else None
+    if arg is None:
+        return False
+    values = _values(flag, arg, bool(eq), inline, args)
+    if arg.effect is Effect.MODEL:
+        if line.model is not None:
+            raise UsageError(f"{flag}: the model is given twice")
+        line.model = values[0]
+    elif arg.effect is Effect.REMOVED:
+        raise UsageError(f"{flag}: the argument has been removed. {arg.hint} (as llama.cpp says)")
+    elif arg.effect is Effect.UNSUPPORTED or (arg.effect is Effect.SPLIT and flag in ("-sm", "--split-mode")
+                                              and values[0] != "layer"):  # fmt: skip
+        raise UnsupportedError(
+            f"{flag}{' ' + ' '.join(values) if values else ''}: changes memory in a way kvplan does not plan yet; "
+            "leave it out to plan the rest"
+        )
+    else:  # nothing planned (with -sm layer, llama.cpp's default, -mg places nothing either), or host memory
+        line.server.append(ServerFlag((flag, *values), Effect.HOST if arg.effect is Effect.HOST else Effect.NONE))
+    return True
+
+
+def _take(token: str, args: list[str], command: Command, flags: dict[str, tuple[Setting, bool]], line: _Line) -> None:
+    """The option ``token`` (and its value, taken from ``args``): kvplan's, as Click is to read it, or
+    llama-server's."""
+    flag, eq, inline = token.partition("=")
+    if flag not in flags and flag.startswith("--") and flag.replace("_", "-") in flags:
+        setting = flags[flag.replace("_", "-")][0]
+        if setting.runtime == "llama.cpp":  # llama.cpp reads --ctx_size as --ctx-size
+            flag = flag.replace("_", "-")
     if flag not in flags:
+        if _server(token, args, command, line):
+            return
         raise UsageError(_unknown(flag, command, flags))
     setting, _ = flags[flag]
-    spelled[setting.dest] = flag
+    line.spelled[setting.dest] = flag
     if setting.metavar is None:
         if eq:
             raise UsageError(f"{flag} is a switch and takes no value")
-        return [flag]
-    if eq:
-        return [flag, inline]
-    if not args:
+        line.options.append(flag)
+    elif eq:
+        line.options += [flag, inline]
+    elif not args:
         raise UsageError(f"{flag} needs a value ({setting.metavar})")
-    return [flag, args.pop(0)]
+    else:
+        line.options += [flag, args.pop(0)]
 
 
-def prepass(command: Command, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+def prepass(command: Command, argv: Sequence[str]) -> tuple[list[str], _Line]:
     """``argv`` (after the command name) checked flag by flag against the command's spellings and rewritten for
-    Click: options first, each as ``FLAG VALUE`` or ``SWITCH``, then ``--`` and the arguments. Returns it and the
-    spelling typed of each setting given."""
+    Click: options first, each as ``FLAG VALUE`` or ``SWITCH``, then ``--`` and the arguments. Returns it and
+    what was read (the spelling typed of each setting, llama-server's other arguments, a -m model)."""
     flags = _flags(command)
-    options: list[str] = []
-    given: list[str] = []
-    spelled: dict[str, str] = {}
+    line = _Line()
     want_help = False
     args = list(argv)
     while args:
         token = args.pop(0)
         if token == "--":
-            given += args
+            line.given += args
             break
         if not token.startswith("-") or token == "-" or _is_number(token):
-            given.append(token)
+            line.given.append(token)
         elif token in ("-h", "--help"):
             want_help = True
         else:
-            options += _take(token, args, command, flags, spelled)
+            _take(token, args, command, flags, line)
     if want_help:
-        return ["--help"], spelled
-    missing = [p.name for p in command.positionals[len(given) :] if p.required]
+        return ["--help"], line
+    if line.model is not None:
+        if line.given:
+            raise UsageError(f"give the model once: {line.given[0]!r} or -m {line.model!r}")
+        line.given.append(line.model)
+    missing = [p.name for p in command.positionals[len(line.given) :] if p.required]
     if missing:
         raise UsageError(f"missing {missing[0]} (see kvplan {command.name} --help)")
-    if len(given) > len(command.positionals):
-        raise UsageError(f"unexpected argument {given[len(command.positionals)]!r} (see kvplan {command.name} --help)")
-    return [*options, "--", *given], spelled
+    if len(line.given) > len(command.positionals):
+        extra = line.given[len(command.positionals)]
+        raise UsageError(f"unexpected argument {extra!r} (see kvplan {command.name} --help)")
+    return [*line.options, "--", *line.given], line
 
 
 # --- running Typer -----------------------------------------------------------------------------------------
@@ -258,10 +330,10 @@ def parse(argv: Sequence[str], out: TextIO) -> Call | None:
     if command is None:
         hint = close_match(name, list(COMMANDS), cutoff=0.6) or f"; commands: {', '.join(COMMANDS)}"
         raise UsageError(f"no such command {name!r}{hint}")
-    args, spelled = prepass(command, argv[1:])
+    args, line = prepass(command, argv[1:])
     values = _main(application([name]), [name, *args], out)
     if not isinstance(values, dict):  # --help: printed
         return None
     positionals = {p.name: values.pop(p.name) for p in command.positionals if values.get(p.name) is not None}
-    raw = {dest: Raw(v, Origin(spelled[dest])) for dest, v in values.items() if v is not None}
-    return Call(name, positionals, raw)
+    raw = {dest: Raw(v, Origin(line.spelled[dest])) for dest, v in values.items() if v is not None}
+    return Call(name, positionals, raw, tuple(line.server))

@@ -10,6 +10,11 @@ from kvplan.options.commands import COMMANDS, Command
 from kvplan.options.settings import GROUPS
 
 HELP_WIDTH = 80
+PASTED = (
+    "A llama-server command line pastes in: its other arguments (-t, --port, --jinja, sampling, …) are accepted, "
+    "noted as planning nothing and kept on the run line; those whose memory kvplan does not plan (--mmproj, "
+    "--lora, -sm row, --rpc, …) are refused (exit 4)."
+)
 _OPTION_COLUMN = 30
 SUMMARY = "Byte-exact KV cache / state memory planning for LLM inference:\nllama.cpp, vLLM, SGLang and TensorRT-LLM."
 
@@ -41,6 +46,8 @@ def help_text(command: Command, width: int = HELP_WIDTH) -> str:
         for s in settings:
             if s.group == group:
                 lines += _entry(", ".join(s.flags + s.negate), s.metavar, command.help_of(s), width)
+    if "flash_attn" in command.dests:
+        lines += ["", *textwrap.wrap(PASTED, width)]
     lines += ["", "Help:"]
     lines += _entry("-h, --help", None, "show this help and exit", width)
     return "\n".join(line.rstrip() for line in lines) + "\n"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
-from kvplan.capacity.request import Budgets, LlamaCppOptions, Origin, Raw, Request
+from kvplan.capacity.request import Budgets, LlamaCppOptions, Origin, Raw, Request, ServerFlag
 from kvplan.errors import SpecError, UsageError
 from kvplan.options.commands import COMMANDS, WORKLOAD
 from kvplan.options.requests import (
@@ -78,6 +78,7 @@ def build_request(
     gpu_table: Mapping[str, int] | None = None,
     need_hardware: bool = False,
     where: Origin | None = None,
+    server_flags: tuple[ServerFlag, ...] = (),
 ) -> Request:
     """Parse and check raw values (from flags or a file) into a Request; every error names where it came from.
 
@@ -92,6 +93,13 @@ def build_request(
     entry = where or Origin("MODEL")
     runtime = values.get("engine", LLAMACPP)
     check_runtime(runtime, raw)
+    if server_flags and is_engine(runtime):
+        flag = server_flags[0].tokens[0]
+        raise UsageError(
+            f"read as llama-server's argument; with --engine {runtime} kvplan takes {ENGINE_NAMES[runtime][0]}'s "
+            "own memory flags only",
+            flag,
+        )
     if "ctx_size" in raw and "ctx_per_seq" in raw:
         raise raw["ctx_per_seq"].origin.error(
             f"give either {raw['ctx_size'].origin.key} (the context shared by the sequences) or --ctx-per-seq, not both"
@@ -133,6 +141,7 @@ def build_request(
         overhead=values.get("overhead"),
         cache_types_auto=values.get("cache_types", False),
         budgets=Budgets(**{k: values[k] for k in Budgets.__dataclass_fields__ if k in values}),
+        server_flags=server_flags,
         origins=origins,
     )
 
@@ -183,12 +192,13 @@ def gpu_table_file(path: str) -> dict[str, int]:
         raise SpecError(path, None, None, str(exc)) from None
 
 
-def _deployment(model: str, raw: Mapping[str, Raw], *, need_hardware: bool = False) -> Request:
+def _deployment(model: str, raw: Mapping[str, Raw], server: tuple[ServerFlag, ...] = (), *,
+                need_hardware: bool = False) -> Request:  # fmt: skip
     """The deployment a command asks about: its settings, with the GPU table of --gpus-file."""
     path = raw.get("gpus_file")
     table = gpu_table_file(str(parse({"gpus_file": path})["gpus_file"])) if path is not None else None
     mine = {k: v for k, v in raw.items() if k not in COMMAND_OWN}
-    return build_request(model, mine, gpu_table=table, need_hardware=need_hardware)
+    return build_request(model, mine, gpu_table=table, need_hardware=need_hardware, server_flags=server)
 
 
 # --- the workload and the simulation's budgets --------------------------------------------------------------
@@ -262,8 +272,8 @@ def build_sim_budgets(raw: Mapping[str, Raw]) -> SimBudgets:
 # --- the commands ------------------------------------------------------------------------------------------
 
 
-def _fit(pos: Mapping[str, str], raw: Mapping[str, Raw]) -> FitRequest:
-    req = _deployment(pos["MODEL"], raw, need_hardware=True)
+def _fit(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> FitRequest:
+    req = _deployment(pos["MODEL"], raw, server, need_hardware=True)
     values = parse({k: v for k, v in raw.items() if k in ("fit", "fit_target", "fit_ctx")})
     # llama.cpp's default is --fit on (common_params::fit_params); the serving engines have no such fit
     on = values.get("fit", not req.is_engine)
@@ -280,22 +290,22 @@ def _fit(pos: Mapping[str, str], raw: Mapping[str, Raw]) -> FitRequest:
     )
 
 
-def _compare(pos: Mapping[str, str], raw: Mapping[str, Raw]) -> CompareRequest:
+def _compare(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> CompareRequest:
     values = parse({k: v for k, v in raw.items() if k == "contexts"})
     contexts = values["contexts"].points if "contexts" in values else ()
-    return CompareRequest(_deployment(pos["MODEL"], raw), contexts)
+    return CompareRequest(_deployment(pos["MODEL"], raw, server), contexts)
 
 
-def _curve(pos: Mapping[str, str], raw: Mapping[str, Raw]) -> CurveRequest:
+def _curve(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> CurveRequest:
     from kvplan.analysis.curve import parse_contexts
 
     values = parse({k: v for k, v in raw.items() if k in ("contexts", "bandwidth")})
     contexts = values["contexts"] if "contexts" in values else parse_contexts("1k:128k")
-    return CurveRequest(_deployment(pos["MODEL"], raw), contexts, values.get("bandwidth"))
+    return CurveRequest(_deployment(pos["MODEL"], raw, server), contexts, values.get("bandwidth"))
 
 
-def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw]) -> SimulateRequest:
-    req = _deployment(pos["MODEL"], raw, need_hardware=True)
+def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> SimulateRequest:
+    req = _deployment(pos["MODEL"], raw, server, need_hardware=True)
     check_runtime(req.runtime, {k: v for k, v in raw.items() if k == "async_scheduling"})
     given: dict[str, Raw] = {}
     if "workload" in raw:
@@ -315,26 +325,29 @@ def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw]) -> SimulateRequest
     )
 
 
-def _models(pos: Mapping[str, str], raw: Mapping[str, Raw]) -> ModelsRequest:
+def _models(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> ModelsRequest:
     values = parse({k: v for k, v in raw.items() if k in ("arch", "family")})
     return ModelsRequest(values.get("arch"), values.get("family"))
 
 
-BUILDERS: dict[str, Callable[[Mapping[str, str], Mapping[str, Raw]], CommandRequest]] = {
-    "estimate": lambda pos, raw: _deployment(pos["MODEL"], raw),
+Builder = Callable[[Mapping[str, str], Mapping[str, Raw], tuple[ServerFlag, ...]], CommandRequest]
+BUILDERS: dict[str, Builder] = {
+    "estimate": lambda pos, raw, server: _deployment(pos["MODEL"], raw, server),
     "fit": _fit,
     "compare": _compare,
     "curve": _curve,
-    "check": lambda pos, raw: CheckRequest(pos["FILE"]),
+    "check": lambda pos, raw, server: CheckRequest(pos["FILE"]),
     "simulate": _simulate,
     "models": _models,
-    "gpus": lambda pos, raw: GpusRequest(),
+    "gpus": lambda pos, raw, server: GpusRequest(),
 }
 
 
-def build(command: str, positionals: Mapping[str, str], raw: Mapping[str, Raw]) -> CommandRequest:
+def build(
+    command: str, positionals: Mapping[str, str], raw: Mapping[str, Raw], server_flags: tuple[ServerFlag, ...] = ()
+) -> CommandRequest:
     """The typed request of ``command`` from its positional arguments and raw settings (each one the command
-    takes: kvplan.options.commands)."""
+    takes: kvplan.options.commands), and llama-server's arguments it does not plan (a pasted command line)."""
     takes = set(COMMANDS[command].dests)
     assert set(raw) <= takes, sorted(set(raw) - takes)
-    return BUILDERS[command](positionals, raw)
+    return BUILDERS[command](positionals, raw, server_flags)

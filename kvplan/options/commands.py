@@ -41,7 +41,7 @@ class Command:
 MODEL = Positional(
     "MODEL",
     "a .gguf file (or http(s)://, hf:// URL), a .yaml spec, a config.json or model folder, "
-    "or a catalog name or its Hugging Face id (`kvplan models`)",
+    "or a catalog name or its Hugging Face id (`kvplan models`); -m / --model MODEL as llama-server takes it",
 )
 OUTPUT = ("format", "units")
 LLAMACPP_CONTEXT = (

@@ -19,7 +19,7 @@ def load_model(ref: str) -> ModelDescription:
     lower = ref.lower()
     if lower.startswith(("http://", "https://", "hf://")):
         return _load_remote(ref)
-    if lower.endswith(".gguf"):
+    if lower.endswith(".gguf") or _is_gguf(ref):  # or by its magic, whatever its name (Ollama's blobs have none)
         from kvplan.sources.gguf_source import load_gguf_model
 
         if not os.path.exists(ref):
@@ -44,8 +44,19 @@ def load_model(ref: str) -> ModelDescription:
     if os.path.isdir(ref):
         raise ModelNotFoundError(f"{ref}: a folder without config.json (give the .gguf or config.json inside it)")
     if os.path.exists(ref):
-        raise ModelNotFoundError(f"{ref}: not a .gguf file, a .yaml/.yml spec or a config.json")
+        raise ModelNotFoundError(f"{ref}: not a GGUF (no GGUF magic), a .yaml/.yml spec or a config.json")
     raise _not_found(ref)
+
+
+def _is_gguf(path: str) -> bool:
+    """A regular file (never a FIFO or a device: they are not opened) that starts with GGUF's magic."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"GGUF"
+    except OSError:
+        return False
 
 
 def _load_remote(ref: str) -> ModelDescription:

@@ -145,9 +145,9 @@ def test_show_and_install_completion(shell: str, tmp_path) -> None:
 def test_prepass_rewrites_for_click() -> None:
     """Options first, each with its value whatever it looks like, then the arguments after ``--`` (a model named
     like a flag is an argument there)."""
-    args, spelled = prepass(COMMANDS["fit"], ["-c=32k", "-ngl", "-1", "-kvu", "--", "-odd.gguf"])
+    args, line = prepass(COMMANDS["fit"], ["-c=32k", "-ngl", "-1", "-kvu", "--", "-odd.gguf"])
     assert args == ["-c", "32k", "-ngl", "-1", "-kvu", "--", "-odd.gguf"]
-    assert spelled == {"ctx_size": "-c", "n_gpu_layers": "-ngl", "kv_unified": "-kvu"}
+    assert line.spelled == {"ctx_size": "-c", "n_gpu_layers": "-ngl", "kv_unified": "-kvu"}
 
 
 def test_the_groups_help_is_what_kvplan_help_prints() -> None:

@@ -17,6 +17,8 @@ CASES = [
     ("gemma-3-27b", ["--gpu", "RTX-4090x2"], ["-np", "4", "-kvu", "--swa-full", "-ts", "3,1", "--fit", "off"]),
     ("gemma-3-12b", ["--gpu", "A10"], ["--cache-types", "auto", "-c", "128k"]),
     ("llama-3.1-8b", ["--gpu", "RTX-4090"], ["-c", "64k", "-ngl", "20", "-nkvo"]),
+    # a pasted llama-server line: its other arguments stay on the run line
+    ("llama-3.1-8b", ["--gpu", "RTX-4090"], ["-c", "32k", "-t", "8", "--port", "8080", "--jinja", "--temp", "0.7"]),
     ("llama-3.1-70b", ["--engine", "vllm", "--gpu", "H100-80GBx4"], ["-tp", "4", "--max-model-len", "32k"]),
     (
         "gemma-3-27b",
