@@ -144,15 +144,14 @@ def parse_memory(sizes: tuple[int, ...]) -> Hardware:
 
 
 def parse_gpu_table(data: object) -> dict[str, int]:
-    """A mapping ``NAME: memory`` (``24GiB``, or a number of GiB) that extends the built-in table."""
+    """A mapping ``NAME: memory`` (``24GiB``, ``81559MiB``) that extends the built-in table; a number without a
+    unit is refused as on the command line (nvidia-smi's 24564 is MiB, a GiB figure would be 24 TiB)."""
     if not isinstance(data, dict):
         raise ValueError("expected a mapping NAME: memory (e.g. MY-GPU: 24GiB)")
     out = {}
     for name, value in data.items():
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"{name!r}: GPU names must be text")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1 << 20:
-            value = f"{value}GiB"  # a bare number is GiB in this file
         try:
             out[name] = parse_size(value)
         except ValueError as exc:

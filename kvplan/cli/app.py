@@ -249,6 +249,8 @@ def _take(token: str, args: list[str], command: Command, flags: dict[str, tuple[
             return
         raise UsageError(_unknown(flag, command, flags))
     setting, _ = flags[flag]
+    if setting.once and setting.dest in line.spelled:
+        raise UsageError(f"{flag} given twice; give the GPUs once: NAME[xN], or --memory SIZE,SIZE for a mixed rig")
     line.spelled[setting.dest] = flag
     if setting.metavar is None:
         if eq:

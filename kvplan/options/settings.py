@@ -55,6 +55,7 @@ class Setting:
     runtime: str | None = None  # "llama.cpp", "engine" or None (any)
     choices: Choices = ()  # what a shell completes (a function: looked up only when completing)
     library: bool = True  # False: the command line's own (output format, files it writes)
+    once: bool = False  # given twice on one command line is an error (not: the last one wins)
 
     @property
     def file_key(self) -> str | None:
@@ -230,10 +231,10 @@ SETTINGS: tuple[Setting, ...] = (
             negate=("--no-async-scheduling",), runtime=_EN),
     # hardware
     Setting("gpu", ("--gpu",), v.gpu,
-            "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`)", "hardware", "NAME[xN]",
-            choices=_gpu_presets),
+            "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`); once: a mixed rig is "
+            "--memory 24GiB,16GiB", "hardware", "NAME[xN]", choices=_gpu_presets, once=True),
     Setting("memory", ("--memory",), v.sizes,
-            "memory per GPU instead: 24GiB or 24GiB,24GiB", "hardware", "SIZE[,SIZE]"),
+            "memory per GPU instead: 24GiB or 24GiB,16GiB", "hardware", "SIZE[,SIZE]", once=True),
     Setting("gpus_file", ("--gpus-file",), v.text,
             "a YAML file of NAME: memory entries extending the GPU presets", "hardware", "FILE", key=None),
     Setting("bandwidth", ("--bandwidth",), v.bounded(1, 1e6),

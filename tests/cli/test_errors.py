@@ -40,6 +40,8 @@ from helpers import ORACLE, kv
         (["estimate", "llama-3.1-8b", "-o", "pdf"], "-o: unknown format 'pdf'; expected one of table, json, markdown"),
         (["estimate", "llama-3.1-8b", "--format", "jsn"], "--format: unknown format 'jsn' (did you mean json?)"),
         (["estimate", "llama-3.1-8b", "--units", "furlongs"], "--units: unknown units 'furlongs'"),
+        (["fit", "llama-3.1-8b", "--gpu", "L4", "--gpu", "T4"], "--gpu given twice; give the GPUs once: NAME[xN]"),
+        (["fit", "llama-3.1-8b", "--memory", "24GiB", "--memory", "16GiB"], "--memory given twice"),
         (["nosuchcmd"], "no such command 'nosuchcmd'"),
         (["fitt"], "no such command 'fitt' (did you mean fit?)"),
     ],
@@ -114,3 +116,15 @@ def test_does_not_fit_says_why_and_what_would() -> None:
     assert "run:" not in r.stdout
     engine = kv("fit", "llama-3.1-70b", "--engine", "sglang", "--gpu", "L4", "--params", "70B")
     assert engine.exit_code == 1 and "the weights (130.39 GiB) exceed" in engine.stdout and "run:" not in engine.stdout
+
+
+def test_a_gpus_file_takes_sizes_with_their_units(tmp_path: Path) -> None:
+    """A number without a unit is refused there as on the command line: nvidia-smi's 24564 is MiB, and reading it
+    as GiB (as kvplan once did) made a 24 TiB GPU."""
+    table = tmp_path / "gpus.yaml"
+    table.write_text("MY-GPU: 24564\n")
+    r = kv("fit", "llama-3.1-8b", "--gpus-file", str(table), "--gpu", "MY-GPU")
+    assert r.exit_code == 3 and "gpus.yaml: MY-GPU: 24564 would be 24564 bytes; give a unit" in r.stderr, r.stderr
+    table.write_text("MY-GPU: 24564MiB\n")
+    doc = kv("fit", "llama-3.1-8b", "--gpus-file", str(table), "--gpu", "MY-GPU", "-o", "json").json()
+    assert doc["devices"][0]["memory_bytes"] == 24564 << 20

@@ -78,3 +78,11 @@ def test_units_govern_every_figure() -> None:
         assert not any(unit in out for unit in foreign), out
     out = kv("fit", "gpt-oss-120b", "--engine", "vllm", "--gpu", "H100-80GB", "--units", "bytes").stdout
     assert "GiB" not in out and "MiB" not in out and "KiB" not in out
+
+
+def test_empty_columns_go_first_when_a_table_is_too_wide() -> None:
+    """check's Detail column is empty when every budget passes: at 80 columns it is left out (saying nothing by
+    going), so that the rows stay rows instead of being stacked."""
+    out = kv("check", str(EXAMPLES / "deployments.yaml"), width=80).stdout.splitlines()
+    assert out[2].split() == ["Deployment", "Budget", "Status", "Actual", "Limit"]
+    assert "left out" not in "\n".join(out) and "Detail" in kv("check", str(EXAMPLES / "deployments.yaml")).stdout
