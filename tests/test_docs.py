@@ -222,3 +222,12 @@ def test_the_layout_names_every_part_of_the_package(readme: str) -> None:
     parts = {p.name + ("/" if p.is_dir() else "") for p in (ROOT / "kvplan").iterdir() if p.name != "__pycache__"}
     parts -= {"__init__.py", "__main__.py", "py.typed"}
     assert parts == named
+
+
+def test_the_budgets_are_defined_once(readme: str) -> None:
+    """The README's budget table says of each capacity budget what its --help line says (the settings table)."""
+    from kvplan.options.settings import SETTINGS_BY_DEST
+
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", readme, re.M))
+    for dest in ("max_kv", "max_total", "min_ctx", "min_parallel"):
+        assert rows[dest] == SETTINGS_BY_DEST[dest].help, dest

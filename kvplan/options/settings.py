@@ -281,13 +281,17 @@ SETTINGS: tuple[Setting, ...] = (
             "the random seed (0)", "workload", key="workload.seed"),
     # budgets
     Setting("max_kv", ("--max-kv",), v.size,
-            "KV / state bytes at most this", "budgets", "SIZE", key="budgets.max_kv"),
+            "the KV / state bytes (llama.cpp: the exact context total; engines: what the sequences reserve per GPU) "
+            "are at most this", "budgets", "SIZE", key="budgets.max_kv"),
     Setting("max_total", ("--max-total",), v.size,
-            "weights + KV + overhead at most this", "budgets", "SIZE", key="budgets.max_total"),
+            "weights + KV + compute + overhead (llama.cpp: all GPUs; engines: per GPU) are at most this", "budgets",
+            "SIZE", key="budgets.max_total"),
     Setting("min_ctx", ("--min-ctx",), v.count(1),
-            "each sequence gets at least this many tokens", "budgets", "N", key="budgets.min_ctx"),
+            "the longest context per sequence that fits on the hardware (without hardware: the one configured) is at "
+            "least this", "budgets", "N", key="budgets.min_ctx"),
     Setting("min_parallel", ("--min-parallel",), v.count(1),
-            "at least this many sequences fit", "budgets", "N", key="budgets.min_parallel"),
+            "the sequences of the configured context that fit are at least this", "budgets", "N",
+            key="budgets.min_parallel"),
     Setting("headroom", ("--headroom",), v.headroom,
             "free share kept on every GPU (engines: of the KV pool), e.g. 10%", "budgets", "SHARE",
             key="budgets.headroom"),

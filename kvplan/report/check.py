@@ -43,7 +43,15 @@ def check_document(results: list[DeploymentResult], exit_code: int, units: Units
             rows.append({"deployment": r.name, "budget": "-", "status": "PASS", "detail": "no budgets"})
         if ev.suggestion is not None:
             notes.append(f"{r.name}: {budget_report.suggestion_text(ev.suggestion)}")
-        fit = ev.fit
+        fit, est = ev.fit, ev.estimate
+        # the settings planned, on hardware (the fit) or without (the estimate): never null for a planned entry
+        ctx, n_seq = (
+            (fit.ctx_per_seq, fit.n_seq)
+            if fit
+            else (est.plan.context.n_ctx_seq, est.plan.context.n_seq)
+            if est
+            else (None, None)
+        )
         deployments.append(
             {
                 "name": r.name,
@@ -51,9 +59,9 @@ def check_document(results: list[DeploymentResult], exit_code: int, units: Units
                 "exit_code": r.exit_code,
                 "error": None,
                 "runtime": ev.request.runtime,
-                "kv_bytes": fit.kv_bytes if fit else ev.estimate.total_bytes if ev.estimate else None,
-                "ctx_per_seq": fit.ctx_per_seq if fit else None,
-                "n_seq": fit.n_seq if fit else None,
+                "kv_bytes": fit.kv_bytes if fit else est.total_bytes if est else None,
+                "ctx_per_seq": ctx,
+                "n_seq": n_seq,
                 "budgets": [f.to_dict() for f in ev.findings],
                 "suggestion": ev.suggestion.to_dict() if ev.suggestion else None,
             }

@@ -246,3 +246,14 @@ def test_engine_deployments_use_the_engine_solver(tmp_path: Path) -> None:
     assert fits(deps[1], max_model_len=c) and not fits(deps[1], max_model_len=c + 1)
     c = int(long.evaluation.suggestion.flags[1])
     assert fits(deps[2], max_model_len=c) and not fits(deps[2], max_model_len=c + 1)
+
+
+def test_every_planned_deployment_reports_its_settings() -> None:
+    """A deployment without hardware is an estimate: its context per sequence and sequences are the ones llama.cpp
+    plans (16k × 2 here), not null."""
+    from helpers import EXAMPLES, kv
+
+    doc = kv("check", str(EXAMPLES / "deployments.yaml"), "-o", "json").json()
+    spec = next(d for d in doc["deployments"] if d["name"] == "custom-spec")
+    assert (spec["ctx_per_seq"], spec["n_seq"]) == (16384, 2)
+    assert all(d["ctx_per_seq"] and d["n_seq"] for d in doc["deployments"] if d["status"] != "error")
