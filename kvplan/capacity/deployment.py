@@ -207,17 +207,18 @@ def _nearest_engine(model: ModelDescription, req: Request) -> Suggestion | None:
     from kvplan.runtimes.engines import ENGINES
 
     engine = ENGINES[req.runtime]
+    say = engine.spelling  # the engine's own flag names (SGLang --context-length, TensorRT-LLM --max_seq_len)
     current = CACHE_DTYPE_BYTES[e.kv_cache_dtype]
     for dtype in engine.dtype_ladder:
         if CACHE_DTYPE_BYTES[dtype] < current and _passes(model, replace(req, engine=replace(e, kv_cache_dtype=dtype))):
-            return Suggestion(("--kv-cache-dtype", dtype), "cache-types")
+            return Suggestion(engine.dtype_args(dtype), "cache-types")
     ctx = e.max_model_len or model.engine_ctx
     best = _largest(1, ctx - 1, lambda c: _passes(model, replace(req, engine=replace(e, max_model_len=c))))
     if best:
-        return Suggestion(("--max-model-len", str(best)), "ctx")
+        return Suggestion((say.max_model_len, str(best)), "ctx")
     n_seq = e.max_num_seqs or 1
     if n_seq > 1:
         n = _largest(1, n_seq - 1, lambda n: _passes(model, replace(req, engine=replace(e, max_num_seqs=n))))
         if n:
-            return Suggestion(("--max-num-seqs", str(n)), "parallel")
+            return Suggestion((say.max_num_seqs, str(n)), "parallel")
     return None

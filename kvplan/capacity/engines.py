@@ -73,6 +73,36 @@ class EngineFit:
         return max(1, self.parallel) * self.capacity.request_bytes(max(1, self.ctx))
 
 
+#: what a run line names where kvplan's model input is not something the engine takes (a kvplan spec)
+MODEL_PLACEHOLDER = "<checkpoint>"
+
+
+def served_model(model: ModelDescription, ref: str) -> str:
+    """What the engine is started with: the Hugging Face id the catalog names, a checkpoint folder (a config.json
+    is read from its folder), a URL or hf:// reference as given — and for a kvplan spec, which no engine reads,
+    a placeholder (the run notes say so)."""
+    import os
+
+    if model.spec is not None and model.spec.hf_id:
+        return model.spec.hf_id
+    if ref.startswith("hf://"):
+        return ref.removeprefix("hf://").split("@", 1)[0]
+    if "://" in ref:
+        return ref
+    if ref.lower().endswith(".json"):
+        return os.path.dirname(ref) or "."
+    if ref.lower().endswith((".yaml", ".yml")):
+        return MODEL_PLACEHOLDER
+    return ref
+
+
+def _model_note(engine: Engine, served: str, ref: str) -> tuple[str, ...]:
+    if served != MODEL_PLACEHOLDER:
+        return ()
+    return (f"{ref} is kvplan's model spec, which {engine.label} does not read: start it with the checkpoint "
+            f"(a Hugging Face id or folder) in place of {MODEL_PLACEHOLDER}",)  # fmt: skip
+
+
 def _parallel(s: EngineSettings) -> str:
     if s.tensor_parallel_size * s.pipeline_parallel_size == 1:
         return ""
@@ -167,9 +197,10 @@ class EngineRuntime:
         else:
             mode = Mode.CHECK if ctx and parallel else Mode.MAX_PARALLEL if ctx else Mode.MAX_CTX
             found = self._attempt(t, t.settings, ctx, parallel)
-        return self._result(found, mode, req.model, parallel)
+        return self._result(found, mode, req, parallel)
 
-    def _result(self, f: EngineFit, mode: Mode, ref: str, max_num_seqs: int | None) -> FitResult:
+    def _result(self, f: EngineFit, mode: Mode, req: Request, max_num_seqs: int | None) -> FitResult:
+        ref = req.model
         t, cap, engine = f.target, f.capacity, self.engine
         lay = cap.layout
         budget_given = f.settings.kv_cache_memory_bytes is not None
@@ -210,8 +241,8 @@ class EngineRuntime:
             need_bytes=reserved,
             have_bytes=pool,
             need_device="GPU0",
-            run_command=engine.command(t.model.spec.hf_id if t.model.spec and t.model.spec.hf_id else ref),
-            run_args=engine.run_args(lay, run_ctx, max_num_seqs) if f.fits else (),
+            run_command=engine.command(served_model(t.model, ref)),
+            run_args=engine.run_args(lay, run_ctx, max_num_seqs, req.engine) if f.fits else (),
             weights_basis=t.weights_basis,
             overhead_basis=(
                 "not needed: --kv-cache-memory-bytes sets the KV budget; activations and CUDA graphs must fit "
@@ -227,7 +258,7 @@ class EngineRuntime:
             trained_ctx=t.model.engine_ctx,
             capped_by_trained=mode is Mode.MAX_CTX and f.fits and f.ctx >= t.model.engine_ctx,
             shortfall=shortfall,
-            run_notes=engine.run_notes(lay) if f.fits else (),
+            run_notes=(*engine.run_notes(lay), *_model_note(engine, served_model(t.model, ref), ref)) if f.fits else (),
             detail=f,
         )
 
@@ -243,18 +274,19 @@ class EngineRuntime:
         else:
             constraint = Constraint.KV
         alternatives = []
+        say = self.engine.spelling  # the engine's own flag names (SGLang --context-length, …)
         solver = EngineSolver(replace(t, settings=f.settings))
         best = solver.max_ctx_per_seq(want_n, want_ctx)
         if best and best < want_ctx:
-            alternatives.append(Alternative("max-ctx", ("--max-model-len", str(best)), best, want_n))
+            alternatives.append(Alternative("max-ctx", (say.max_model_len, str(best)), best, want_n))
         n = solver.max_parallel(want_ctx)
         if 1 <= n < want_n:
-            alternatives.append(Alternative("max-parallel", ("--max-num-seqs", str(n)), want_ctx, n))
+            alternatives.append(Alternative("max-parallel", (say.max_num_seqs, str(n)), want_ctx, n))
         for dtype in self.engine.dtype_ladder:
             if CACHE_DTYPE_BYTES[dtype] >= f.settings.dtype_bytes:
                 continue  # only a smaller KV dtype can help
             trial = self._attempt(t, replace(f.settings, kv_cache_dtype=dtype), want_ctx, want_n)
             if trial.fits:
-                alternatives.append(Alternative("cache-types", ("--kv-cache-dtype", dtype), want_ctx, want_n))
+                alternatives.append(Alternative("cache-types", self.engine.dtype_args(dtype), want_ctx, want_n))
                 break
         return Shortfall(constraint, "GPU0", available, weights, need_kv, 0, overhead, tuple(alternatives))

@@ -72,3 +72,28 @@ def test_the_run_line_reproduces_the_plan(model: str, where: list[str], question
         assert {k: v for k, v in redo["engine"].items() if k != "sequences_that_fit"} == {
             k: v for k, v in doc["engine"].items() if k != "sequences_that_fit"
         }
+
+
+def test_advice_and_run_lines_in_the_engines_words(tmp_path) -> None:
+    """Each engine's advice uses its own flag names; a run line names what the engine takes (a Hugging Face id, a
+    checkpoint folder — never a kvplan spec, which gets a placeholder and a note) and keeps the flags the user gave
+    that the engine reads."""
+    from helpers import EXAMPLES
+
+    sg = kv("fit", "llama-3.1-8b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "128k",
+            "--max-running-requests", "8", "-o", "json").json()  # fmt: skip
+    assert {a["flags"][0] for a in sg["shortfall"]["alternatives"]} <= {"--context-length", "--max-running-requests"}
+    trt = kv("fit", "llama-3.1-8b", "--engine", "trtllm", "--gpu", "RTX-4090", "--max_seq_len", "128k",
+             "--max_batch_size", "8", "-o", "json").json()  # fmt: skip
+    assert trt["shortfall"]["alternatives"][0]["flags"][0] == "--max_seq_len"
+    folder = kv("fit", NEMOTRON + "/config.json", "--engine", "vllm", "--gpu", "H100-80GB", "--params", "8B",
+                "-o", "json").json()  # fmt: skip
+    assert folder["run_command"] == f"vllm serve {NEMOTRON}"
+    spec = kv("fit", str(EXAMPLES / "my-model.yaml"), "--engine", "vllm", "--gpu", "H100-80GB", "--params", "8B")
+    assert "run: vllm serve <checkpoint> " in spec.stdout and "is kvplan's model spec, which vLLM does not read" in (
+        spec.stdout
+    )
+    given = kv("fit", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB", "--max-num-batched-tokens", "4096",
+               "--no-enable-prefix-caching", "-o", "json").json()  # fmt: skip
+    assert given["run_command"] == "vllm serve meta-llama/Llama-3.1-8B-Instruct"
+    assert given["run_args"][-3:] == ["--max-num-batched-tokens", "4096", "--no-enable-prefix-caching"]

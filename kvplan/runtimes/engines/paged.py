@@ -267,8 +267,11 @@ class Engine:
 
     spelling: ClassVar[Spelling]
 
-    def run_args(self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None) -> tuple[str, ...]:
-        """The engine's own arguments that reproduce the plan (every one the answer depends on)."""
+    def run_args(
+        self, lay: EngineLayout, max_model_len: int, max_num_seqs: int | None, given: EngineSettings | None = None
+    ) -> tuple[str, ...]:
+        """The engine's own arguments that reproduce the plan (every one the answer depends on), and those of
+        ``given`` (the flags the user gave) that the engine reads."""
         s, say = lay.settings, self.spelling
         args = [
             say.tensor_parallel_size,
@@ -284,11 +287,16 @@ class Engine:
             args += [say.max_num_seqs, str(max_num_seqs)]
         if s.block_size:
             args += [say.block_size, str(s.block_size)]
-        return (*args, *self.own_run_args(lay))
+        return (*args, *self.own_run_args(lay, given or EngineSettings()))
 
-    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
-        """The arguments only this engine has that the plan depends on."""
+    def own_run_args(self, lay: EngineLayout, given: EngineSettings) -> tuple[str, ...]:
+        """The arguments only this engine has that the plan depends on or the user gave."""
         return ()
+
+    def dtype_args(self, dtype: str) -> tuple[str, ...]:
+        """How the engine is given a KV dtype (its own argument; TensorRT-LLM has none)."""
+        assert self.spelling.kv_cache_dtype is not None
+        return (self.spelling.kv_cache_dtype, dtype)
 
     def run_notes(self, lay: EngineLayout) -> tuple[str, ...]:
         """What the plan also needs that is not a command-line argument of the engine."""

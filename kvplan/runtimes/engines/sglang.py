@@ -346,7 +346,7 @@ class SGLang(Engine):
         full, swa = cap.layout.token_bytes_split(stage)
         return cap.tokens * full + (cap.swa_tokens or 0) * swa + cap.state_pool_bytes
 
-    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
+    def own_run_args(self, lay: EngineLayout, given: EngineSettings) -> tuple[str, ...]:
         mfs = lay.settings.mem_fraction_static
         args = ["--mem-fraction-static", f"{mfs:g}"] if mfs else []
         if lay.settings.enable_prefix_caching is False:

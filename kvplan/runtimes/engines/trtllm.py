@@ -73,9 +73,13 @@ class TRTLLM(Engine):
         )
         return Capacity(lay, budget, blocks, tokens, max_len, tokens / max_len, basis)
 
-    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
+    def own_run_args(self, lay: EngineLayout, given: EngineSettings) -> tuple[str, ...]:
         fraction = lay.settings.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION
         return ("--kv_cache_free_gpu_memory_fraction", f"{fraction:g}")
+
+    def dtype_args(self, dtype: str) -> tuple[str, ...]:
+        """TensorRT-LLM has no KV dtype argument: a YAML file of LLM API options carries it."""
+        return ("--extra_llm_api_options", f"kv_cache_config: {{dtype: {dtype}}}")
 
     def run_notes(self, lay: EngineLayout) -> tuple[str, ...]:
         if lay.settings.kv_cache_dtype == "auto":

@@ -382,22 +382,23 @@ class VLLM(Engine):
     def request_bytes(self, cap: Capacity, ctx: int) -> int:
         return cap.layout.request_blocks(ctx) * cap.layout.block_bytes
 
-    def own_run_args(self, lay: EngineLayout) -> tuple[str, ...]:
+    def own_run_args(self, lay: EngineLayout, given: EngineSettings) -> tuple[str, ...]:
         s = lay.settings
         args: list[str] = []
         if s.kv_cache_memory_bytes is not None:
             args += ["--kv-cache-memory-bytes", str(s.kv_cache_memory_bytes)]
         else:
             args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]
-        if lay.in_flight_tokens and s.max_num_batched_tokens:  # what a window layer reserves depends on it
+        # what a window layer reserves depends on it; and the user's own is kept
+        if s.max_num_batched_tokens and (lay.in_flight_tokens or given.max_num_batched_tokens is not None):
             args += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
         if s.disable_hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
-        if any(isinstance(v, StateSpec) for v in lay.specs.values()):
-            if s.enable_prefix_caching is False:
-                args.append("--no-enable-prefix-caching")
-            if s.mamba_ssm_cache_dtype not in (None, "auto"):
-                args += ["--mamba-ssm-cache-dtype", s.mamba_ssm_cache_dtype]
+        state = any(isinstance(v, StateSpec) for v in lay.specs.values())
+        if s.enable_prefix_caching is False and (state or given.enable_prefix_caching is False):
+            args.append("--no-enable-prefix-caching")
+        if state and s.mamba_ssm_cache_dtype not in (None, "auto"):
+            args += ["--mamba-ssm-cache-dtype", s.mamba_ssm_cache_dtype]
         return tuple(args)
 
 
