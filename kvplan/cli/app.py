@@ -211,10 +211,9 @@ def _values(flag: str, arg: ServerArg, eq: bool, inline: str, args: list[str]) -
     return taken
 
 
-def _server(token: str, args: list[str], command: Command, line: _Line) -> bool:
+def _server(flag: str, eq: str, inline: str, args: list[str], command: Command, line: _Line) -> bool:
     """A llama-server argument kvplan does not plan: read as llama-server reads it (kvplan.facts.llama_server_args).
-    False when ``token`` is not one."""
-    flag, eq, inline = token.partition("=")
+    False when ``flag`` is not one."""
     arg = _server_arg(flag) if _takes_llamacpp(command) else None
     if arg is None:
         return False
@@ -240,12 +239,11 @@ def _take(token: str, args: list[str], command: Command, flags: dict[str, tuple[
     """The option ``token`` (and its value, taken from ``args``): kvplan's, as Click is to read it, or
     llama-server's."""
     flag, eq, inline = token.partition("=")
-    if flag not in flags and flag.startswith("--") and flag.replace("_", "-") in flags:
-        setting = flags[flag.replace("_", "-")][0]
-        if setting.runtime == "llama.cpp":  # llama.cpp reads --ctx_size as --ctx-size
-            flag = flag.replace("_", "-")
+    dashed = flag.replace("_", "-") if flag.startswith("--") else flag  # llama.cpp reads --ctx_size as --ctx-size
+    if flag not in flags and dashed in flags and flags[dashed][0].runtime == "llama.cpp":
+        flag = dashed
     if flag not in flags:
-        if _server(token, args, command, line):
+        if _server(flag, eq, inline, args, command, line):
             return
         raise UsageError(_unknown(flag, command, flags))
     setting, _ = flags[flag]

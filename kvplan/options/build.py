@@ -57,10 +57,13 @@ WORKLOAD_KEYS = {
 _FLAGS = {s.dest: Origin(s.flag) for s in SETTINGS}
 
 
-def parse(raw: Mapping[str, Raw]) -> dict[str, Any]:
-    """Every raw value through its setting's parser; an error names where the value came from."""
+def parse(raw: Mapping[str, Raw], *dests: str) -> dict[str, Any]:
+    """Every raw value (those of ``dests``, where given) through its setting's parser; an error names where the
+    value came from."""
     values: dict[str, Any] = {}
     for dest, item in raw.items():
+        if dests and dest not in dests:
+            continue
         try:
             values[dest] = SETTINGS_BY_DEST[dest].parse(item.value)
         except ValueError as exc:
@@ -195,8 +198,8 @@ def gpu_table_file(path: str) -> dict[str, int]:
 def _deployment(model: str, raw: Mapping[str, Raw], server: tuple[ServerFlag, ...] = (), *,
                 need_hardware: bool = False) -> Request:  # fmt: skip
     """The deployment a command asks about: its settings, with the GPU table of --gpus-file."""
-    path = raw.get("gpus_file")
-    table = gpu_table_file(str(parse({"gpus_file": path})["gpus_file"])) if path is not None else None
+    path = parse(raw, "gpus_file").get("gpus_file")
+    table = gpu_table_file(path) if path is not None else None
     mine = {k: v for k, v in raw.items() if k not in COMMAND_OWN}
     return build_request(model, mine, gpu_table=table, need_hardware=need_hardware, server_flags=server)
 
@@ -266,7 +269,7 @@ def build_workload(raw: Mapping[str, Raw], where: Origin | None = None) -> Workl
 def build_sim_budgets(raw: Mapping[str, Raw]) -> SimBudgets:
     from kvplan.simulation.budgets import SimBudgets
 
-    return SimBudgets(**parse({k: v for k, v in raw.items() if k in SIM_BUDGETS}))
+    return SimBudgets(**parse(raw, *SIM_BUDGETS))
 
 
 # --- the commands ------------------------------------------------------------------------------------------
@@ -274,7 +277,7 @@ def build_sim_budgets(raw: Mapping[str, Raw]) -> SimBudgets:
 
 def _fit(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> FitRequest:
     req = _deployment(pos["MODEL"], raw, server, need_hardware=True)
-    values = parse({k: v for k, v in raw.items() if k in ("fit", "fit_target", "fit_ctx")})
+    values = parse(raw, "fit", "fit_target", "fit_ctx")
     # llama.cpp's default is --fit on (common_params::fit_params); the serving engines have no such fit
     on = values.get("fit", not req.is_engine)
     if not on:
@@ -291,7 +294,7 @@ def _fit(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFla
 
 
 def _compare(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> CompareRequest:
-    values = parse({k: v for k, v in raw.items() if k == "contexts"})
+    values = parse(raw, "contexts")
     contexts = values["contexts"].points if "contexts" in values else ()
     return CompareRequest(_deployment(pos["MODEL"], raw, server), contexts)
 
@@ -299,7 +302,7 @@ def _compare(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[Serve
 def _curve(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> CurveRequest:
     from kvplan.analysis.curve import parse_contexts
 
-    values = parse({k: v for k, v in raw.items() if k in ("contexts", "bandwidth")})
+    values = parse(raw, "contexts", "bandwidth")
     contexts = values["contexts"] if "contexts" in values else parse_contexts("1k:128k")
     return CurveRequest(_deployment(pos["MODEL"], raw, server), contexts, values.get("bandwidth"))
 
@@ -309,12 +312,12 @@ def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[Serv
     check_runtime(req.runtime, {k: v for k, v in raw.items() if k == "async_scheduling"})
     given: dict[str, Raw] = {}
     if "workload" in raw:
-        given = workload_file(str(parse({"workload": raw["workload"]})["workload"]))
+        given = workload_file(parse(raw, "workload")["workload"])
     flags = {k: v for k, v in raw.items() if k in WORKLOAD and k != "workload"}
     if {"request_rate", "max_concurrency", "trace"} & set(flags):  # the flags' mode replaces the file's
         for mode in ("request_rate", "max_concurrency", "trace"):
             given.pop(mode, None)
-    values = parse({k: v for k, v in raw.items() if k in ("async_scheduling", "bandwidth", "peak_tflops")})
+    values = parse(raw, "async_scheduling", "bandwidth", "peak_tflops")
     return SimulateRequest(
         req,
         build_workload({**given, **flags}),
@@ -326,7 +329,7 @@ def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[Serv
 
 
 def _models(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> ModelsRequest:
-    values = parse({k: v for k, v in raw.items() if k in ("arch", "family")})
+    values = parse(raw, "arch", "family")
     return ModelsRequest(values.get("arch"), values.get("family"))
 
 

@@ -56,9 +56,9 @@ def layout_table(table: Table, units: Units, width: int | None) -> tuple[Grid | 
     lines), and the headers of columns left out to fit ``width`` (None: no limit)."""
     cols = list(table.columns_for(Format.TABLE))
     dropped: list[str] = []
-    if width is not None and _span(_width(*_cells(table, cols, units))) > width:
+    header, rows, total = _cells(table, cols, units)
+    if width is not None and _span(_width(header, rows, total)) > width:
         # too wide: a column with nothing in it goes first, and says nothing by going
-        header, rows, total = _cells(table, cols, units)
         empty = {i for i in range(len(cols)) if not any(r[i] for r in [*rows, *([total] if total else [])])}
         cols = [c for i, c in enumerate(cols) if i not in empty]
     while True:
