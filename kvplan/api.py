@@ -54,7 +54,9 @@ def load_model(ref: str, *, params: int | None = None) -> ModelDescription:
     from kvplan.sources import load_model as load
 
     model = load(ref)
-    return model if params is None else replace(model, n_params=params)
+    return (
+        model if params is None else replace(model, n_params=params, param_count=None, params_source="given (params=)")
+    )
 
 
 def _run(command: str, model: str | ModelDescription | None, settings: dict[str, Any], units: str) -> Document:

@@ -100,6 +100,58 @@ class TensorWeights:
 
 
 @dataclass(frozen=True)
+class Linear:
+    """``count`` linear weights of ``out_features × in_features`` in module ``name`` (a checkpoint path, ``*`` for
+    the layer index); biases count with the other parameters. ``expert``: a routed MoE expert's; ``quantized``:
+    stored in a quantized checkpoint's format (the embedding, output head, routers and vision tower are not)."""
+
+    name: str
+    out_features: int
+    in_features: int
+    count: int
+    expert: bool = False
+    quantized: bool = True
+
+    @property
+    def params(self) -> int:
+        return self.out_features * self.in_features * self.count
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """A checkpoint's parameters counted from its architecture (kvplan.sources.param_count)."""
+
+    total: int
+    embed: int  # token embeddings (with tied embeddings: also the output)
+    output: int  # the output head's (0 when tied)
+    linears: tuple[Linear, ...]  # the linear weights, by module
+    basis: str  # how it was counted
+
+    @property
+    def expert_params(self) -> int:
+        return sum(x.params for x in self.linears if x.expert)
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a checkpoint stores its weights, as its config.json (or the catalog) says.
+
+    ``kind``: bf16 / fp16 / fp32 (unquantized), mxfp4, fp8 (``block``: its scale block, () per-tensor or
+    per-channel), awq, gptq (``bits``, ``group_size``), nvfp4, bnb-4bit, bnb-8bit, int8; ``keep``: the module
+    patterns the quantizer left unquantized; ``dtype``: the unquantized tensors' type; ``source``: where it was read.
+    """
+
+    kind: str
+    source: str
+    dtype: str = "bf16"
+    bits: int = 0
+    group_size: int = 0
+    block: tuple[int, ...] = ()
+    keep: tuple[str, ...] = ()
+    assumed: bool = False  # the checkpoint states no dtype: bf16 is assumed
+
+
+@dataclass(frozen=True)
 class SpecInfo:
     """What a YAML spec (and so a catalog entry) says about itself besides the metadata."""
 
@@ -164,6 +216,12 @@ class ModelDescription:
     n_expert_used: int = 0
     expert_params: int | None = None
     n_active_params: int | None = None  # stated by a spec (the model card's "N B active")
+    #: the checkpoint's storage format (config.json's quantization_config / torch_dtype; the catalog's native
+    #: format) and its parameters counted from the architecture — what a serving engine loads
+    weight_format: WeightFormat | None = None
+    param_count: ParamCount | None = None
+    #: where n_params came from ("the safetensors index", "counted from the architecture", a published figure)
+    params_source: str = ""
 
     @property
     def active_share(self) -> float:

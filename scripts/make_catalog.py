@@ -208,6 +208,36 @@ def active_params(text: object) -> float | None:
     return float(m.group(1)) * 1e9 if m else None
 
 
+CHECKPOINTS = ROOT / "scripts" / "checkpoints.yaml"
+#: model-facts.yaml torch_dtype → a spec's checkpoint.format
+_DTYPE_FORMAT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def checkpoint_for(entry: dict) -> dict:
+    """The spec's exact parameter count and checkpoint block (scripts/checkpoints.yaml, written by
+    extract_checkpoints.py from the configs and published counts it names), else the facts' torch_dtype."""
+    known = yaml.safe_load(CHECKPOINTS.read_text()).get(entry["key"], {})
+    out: dict = {}
+    if "params" in known:
+        out["params"] = known["params"]
+        out["params_source"] = known["params_source"]
+    block: dict = {}
+    fmt = known.get("format")
+    dtype = entry["values"].get("torch_dtype")
+    if fmt:
+        block.update(fmt)
+    elif isinstance(dtype, str) and dtype in _DTYPE_FORMAT:
+        block["format"] = _DTYPE_FORMAT[dtype]
+        cited = ", ".join((entry.get("provenance") or {}).get("torch_dtype") or []) or "model-facts.yaml"
+        block["source"] = f"config.json torch_dtype {dtype} ({cited})"
+    for key in ("config", "config_source", "published"):
+        if key in known:
+            block[key] = known[key]
+    if block:
+        out["checkpoint"] = block
+    return out
+
+
 def spec_for(entry: dict, sources: dict) -> dict | None:
     defaulted: list[str] = []
     if entry["gguf_arch"] in DEFAULTED:
@@ -238,7 +268,9 @@ def spec_for(entry: dict, sources: dict) -> dict | None:
         "description": f"{entry['hf_id']} ({v.get('attention', '')})".strip(),
         "status": entry.get("status"),
         "params": int(p) if (p := total_params(v.get("total_params"))) else None,
+        "params_source": "the model card's figure, rounded (model-facts.yaml total_params)" if p else None,
         "active_params": int(a) if (a := active_params(v.get("total_params"))) else None,
+        **checkpoint_for(entry),
         "metadata": md,
         "sources": refs,
         "notes": notes,

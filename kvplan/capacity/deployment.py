@@ -55,7 +55,7 @@ def load_models(req: Request) -> Request:
         raise req.origin("model_draft").error("one draft at a time: -md or --mtp")
     model = req.loaded if req.loaded is not None else load_model(req.model)
     if req.params is not None:
-        model = replace(model, n_params=req.params)
+        model = replace(model, n_params=req.params, param_count=None, params_source="given (--params)")
     draft = req.draft
     if o.model_draft and draft is None:
         draft = load_model(o.model_draft)

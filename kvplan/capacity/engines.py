@@ -19,7 +19,14 @@ from kvplan.capacity.results import (
     Mode,
     Shortfall,
 )
-from kvplan.capacity.weights import DEFAULT_ENGINE_WEIGHTS, estimate_bytes
+from kvplan.capacity.weights import (
+    DEFAULT_ENGINE_WEIGHTS,
+    ENGINE_FORMATS,
+    WEIGHT_TYPES,
+    checkpoint_weights,
+    engine_format,
+    estimate_bytes,
+)
 from kvplan.errors import BadInputError
 from kvplan.model import ModelDescription
 from kvplan.runtimes.engines import CACHE_DTYPE_BYTES, Capacity, Engine, EngineSettings, capacity, layout
@@ -113,6 +120,38 @@ def _parallel(s: EngineSettings) -> str:
     )
 
 
+def engine_weights(model: ModelDescription, weights: str | None, weight_bytes: int | None) -> tuple[int, str]:
+    """(bytes, basis) of the weights a serving engine loads: given; else the checkpoint's own — its safetensors
+    index's size, or its format over its parameters counted from the architecture (a float32 checkpoint is loaded
+    in 16 bits: vLLM's _resolve_auto_dtype downcasts it); else ``weights`` (--weights TYPE) or the checkpoint's
+    format over the parameter count; else bf16. The basis says which."""
+    fmt = model.weight_format
+    if weight_bytes is not None:
+        return weight_bytes, "given (--weight-bytes)"
+    fp32 = fmt is not None and fmt.kind == "fp32"
+    if weights is None and model.checkpoint_bytes and not fp32:
+        return model.checkpoint_bytes, "exact: the checkpoint's safetensors index (what the engine loads)"
+    count = model.param_count
+    if weights is None and fmt is not None and not fmt.kind.startswith("unknown") and count is not None:
+        total, basis, exact = checkpoint_weights(count, fmt, "bf16" if fp32 else None)
+        return total, ("exact: " if exact else "estimate: ") + "the checkpoint's " + basis
+    if weights is None and fmt is not None and fmt.kind.startswith("unknown"):
+        raise BadInputError(
+            f"{fmt.source}: {fmt.kind}, a quantization kvplan does not size; pass --weight-bytes SIZE (the "
+            "safetensors' total) or --weights TYPE"
+        )
+    if weights in ENGINE_FORMATS and count is not None:
+        total, basis, _ = checkpoint_weights(count, engine_format(weights))
+        return total, "estimate: " + basis
+    kind = weights or (fmt.kind if fmt is not None and fmt.kind in WEIGHT_TYPES else DEFAULT_ENGINE_WEIGHTS)
+    if not model.n_params:
+        raise BadInputError(f"{model.source}: no parameter count; pass --params N or --weight-bytes SIZE")
+    total, basis = estimate_bytes(model.n_params, "bf16" if kind == "fp32" else kind)
+    if model.params_source:
+        basis += f"; parameters: {model.params_source}"
+    return total, basis
+
+
 class EngineSolver:
     def __init__(self, target: EngineTarget) -> None:
         self.target = target
@@ -143,14 +182,7 @@ class EngineRuntime:
         if hw.model is not None:
             s = replace(s, gpu_family=hw.family, capability=hw.model.capability, gpu_name=hw.model.name)
         s = self.engine.resolve(s, hw.memory_bytes[0], hw.label)
-        if req.weight_bytes is not None:
-            total, basis = req.weight_bytes, "given (--weight-bytes)"
-        elif model.checkpoint_bytes and req.weights is None:
-            total, basis = model.checkpoint_bytes, "the checkpoint's safetensors (what the engine loads)"
-        elif model.n_params:
-            total, basis = estimate_bytes(model.n_params, req.weights or DEFAULT_ENGINE_WEIGHTS)
-        else:
-            raise BadInputError(f"{model.source}: no parameter count; pass --params N or --weight-bytes SIZE")
+        total, basis = engine_weights(model, req.weights, req.weight_bytes)
         if s.tensor_parallel_size * s.pipeline_parallel_size > 1:
             basis += f", split evenly over {s.tensor_parallel_size * s.pipeline_parallel_size} GPUs"
         overhead = DEFAULT_ENGINE_OVERHEAD_BYTES if req.overhead is None else req.overhead

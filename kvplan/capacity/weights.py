@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kvplan.errors import BadInputError
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
-from kvplan.model import ModelDescription
+from kvplan.model import ModelDescription, ParamCount, WeightFormat
 from kvplan.units import GIB
 
 _LLAMA3_8B_PARAMS = 8_030_261_248
@@ -34,6 +34,8 @@ _PURE = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
 #: NVFP4 = e2m1 + one fp8 scale per 16 values; AWQ / GPTQ int4 = 4 bits + an fp16 scale and a 4-bit zero per
 #: group of 128. Embeddings, norms and often the output head stay bf16, which the estimate leaves out.
 _ENGINE_FORMATS = {"fp8": 8.0, "int8": 8.0, "nvfp4": 4.5, "awq": 4 + 20 / 128, "gptq": 4 + 20 / 128}
+#: --weights TYPE names that are a serving engine's checkpoint format (applied to the linear weights)
+ENGINE_FORMATS = frozenset(_ENGINE_FORMATS)
 WEIGHT_TYPES = tuple(sorted([*_PURE, *_MIX_GIB, *_ENGINE_FORMATS]))
 #: what an estimate assumes when no --weights is given
 DEFAULT_LLAMACPP_WEIGHTS = "q4_k_m"
@@ -115,8 +117,32 @@ def model_weights(
             f"{model.source}: no tensor sizes and no parameter count; pass --weight-bytes SIZE, or "
             "--params N with --weights TYPE"
         )
+    fmt, count = model.weight_format, model.param_count
+    if fmt is not None and fmt.kind == "mxfp4" and count is not None and weight_type_name not in _MXFP4_ALL:
+        total, basis = _mxfp4_gguf(count, weight_type_name or "q8_0")
+        return spread(total, model.n_layer_all, basis)
     total, basis = estimate_bytes(model.n_params, weight_type_name or default_type)
+    if model.params_source:
+        basis += f"; parameters: {model.params_source}"
     return spread(total, model.n_layer_all, basis)
+
+
+#: weight types that put every tensor in MXFP4 (a gpt-oss GGUF keeps its experts MXFP4 under any other label)
+_MXFP4_ALL = ("f32",)
+
+
+def _mxfp4_gguf(count: ParamCount, rest_type: str) -> tuple[int, str]:
+    """A GGUF of an MXFP4-native checkpoint (gpt-oss): its routed experts stay MXFP4 (17 bytes per 32) whatever
+    the file's label (every published gpt-oss GGUF keeps them so), the other tensors at ``rest_type`` (ggml-org's
+    MXFP4 GGUF: q8_0)."""
+    experts = count.expert_params
+    rest = count.total - experts
+    bpw = bits_per_weight(rest_type)
+    total = experts * 17 // 32 + int(rest * bpw / 8)
+    return total, (
+        f"estimate: {experts / 1e9:.2f} B routed-expert parameters in MXFP4 (4.25 bits, as every gpt-oss GGUF keeps "
+        f"them) + {rest / 1e9:.2f} B at {rest_type} ({bpw:.2f} bits); parameters: {count.basis}"
+    )
 
 
 def without_layers(weights: Weights, layers: range) -> Weights:
@@ -130,3 +156,96 @@ def without_layers(weights: Weights, layers: range) -> Weights:
         expert_bytes=tuple(0 if il in drop else b for il, b in enumerate(weights.expert_bytes)),
         tensors=tuple(t for t in weights.tensors if t[1] not in drop),
     )
+
+
+#: bytes of one unquantized element by a checkpoint's dtype
+_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+#: formats whose bytes are proven against published safetensors sizes (tests/capacity/test_weights.py)
+_PROVEN = frozenset({"bf16", "fp16", "fp32", "mxfp4"})
+
+
+def _kept(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether module ``name`` matches a quantizer's "not converted" pattern (a module path with ``*``, a path
+    prefix, a last component, or compressed-tensors' ``re:`` form, read literally)."""
+    from fnmatch import fnmatchcase
+
+    for raw in patterns:
+        pat = raw.removeprefix("re:").replace(".*", "*").strip("^$") if raw.startswith("re:") else raw
+        if fnmatchcase(name, pat) or fnmatchcase(name, pat + ".*") or name.rsplit(".", 1)[-1] == pat:
+            return True
+        if "*" not in pat and (name.endswith("." + pat) or f".{pat}." in name):
+            return True
+    return False
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _linear_bytes(fmt: WeightFormat, out_f: int, in_f: int) -> int:
+    """One quantized linear weight's bytes as the format stores it (weights, scales, zeros, indices)."""
+    n = out_f * in_f
+    k = fmt.kind
+    if k == "mxfp4":  # e2m1 blocks of 32 (16 bytes) + one e8m0 scale byte each
+        return n // 2 + _ceil(n, 32)
+    if k == "fp8":
+        if fmt.block:  # weight_scale_inv: one float32 per block
+            return n + _ceil(out_f, fmt.block[0]) * _ceil(in_f, fmt.block[1]) * 4
+        return n + out_f * 4  # per-channel float32 scales (per-tensor: fewer)
+    g = in_f if fmt.group_size in (0, -1) else fmt.group_size
+    groups = _ceil(in_f, g)
+    if k == "awq":  # qweight + qzeros (packed ints) + fp16 scales per group
+        return n * fmt.bits // 8 + groups * out_f * fmt.bits // 8 + groups * out_f * 2
+    if k == "gptq":  # the same + g_idx (int32 per input)
+        return n * fmt.bits // 8 + groups * out_f * fmt.bits // 8 + groups * out_f * 2 + in_f * 4
+    if k == "int-packed":  # compressed-tensors: packed ints + bf16 scales per group + the shape
+        return n * fmt.bits // 8 + groups * out_f * 2 + 16
+    if k == "nvfp4":  # e2m1 + one fp8 scale per 16 + two float32 global scales
+        return n // 2 + _ceil(n, 16) + 8
+    if k == "bnb-4bit":  # nf4 / fp4 + one float32 absmax per 64
+        return n // 2 + _ceil(n, 64) * 4
+    if k == "bnb-8bit":  # int8 + float32 row scales
+        return n + out_f * 4
+    if k == "int8":
+        return n + out_f * 4
+    raise ValueError(k)
+
+
+def engine_format(name: str) -> WeightFormat:
+    """The format ``--weights NAME`` means for a serving engine's checkpoint: fp8 with 128×128 block scales (the
+    DeepSeek / Qwen FP8 releases), int8 per channel, NVFP4, AWQ / GPTQ 4-bit in groups of 128."""
+    bits = {"fp8": 8, "int8": 8, "nvfp4": 4, "awq": 4, "gptq": 4}[name]
+    return WeightFormat(
+        name,
+        f"--weights {name}",
+        bits=bits,
+        group_size={"nvfp4": 16, "awq": 128, "gptq": 128}.get(name, 0),
+        block=(128, 128) if name == "fp8" else (),
+    )
+
+
+def checkpoint_weights(count: ParamCount, fmt: WeightFormat, loaded_dtype: str | None = None) -> tuple[int, str, bool]:
+    """(bytes, basis, exact) of a checkpoint counted by ``count`` and stored as ``fmt``: its quantized linear weights
+    in the format's own tensors, everything else at ``loaded_dtype`` (what the engine holds them in: the
+    checkpoint's dtype, a float32 checkpoint loaded as bf16) — the sum a safetensors index states."""
+    other_bytes = _DTYPE_BYTES.get(loaded_dtype or fmt.dtype, 2)
+    if fmt.kind in _DTYPE_BYTES:
+        dtype = loaded_dtype or fmt.kind
+        b = _DTYPE_BYTES.get(dtype, 2)
+        return count.total * b, f"{count.total:,} parameters × {b} B ({dtype}; {fmt.source})", not fmt.assumed
+    quant = [
+        x for x in count.linears if x.quantized and not _kept(x.name, fmt.keep) and (x.expert or fmt.kind != "mxfp4")
+    ]
+    q_params = sum(x.params for x in quant)
+    q_bytes = sum(_linear_bytes(fmt, x.out_features, x.in_features) * x.count for x in quant)
+    rest = count.total - q_params
+    total = q_bytes + rest * other_bytes
+    what = "routed experts" if fmt.kind == "mxfp4" else "linear weights"
+    dtype = loaded_dtype or fmt.dtype
+    basis = (
+        f"{fmt.kind} {what} ({q_params / 1e9:.2f} B parameters at {q_bytes / q_params * 8:.2f} bits) + the other "
+        f"{rest / 1e9:.2f} B parameters at {dtype}; {fmt.source}"
+        if q_params
+        else f"{count.total:,} parameters × {other_bytes} B ({dtype}; {fmt.source})"
+    )
+    return total, basis, fmt.kind in _PROVEN and not fmt.assumed

@@ -90,6 +90,8 @@ def compile_catalog() -> str:
             "name": parts.name,
             "params": parts.params,
             "active_params": parts.active_params,
+            "params_source": parts.params_source,
+            "checkpoint": parts.checkpoint,
             "spec": dataclasses.asdict(parts.info),
         }
     return json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
@@ -112,6 +114,9 @@ def load_catalog_model(name: str) -> ModelDescription:
         info = SpecInfo(**{**spec, "sources": tuple(spec["sources"])})
         model = describe(kv, source="catalog", source_kind="catalog", name=entry["name"], n_params=entry["params"])
         model = dataclasses.replace(model, spec=info, n_active_params=entry.get("active_params"))
+        from kvplan.sources.weight_format import with_checkpoint
+
+        model = with_checkpoint(model, entry.get("checkpoint"), entry.get("params_source"), f"catalog:{found}")
     # a stable source (not this machine's install path), so output can be diffed across machines
     return dataclasses.replace(model, source=f"catalog:{found}")
 

@@ -13,11 +13,13 @@ from typing import Any
 
 from kvplan.errors import BadInputError
 from kvplan.facts.hf_archs import CONVERTED_ARCHS
-from kvplan.model import ModelDescription, SwaType
+from kvplan.model import ModelDescription, ParamCount, SwaType
 from kvplan.sources.files import read_json
-from kvplan.sources.hf_conversion import U32_MAX, config_to_metadata, stated_context
+from kvplan.sources.hf_conversion import U32_MAX, autoconfig, config_to_metadata, stated_context
 from kvplan.sources.metadata import describe
+from kvplan.sources.param_count import ARCH_MODEL_TYPES, count_params
 from kvplan.sources.safetensors import INDEX_FILE, SINGLE_FILE, Checkpoint, from_header, from_index, header_length
+from kvplan.sources.weight_format import read_weight_format
 
 __all__ = ["config_to_metadata", "declared_window", "describe_config", "load_hf_config"]
 
@@ -58,6 +60,15 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
     facts = _serving_facts(cfg, model)
     facts["config_ctx"] = stated_context(cfg, shown)
     facts["checkpoint_bytes"] = ckpt.total_bytes
+    facts["weight_format"] = read_weight_format(cfg, shown)
+    counted = _count(cfg)
+    if counted is not None:
+        facts["param_count"] = counted
+    if ckpt.n_params:
+        facts["params_source"] = f"the safetensors beside {shown}"
+    elif counted is not None:
+        facts["n_params"] = counted.total
+        facts["params_source"] = f"counted from {shown} ({counted.basis})"
     if not stated:
         facts["ctx_declared"] = False
     if model.arch not in CONVERTED_ARCHS:
@@ -67,6 +78,17 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
             "needs more than a config for it); read by the converter's rules, compare with a converted GGUF",
         )
     return replace(model, **facts)
+
+
+def _count(cfg: dict[str, Any]) -> ParamCount | None:
+    """The checkpoint's parameters from its architecture, its config read as AutoConfig reads it (a config without
+    model_type takes its architecture's)."""
+    if not isinstance(cfg.get("model_type"), str):
+        archs = cfg.get("architectures")
+        arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+        if arch in ARCH_MODEL_TYPES:
+            cfg = {**cfg, "model_type": ARCH_MODEL_TYPES[arch]}
+    return count_params(autoconfig(cfg))
 
 
 def _local_checkpoint(folder: str) -> Checkpoint:

@@ -1164,6 +1164,11 @@ def converter_hparams(cfg: dict[str, Any], path: str) -> tuple[str, dict[str, An
     return hf_arch, info, cfg
 
 
+def autoconfig(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` as transformers' AutoConfig holds it: the keys the file leaves out at their class defaults."""
+    return _with_defaults(cfg)
+
+
 def _with_defaults(cfg: dict[str, Any], config_class: str | None = None) -> dict[str, Any]:
     """AutoConfig: the config class of ``model_type`` fills the keys the file leaves out, and its parts'
     classes (text_config, thinker_config) fill theirs; a part the file leaves out is the class's own."""

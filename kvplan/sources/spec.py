@@ -17,6 +17,7 @@ from kvplan.model import ModelDescription, SpecInfo
 from kvplan.sources.files import Node, did_you_mean, load_nodes, plain, read_text
 from kvplan.sources.metadata import describe
 from kvplan.sources.values import T_BOOL, T_F32, T_I32, T_STRING, ArrayValue
+from kvplan.sources.weight_format import with_checkpoint
 
 TOP_LEVEL_KEYS = {
     "name": "the catalog / display name",
@@ -30,7 +31,13 @@ TOP_LEVEL_KEYS = {
     "notes": "free text or list of text",
     "status": "verification status from the facts file",
     "family": "the model family (catalog grouping: llama, qwen, gemma, ...)",
+    "params_source": "where the parameter count comes from (text)",
+    "checkpoint": "the checkpoint's weights: format (bf16, fp16, fp32, mxfp4, fp8), block, source, and config "
+    "(its config.json's weight-shaping fields: the parameters are counted from them)",
 }
+#: the keys of a spec's checkpoint block
+CHECKPOINT_KEYS = ("format", "block", "source", "config", "config_source", "published")
+WEIGHT_FORMATS = ("bf16", "fp16", "fp32", "mxfp4", "fp8")
 _ABSOLUTE_PREFIXES = ("general.", "tokenizer.", "split.")
 
 
@@ -127,6 +134,41 @@ def _params(path: str, top: dict[str, Node], key: str = "params") -> int | None:
     return int(value)
 
 
+def _checkpoint(path: str, top: dict[str, Node], params: int | None) -> dict[str, Any] | None:
+    """The spec's checkpoint block, checked: a known format, a config kvplan counts whose count is ``params``."""
+    if "checkpoint" not in top:
+        return None
+    node = top["checkpoint"]
+    if not isinstance(node.value, dict):
+        raise SpecError(path, node.line, "checkpoint", "must be a mapping (format, source, config)")
+    for key, child in node.value.items():
+        if key not in CHECKPOINT_KEYS:
+            raise SpecError(path, child.line, f"checkpoint.{key}", f"unknown key{did_you_mean(key, CHECKPOINT_KEYS)}")
+    block = {k: plain(v) for k, v in node.value.items()}
+    fmt = block.get("format")
+    if fmt is not None and fmt not in WEIGHT_FORMATS:
+        raise SpecError(path, node.value["format"].line, "checkpoint.format",
+                        f"expected one of {', '.join(WEIGHT_FORMATS)} (got {fmt!r})")  # fmt: skip
+    dims = block.get("block")
+    if dims is not None and not (
+        isinstance(dims, list) and len(dims) == 2 and all(isinstance(d, int) and 0 < d < 1 << 16 for d in dims)
+    ):
+        raise SpecError(path, node.value["block"].line, "checkpoint.block", "expected two sizes, e.g. [128, 128]")
+    config = block.get("config")
+    if config is not None:
+        from kvplan.sources.param_count import count_params
+
+        line = node.value["config"].line
+        counted = count_params(config) if isinstance(config, dict) else None
+        if counted is None:
+            raise SpecError(path, line, "checkpoint.config", "not a config.json whose parameters kvplan counts "
+                            "(the families: README, 'Weights')")  # fmt: skip
+        if params is not None and params != counted.total:
+            why = f"{params:,} disagrees with the {counted.total:,} counted from checkpoint.config"
+            raise SpecError(path, top["params"].line, "params", why)
+    return block
+
+
 @dataclasses.dataclass(frozen=True)
 class SpecParts:
     """A spec read and checked: its GGUF metadata, name, parameters and description of itself."""
@@ -136,6 +178,8 @@ class SpecParts:
     params: int | None
     info: SpecInfo
     active_params: int | None = None
+    params_source: str | None = None
+    checkpoint: dict[str, Any] | None = None
 
 
 def _read(
@@ -154,7 +198,16 @@ def _read(
 def spec_parts(text: str, path: str, default_name: str | None = None) -> SpecParts:
     """The spec's parts, each checked with file, line and key (the catalog is compiled from these)."""
     top, _, _, kv, _, name = _read(text, path, default_name)
-    return SpecParts(kv, name, _params(path, top), _spec_info(path, top), _params(path, top, "active_params"))
+    params = _params(path, top)
+    return SpecParts(
+        kv,
+        name,
+        params,
+        _spec_info(path, top),
+        _params(path, top, "active_params"),
+        _text(path, top, "params_source"),
+        _checkpoint(path, top, params),
+    )
 
 
 def load_spec_text(
@@ -164,8 +217,10 @@ def load_spec_text(
     default_name: str | None = None,
 ) -> ModelDescription:
     top, arch, meta_node, kv, lines, name = _read(text, path, default_name)
+    params = _params(path, top)
+    block = _checkpoint(path, top, params)
     try:
-        model = describe(kv, source=path, source_kind=source_kind, name=name, n_params=_params(path, top))
+        model = describe(kv, source=path, source_kind=source_kind, name=name, n_params=params)
     except HParamsError as exc:
         # point at the offending line when the message names a key of the spec
         message = str(exc)
@@ -174,7 +229,8 @@ def load_spec_text(
                 key = f"metadata.{full.removeprefix(arch + '.')}"
                 raise SpecError(path, line, key, message.split(f": {full}: ", 1)[-1]) from None
         raise SpecError(path, meta_node.line, "metadata", message.removeprefix(f"{path}: ")) from None
-    return dataclasses.replace(model, spec=_spec_info(path, top), n_active_params=_params(path, top, "active_params"))
+    model = dataclasses.replace(model, spec=_spec_info(path, top), n_active_params=_params(path, top, "active_params"))
+    return with_checkpoint(model, block, _text(path, top, "params_source"), path)
 
 
 def _text(path: str, top: dict[str, Node], key: str) -> str | None:

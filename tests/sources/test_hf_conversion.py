@@ -38,6 +38,9 @@ NOT_CONVERTED = {
     "vision_tower",
     "ctx_declared",
     "config_ctx",
+    "weight_format",  # the checkpoint's storage and parameters (the serving engines' weights), not GGUF metadata
+    "param_count",
+    "params_source",
 }
 
 

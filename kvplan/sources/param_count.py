@@ -1,0 +1,239 @@
+"""A checkpoint's parameters counted from its architecture: every tensor the model class declares, by shape.
+
+The count follows each family's transformers model class (``modeling_<family>.py``: which projections, which
+biases, which norms, tied or separate output) so that the sum is the checkpoint's own parameter count — the
+figure its safetensors hold, embedding and output included. Proven against published counts and safetensors
+sizes (tests/sources/test_param_count.py). Linear weights are kept apart (``Linear``): a quantized checkpoint
+stores them in its own format, everything else stays in the checkpoint's dtype.
+
+Families counted: Llama, Mistral, Qwen2 / Qwen2.5, Qwen3, Qwen3-MoE, Mixtral, OLMo-2, Phi-3, Gemma 2, Gemma 3
+(text, and the SigLIP vision tower of the multimodal checkpoints), gpt-oss, DeepSeek-V2 / V3 (MLA, MoE and the
+checkpoint's MTP layers). Other families answer None (the caller says the count is not known).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kvplan.model import Linear, ParamCount
+
+
+class _Cfg:
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        self.cfg = cfg
+
+    def int(self, key: str, default: int | None = None) -> int:
+        v = self.cfg.get(key)
+        if v is None:
+            if default is None:
+                raise KeyError(key)
+            return default
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 40:
+            raise KeyError(key)
+        return v
+
+    def flag(self, key: str, default: bool) -> bool:
+        v = self.cfg.get(key)
+        return v if isinstance(v, bool) else default
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.linears: list[Linear] = []
+        self.other = 0
+
+    def linear(
+        self, name: str, out_f: int, in_f: int, count: int, *, expert: bool = False, quantized: bool = True
+    ) -> None:
+        """``count`` weights of module ``name`` (a path as the checkpoint names it, ``*`` for the layer index)."""
+        if out_f and in_f and count:
+            self.linears.append(Linear(name, out_f, in_f, count, expert, quantized))
+
+    def add(self, n: int) -> None:
+        self.other += n
+
+    def result(self, embed: int, output: int, basis: str) -> ParamCount:
+        total = embed + self.other + sum(x.params for x in self.linears)
+        return ParamCount(total, embed, output, tuple(self.linears), basis)
+
+
+#: families whose attention is q/k/v/o with optional biases and optional per-head q/k norms
+_DENSE = {
+    "llama": "LlamaForCausalLM",
+    "mistral": "MistralForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "qwen3_moe": "Qwen3MoeForCausalLM",
+    "mixtral": "MixtralForCausalLM",
+    "olmo2": "Olmo2ForCausalLM",
+    "phi3": "Phi3ForCausalLM",
+    "gemma2": "Gemma2ForCausalLM",
+    "gemma3_text": "Gemma3ForCausalLM",
+    "gpt_oss": "GptOssForCausalLM",
+}
+#: the HF architecture → the model_type its class counts as (a config that names no model_type)
+ARCH_MODEL_TYPES = {
+    **{arch: family for family, arch in _DENSE.items()},
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+}
+_TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
+#: a decoder layer's module path, as the checkpoint names its tensors
+L = "model.layers.*"
+
+
+def count_params(config: Mapping[str, Any]) -> ParamCount | None:
+    """The parameters of the checkpoint ``config`` (a config.json) describes, or None for a family not counted
+    here or a config without the shapes (vocabulary, feed-forward width)."""
+    model_type = config.get("model_type")
+    try:
+        if model_type == "gemma3" and isinstance(config.get("text_config"), Mapping):
+            text = dict(config["text_config"])
+            text.setdefault("model_type", "gemma3_text")
+            counted = _decoder(_Cfg(text), "gemma3_text")
+            vision = config.get("vision_config")
+            if counted is None or not isinstance(vision, Mapping):
+                return counted
+            return _with_siglip(counted, _Cfg(vision), _Cfg(text).int("hidden_size"))
+        if model_type in ("deepseek_v2", "deepseek_v3"):
+            return _deepseek(_Cfg(config), model_type)
+        if isinstance(model_type, str) and model_type in _DENSE:
+            return _decoder(_Cfg(config), model_type)
+    except KeyError:
+        return None
+    return None
+
+
+def _decoder(c: _Cfg, family: str) -> ParamCount | None:
+    d, n_layer, vocab = c.int("hidden_size"), c.int("num_hidden_layers"), c.int("vocab_size")
+    n_head = c.int("num_attention_heads")
+    n_kv = c.int("num_key_value_heads", n_head)
+    head = c.int("head_dim", 0) or d // n_head
+    q, kv = n_head * head, n_kv * head
+    k = _Counter()
+    # attention (Phi-3 fuses q/k/v into qkv_proj: the same parameters)
+    k.linear(f"{L}.self_attn.q_proj", q, d, n_layer)
+    k.linear(f"{L}.self_attn.k_proj", kv, d, n_layer)
+    k.linear(f"{L}.self_attn.v_proj", kv, d, n_layer)
+    k.linear(f"{L}.self_attn.o_proj", d, q, n_layer)
+    if family == "qwen2" or (family in ("llama", "mistral", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "olmo2")
+                             and c.flag("attention_bias", False)):  # fmt: skip
+        k.add((q + 2 * kv) * n_layer)  # q/k/v biases (Qwen2Attention always has them)
+    if family == "gpt_oss":
+        k.add((q + 2 * kv + d) * n_layer + n_head * n_layer)  # q/k/v/o biases and the attention sinks
+    if family in ("qwen3", "qwen3_moe", "gemma3_text"):
+        k.add(2 * head * n_layer)  # q_norm, k_norm over a head
+    if family == "olmo2":
+        k.add((q + kv) * n_layer)  # q_norm, k_norm over all heads
+    # the layer norms: input + post-attention; Gemma 2 / 3 also pre- and post-feed-forward
+    k.add((4 if family in ("gemma2", "gemma3_text") else 2) * d * n_layer)
+    # feed-forward
+    if family in ("mixtral", "gpt_oss", "qwen3_moe"):
+        n_exp = c.int("num_local_experts" if family != "qwen3_moe" else "num_experts")
+        ff = c.int("moe_intermediate_size") if family == "qwen3_moe" else c.int("intermediate_size")
+        sparse = n_layer
+        if family == "qwen3_moe":
+            step = c.int("decoder_sparse_step", 1)
+            only = c.cfg.get("mlp_only_layers") or []
+            sparse = sum(1 for i in range(n_layer) if i not in only and step > 0 and (i + 1) % step == 0)
+            k.linear(f"{L}.mlp.gate_proj", c.int("intermediate_size"), d, n_layer - sparse)
+            k.linear(f"{L}.mlp.up_proj", c.int("intermediate_size"), d, n_layer - sparse)
+            k.linear(f"{L}.mlp.down_proj", d, c.int("intermediate_size"), n_layer - sparse)
+        moe = f"{L}.block_sparse_moe" if family == "mixtral" else f"{L}.mlp"
+        k.linear(f"{moe}.experts.gate_proj", ff, d, n_exp * sparse, expert=True)
+        k.linear(f"{moe}.experts.up_proj", ff, d, n_exp * sparse, expert=True)
+        k.linear(f"{moe}.experts.down_proj", d, ff, n_exp * sparse, expert=True)
+        # the router: left unquantized by every quantizer this tool reads
+        k.linear(f"{moe}.router" if family == "gpt_oss" else f"{moe}.gate", n_exp, d, sparse, quantized=False)
+        if family == "gpt_oss":
+            k.add((n_exp + n_exp * (2 * ff + d)) * sparse)  # router bias; expert gate_up / down biases
+    else:
+        ff = c.int("intermediate_size")
+        k.linear(f"{L}.mlp.gate_proj", ff, d, n_layer)
+        k.linear(f"{L}.mlp.up_proj", ff, d, n_layer)
+        k.linear(f"{L}.mlp.down_proj", d, ff, n_layer)
+    k.add(d)  # the final norm
+    tied = c.flag("tie_word_embeddings", _TIED_DEFAULT.get(family, False))
+    if not tied:
+        k.linear("lm_head", vocab, d, 1, quantized=False)
+    basis = f"{_DENSE[family]}'s tensors: {n_layer} layers, vocabulary {vocab:,}, " + (
+        "tied embeddings" if tied else "separate output head"
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _with_siglip(text: ParamCount, v: _Cfg, d_text: int) -> ParamCount:
+    """Gemma 3's SigLIP vision tower (SiglipVisionModel without its head) and multimodal projector."""
+    d, ff, n_layer = v.int("hidden_size"), v.int("intermediate_size"), v.int("num_hidden_layers")
+    patch, image, channels = v.int("patch_size"), v.int("image_size"), v.int("num_channels", 3)
+    k = _Counter()
+    k.add(channels * patch * patch * d + d)  # patch embedding (a convolution with bias)
+    k.add((image // patch) ** 2 * d)  # position embedding
+    k.linear("vision_tower.*.self_attn", d, d, 4 * n_layer, quantized=False)  # q, k, v, out
+    k.linear("vision_tower.*.mlp.fc1", ff, d, n_layer, quantized=False)
+    k.linear("vision_tower.*.mlp.fc2", d, ff, n_layer, quantized=False)
+    k.add((4 * d + ff + d + 4 * d) * n_layer)  # q/k/v/out biases, fc1/fc2 biases, two layer norms (weight, bias)
+    k.add(2 * d)  # post layer norm
+    k.add(d * d_text + d)  # mm_input_projection_weight, mm_soft_emb_norm
+    vision = k.result(0, 0, "")
+    return ParamCount(
+        text.total + vision.total,
+        text.embed,
+        text.output,
+        text.linears,  # the vision tower stays unquantized in every format this tool reads
+        text.basis + f"; with the {n_layer}-layer SigLIP vision tower ({vision.total:,})",
+    )
+
+
+def _deepseek(c: _Cfg, family: str) -> ParamCount:
+    """DeepseekV2/V3ForCausalLM: MLA attention, dense then MoE feed-forward, and the checkpoint's nextn (MTP)
+    layers (DeepSeek-V3 ships one: a whole decoder layer plus its embedding, norms, projection and head)."""
+    d, vocab = c.int("hidden_size"), c.int("vocab_size")
+    n_trunk = c.int("num_hidden_layers")
+    n_mtp = c.int("num_nextn_predict_layers", 0)
+    n_layer = n_trunk + n_mtp
+    n_head = c.int("num_attention_heads")
+    nope, rope, v_head = c.int("qk_nope_head_dim"), c.int("qk_rope_head_dim"), c.int("v_head_dim")
+    q_lora, kv_lora = c.int("q_lora_rank", 0), c.int("kv_lora_rank")
+    k = _Counter()
+    if q_lora:
+        k.linear(f"{L}.self_attn.q_a_proj", q_lora, d, n_layer)
+        k.add(q_lora * n_layer)  # q_a_layernorm
+        k.linear(f"{L}.self_attn.q_b_proj", n_head * (nope + rope), q_lora, n_layer)
+    else:
+        k.linear(f"{L}.self_attn.q_proj", n_head * (nope + rope), d, n_layer)
+    k.linear(f"{L}.self_attn.kv_a_proj_with_mqa", kv_lora + rope, d, n_layer)
+    k.add(kv_lora * n_layer)  # kv_a_layernorm
+    k.linear(f"{L}.self_attn.kv_b_proj", n_head * (nope + v_head), kv_lora, n_layer)
+    k.linear(f"{L}.self_attn.o_proj", d, n_head * v_head, n_layer)
+    k.add(2 * d * n_layer)  # input, post-attention norms
+    n_dense = min(c.int("first_k_dense_replace", 0), n_trunk)
+    ff, moe_ff = c.int("intermediate_size"), c.int("moe_intermediate_size")
+    n_exp, n_shared = c.int("n_routed_experts"), c.int("n_shared_experts", 0)
+    n_moe = n_layer - n_dense  # the MTP layers are MoE layers
+    for name, out_f, in_f in (("gate_proj", ff, d), ("up_proj", ff, d), ("down_proj", d, ff)):
+        k.linear(f"{L}.mlp.{name}", out_f, in_f, n_dense)
+    sff = moe_ff * n_shared  # the shared experts are one MLP of n_shared × the expert width
+    for name, out_f, in_f, s_out, s_in in (
+        ("gate_proj", moe_ff, d, sff, d),
+        ("up_proj", moe_ff, d, sff, d),
+        ("down_proj", d, moe_ff, d, sff),
+    ):
+        k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_moe, expert=True)
+        k.linear(f"{L}.mlp.shared_experts.{name}", s_out, s_in, n_moe)
+    k.add(n_exp * d * n_moe)  # the router (MoEGate.weight, kept in the checkpoint's dtype)
+    if family == "deepseek_v3" or c.cfg.get("topk_method") == "noaux_tc":
+        k.add(n_exp * n_moe)  # e_score_correction_bias
+    k.add(d)  # the final norm
+    k.linear("lm_head", vocab, d, 1, quantized=False)
+    if n_mtp:  # each MTP layer: its embedding and head copies, enorm, hnorm, eh_proj, shared_head.norm
+        k.add(n_mtp * (2 * vocab * d + 3 * d))
+        k.linear(f"{L}.eh_proj", d, 2 * d, n_mtp, quantized=False)
+    basis = (
+        f"{'DeepseekV3' if family == 'deepseek_v3' else 'DeepseekV2'}ForCausalLM's tensors: {n_trunk} layers"
+        + (f" + {n_mtp} MTP layer{'s' if n_mtp > 1 else ''}" if n_mtp else "")
+        + f", vocabulary {vocab:,}"
+    )
+    return k.result(vocab * d, vocab * d, basis)

@@ -1,0 +1,202 @@
+"""Write scripts/checkpoints.yaml: each catalog checkpoint's weight-shaping config.json fields, storage format and
+published parameter count, from sources read here (make_catalog.py merges it into model_specs/).
+
+usage: python scripts/extract_checkpoints.py MAXTEXT_REPO MLC_REPO KERAS_HUB_REPO
+
+The three are git checkouts (or bare mirrors) of AI-Hypercomputer/maxtext, mlc-ai/mlc-llm and keras-team/keras-hub;
+the files read and the commits recorded are below. Configs are HF config.json copies: MaxText's
+``hf_model_configs.py`` (``transformers.*Config(...)`` literals; the class defaults a literal leaves out are
+transformers', from kvplan/facts/hf_archs.py) and MLC's ``MODEL_PRESETS``. Keras Hub's presets state each
+checkpoint's parameter count; tests/sources/test_param_count.py checks kvplan's count against them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kvplan.facts.hf_archs import CONFIG_CLASSES  # noqa: E402
+from kvplan.sources.param_count import count_params  # noqa: E402
+
+MAXTEXT_FILE = "src/maxtext/checkpoint_conversion/utils/hf_model_configs.py"
+MLC_FILE = "python/mlc_llm/model/model_preset.py"
+#: catalog name → MaxText variable
+MAXTEXT = {
+    "gemma-2-2b": "gemma2_2b_config", "gemma-2-9b": "gemma2_9b_config", "gemma-2-27b": "gemma2_27b_config",
+    "gemma-3-4b": "gemma3_4b_config", "gemma-3-12b": "gemma3_12b_config", "gemma-3-27b": "gemma3_27b_config",
+    "qwen2.5-7b": "qwen25_7b_config", "qwen2.5-14b": "qwen25_14b_config", "qwen3-0.6b": "qwen3_0_6b_config",
+    "qwen3-4b": "qwen3_4b_config", "qwen3-8b": "qwen3_8b_config", "qwen3-14b": "qwen3_14b_config",
+    "qwen3-32b": "qwen3_32b_config", "llama-3.1-8b": "llama31_8b_config", "llama-3.1-70b": "llama31_70b_config",
+    "llama-3.1-405b": "llama31_405b_config", "qwen3-30b-a3b": "qwen3_30b_a3b_base_config",
+    "qwen3-235b-a22b": "qwen3_235b_a22b_thinking_2507_config", "deepseek-v2-lite": "deepseek2_16b_dict",
+    "deepseek-v3": "deepseek3_671b_dict", "deepseek-r1": "deepseek3_671b_dict", "gpt-oss-20b": "gpt_oss_20b_dict",
+    "gpt-oss-120b": "gpt_oss_120b_dict", "mixtral-8x7b": "mixtral_8x7b_dict", "mixtral-8x22b": "mixtral_8x22b_dict",
+}  # fmt: skip
+#: catalog name → MLC preset
+MLC = {
+    "llama-2-7b": "llama2_7b", "llama-2-13b": "llama2_13b", "llama-2-70b": "llama2_70b",
+    "mistral-7b-v0.3": "mistral_7b_v03", "gemma-3-1b": "gemma3_1b_it", "llama-3.2-1b": "llama3_2_1b",
+    "llama-3.2-3b": "llama3_2_3b", "smollm2-135m": "smollm2_135m", "smollm2-360m": "smollm2_360m",
+    "olmo-2-7b": "olmo2_7b", "olmo-2-13b": "olmo2_13b", "olmo-2-32b": "olmo2_32b",
+}  # fmt: skip
+_CLASS = {"llama": "LlamaConfig", "mistral": "MistralConfig", "gemma3_text": "Gemma3TextConfig", "olmo2": "Olmo2Config"}
+_MODEL_TYPE = {"Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "LlamaConfig": "llama", "Gemma2Config": "gemma2",
+               "Gemma3Config": "gemma3", "Qwen3MoeConfig": "qwen3_moe", "MixtralConfig": "mixtral"}  # fmt: skip
+#: catalog name → (Keras Hub preset file, preset): its published parameter count
+KERAS = {
+    # Keras's qwen2.5_7b_en ties the output (6.99 B); Qwen2.5-Math-7B is the same architecture, untied
+    "qwen2.5-0.5b": ("qwen", "qwen2.5_0.5b_en"), "qwen2.5-7b": ("qwen", "qwen2.5_math_7b_en"),
+    "qwen2.5-32b": ("qwen", "qwen2.5_instruct_32b_en"), "qwen2.5-72b": ("qwen", "qwen2.5_instruct_72b_en"),
+    "qwen3-0.6b": ("qwen3", "qwen3_0.6b_en"), "qwen3-4b": ("qwen3", "qwen3_4b_en"),
+    "qwen3-8b": ("qwen3", "qwen3_8b_en"),
+    "qwen3-14b": ("qwen3", "qwen3_14b_en"), "qwen3-32b": ("qwen3", "qwen3_32b_en"),
+    "llama-2-7b": ("llama", "llama2_7b_en"), "llama-3.1-8b": ("llama3", "llama3.1_8b"),
+    "mistral-7b-v0.3": ("mistral", "mistral_0.3_7b_en"), "mixtral-8x7b": ("mixtral", "mixtral_8_7b_en"),
+    "gemma-2-2b": ("gemma", "gemma2_2b_en"), "gemma-2-9b": ("gemma", "gemma2_9b_en"),
+    "gemma-2-27b": ("gemma", "gemma2_27b_en"), "gemma-3-1b": ("gemma3", "gemma3_1b"),
+    "gemma-3-4b": ("gemma3", "medgemma_instruct_4b"), "gemma-3-27b": ("gemma3", "medgemma_instruct_27b"),
+    "gpt-oss-20b": ("gpt_oss", "gpt_oss_20b_en"), "gpt-oss-120b": ("gpt_oss", "gpt_oss_120b_en"),
+    "smollm3-3b": ("smollm3", "smollm3_3b_en"), "phi-3-mini-4k": ("phi3", "phi3_mini_4k_instruct_en"),
+    "phi-3-mini-128k": ("phi3", "phi3_mini_128k_instruct_en"),
+}  # fmt: skip
+#: the checkpoint's storage format where it is not its torch_dtype (sources: model-facts.yaml's torch_dtype notes)
+FORMATS = {
+    "gpt-oss-20b": {"format": "mxfp4", "source": "openai/gpt-oss-20b config.json: quantization_config quant_method "
+                    "mxfp4 (the MoE experts; attention, router, embedding and head bf16), per model-facts.yaml"},
+    "gpt-oss-120b": {"format": "mxfp4", "source": "openai/gpt-oss-120b config.json: quantization_config quant_method "
+                     "mxfp4 (the MoE experts), per model-facts.yaml"},
+    "deepseek-v3": {"format": "fp8", "block": [128, 128], "source": "deepseek-ai/DeepSeek-V3 config.json: "
+                    "quantization_config fp8 e4m3, 128×128 block scales, per model-facts.yaml"},
+    "deepseek-r1": {"format": "fp8", "block": [128, 128], "source": "deepseek-ai/DeepSeek-R1: FP8 weights, per "
+                    "model-facts.yaml (DeepSeek-V3's format)"},
+    "deepseek-v3.2-exp": {"format": "fp8", "block": [128, 128], "source": "deepseek-ai/DeepSeek-V3.2-Exp: FP8 "
+                          "weights, per model-facts.yaml (DeepSeek-V3's format)"},
+}  # fmt: skip
+KEYS = (
+    "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+    "intermediate_size", "vocab_size", "tie_word_embeddings", "attention_bias", "moe_intermediate_size",
+    "num_experts", "num_local_experts", "decoder_sparse_step", "mlp_only_layers", "first_k_dense_replace",
+    "n_routed_experts", "n_shared_experts", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "num_nextn_predict_layers", "topk_method",
+)  # fmt: skip
+VISION_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size", "num_channels")
+
+
+def git_show(repo: str, path: str) -> tuple[str, str]:
+    commit = subprocess.check_output(["git", "-C", repo, "rev-parse", "HEAD"], text=True).strip()
+    return subprocess.check_output(["git", "-C", repo, "show", f"HEAD:{path}"], text=True), commit[:12]
+
+
+class _Transformers:
+    """Stands in for transformers: ``XConfig(**kw)`` → the class defaults updated with kw."""
+
+    __version__ = "4"
+
+    def __getattr__(self, name: str) -> Any:
+        def make(**kw: Any) -> dict[str, Any]:
+            out = dict(CONFIG_CLASSES.get(name, {}).get("defaults", {}))
+            out.update(kw)
+            if "model_type" not in out and name in _MODEL_TYPE:
+                out["model_type"] = _MODEL_TYPE[name]
+            return out
+
+        return make
+
+
+class _PT(dict):  # type: ignore[type-arg]
+    def __init__(self, **kw: Any) -> None:
+        dict.__init__(self, **kw)
+
+
+def maxtext_configs(text: str) -> dict[str, Any]:
+    text = text.replace("import transformers\n", "").replace('if transformers.__version__ >= "5.0.0":', "if False:")
+    text = re.sub(r"\n  from transformers[^\n]*", "\n  pass", text)
+    text = re.sub(r"\nfrom [^\n]*import[^\n]*", "\n", text)
+    scope: dict[str, Any] = {"transformers": _Transformers(), "PTConfig": _PT}
+    exec(compile(text, MAXTEXT_FILE, "exec"), scope)
+    return scope
+
+
+def mlc_presets(text: str) -> dict[str, Any]:
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            return dict(ast.literal_eval(node.value))
+    raise SystemExit("MODEL_PRESETS not found")
+
+
+def keras_counts(repo: str) -> dict[str, tuple[int, str]]:
+    out = {}
+    for name, (family, preset) in KERAS.items():
+        path = f"keras_hub/src/models/{family}/{family}_presets.py"
+        text, commit = git_show(repo, path)
+        m = re.search(r'"' + re.escape(preset) + r'":\s*\{.*?"params":\s*([\d_]+)', text, re.S)
+        if m is None:
+            raise SystemExit(f"{path}: preset {preset} has no params")
+        out[name] = (int(m.group(1).replace("_", "")), f"keras-team/keras-hub:{path}@{commit} ({preset})")
+    return out
+
+
+def subset(cfg: dict[str, Any]) -> dict[str, Any]:
+    if cfg.get("model_type") == "gemma3":
+        text = dict(CONFIG_CLASSES["Gemma3TextConfig"]["defaults"])
+        text.update(cfg["text_config"])
+        vision = {k: cfg["vision_config"][k] for k in VISION_KEYS if k in cfg["vision_config"]}
+        vision.setdefault("num_channels", 3)
+        return {"model_type": "gemma3", "text_config": {**subset(text), "model_type": "gemma3_text"},
+                "vision_config": vision}  # fmt: skip
+    return {k: cfg[k] for k in KEYS if cfg.get(k) not in (None, [])}
+
+
+def main() -> None:
+    maxtext_repo, mlc_repo, keras_repo = sys.argv[1:4]
+    mx_text, mx_commit = git_show(maxtext_repo, MAXTEXT_FILE)
+    mlc_text, mlc_commit = git_show(mlc_repo, MLC_FILE)
+    mx, mlc, keras = maxtext_configs(mx_text), mlc_presets(mlc_text), keras_counts(keras_repo)
+    out: dict[str, dict[str, Any]] = {}
+    for name, var in MAXTEXT.items():
+        out[name] = {
+            "config": subset(mx[var]),
+            "config_source": f"AI-Hypercomputer/maxtext:{MAXTEXT_FILE}@{mx_commit} ({var})",
+        }
+    for name, preset in MLC.items():
+        cfg = dict(CONFIG_CLASSES.get(_CLASS.get(mlc[preset].get("model_type", ""), ""), {}).get("defaults", {}))
+        cfg.update(mlc[preset])
+        out[name] = {"config": subset(cfg), "config_source": f"mlc-ai/mlc-llm:{MLC_FILE}@{mlc_commit} ({preset})"}
+    for name in ("gemma-3-4b", "gemma-3-12b", "gemma-3-27b"):
+        out[name]["config"]["text_config"]["vocab_size"] = 262208
+        out[name]["config_source"] += (
+            "; vocab_size 262,208: the official config.json leaves it to Gemma3TextConfig's default "
+            "(tests/fixtures/engines/configs/gemma-3-4b), where MaxText writes 262,144"
+        )
+    for name, entry in out.items():
+        counted = count_params(entry["config"])
+        if counted is None:
+            raise SystemExit(f"{name}: kvplan does not count this config")
+        entry["params"] = counted.total
+        entry["params_source"] = f"counted from checkpoint.config ({counted.basis})"
+        if name in keras:
+            n, src = keras[name]
+            entry["published"] = {"params": n, "source": src}
+    for name, (n, src) in keras.items():
+        if name not in out:
+            out[name] = {"params": n, "params_source": f"published: {src}"}
+    for name, fmt in FORMATS.items():
+        out.setdefault(name, {})["format"] = fmt
+    (ROOT / "scripts" / "checkpoints.yaml").write_text(
+        "# Generated by scripts/extract_checkpoints.py; make_catalog.py merges it into model_specs/.\n"
+        + yaml.safe_dump(out, sort_keys=True, width=120, allow_unicode=True)
+    )
+    print(f"wrote {len(out)} checkpoints")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Parameters counted from the architecture (kvplan.sources.param_count) against published counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.sources.catalog import catalog_names, load_catalog_model
+from kvplan.sources.hf_config import load_hf_config
+from kvplan.sources.param_count import count_params
+from kvplan.sources.spec import spec_parts
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SPECS = Path(__file__).resolve().parents[2] / "model_specs"
+
+
+def _published() -> list[tuple[str, int, dict[str, object]]]:
+    out = []
+    for name in catalog_names():
+        path = SPECS / f"{name}.yaml"
+        block = spec_parts(path.read_text(), str(path)).checkpoint or {}
+        pub = block.get("published")
+        if isinstance(pub, dict) and "config" in block:
+            out.append((name, int(pub["params"]), block["config"]))  # type: ignore[arg-type]
+    return out
+
+
+PUBLISHED = _published()
+
+
+def test_published_counts_are_many() -> None:
+    """18 catalog checkpoints carry a count another project published (Keras Hub's presets) next to a config."""
+    assert len(PUBLISHED) == 18
+
+
+@pytest.mark.parametrize(("name", "published", "config"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_count_equals_the_published_count(name: str, published: int, config: dict[str, object]) -> None:
+    counted = count_params(config)
+    assert counted is not None and counted.total == published
+
+
+def test_every_catalog_count_is_exact_or_says_it_is_rounded() -> None:
+    """A catalog model's parameters are counted from its config, published, or the model card's rounded figure
+    (and then the answer says so)."""
+    for name in catalog_names():
+        m = load_catalog_model(name)
+        assert m.n_params, name
+        assert m.params_source.startswith(("counted from", "published: ", "the model card's figure, rounded")), name
+        if m.param_count is not None:
+            assert m.n_params == m.param_count.total, name
+
+
+def test_hand_worked_llama() -> None:
+    """2 layers, hidden 8, 2 heads of 4, 1 KV head, FFN 16, vocabulary 10, separate head, by hand: embedding 80
+    + head 80 + final norm 8 + per layer (q 64 + k 32 + v 32 + o 64 + MLP 3 × 128 + norms 16 = 592) = 1,352."""
+    cfg = {"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "intermediate_size": 16, "vocab_size": 10}  # fmt: skip
+    counted = count_params(cfg)
+    assert counted is not None
+    assert counted.total == 80 + 80 + 8 + 2 * (64 + 32 + 32 + 64 + 3 * 128 + 16) == 1352
+    tied = count_params({**cfg, "tie_word_embeddings": True})
+    assert tied is not None and tied.total == 1352 - 80 and tied.output == 0
+
+
+def test_gpt_oss_published_config_counts_its_keras_figure() -> None:
+    m = load_hf_config(str(FIXTURES / "checkpoints" / "gpt-oss-20b"))
+    assert m.n_params == 20_914_757_184
+    assert m.param_count is not None and m.param_count.expert_params == 19_110_297_600
+    assert m.weight_format is not None and m.weight_format.kind == "mxfp4"
+
+
+def test_the_engine_configs_count_mistral_as_published() -> None:
+    """tests/fixtures/engines/configs/mistral-7b-v0.1 (KV fields sourced, the rest transformers' defaults = the
+    checkpoint's): Keras Hub's mistral_7b_en states 7,241,732,096."""
+    assert load_hf_config(str(FIXTURES / "engines" / "configs" / "mistral-7b-v0.1")).n_params == 7_241_732_096
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"model_type": "llama"},
+        {
+            "model_type": "llama",
+            "hidden_size": -1,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 1,
+            "intermediate_size": 1,
+            "vocab_size": 1,
+        },
+        {
+            "model_type": "llama",
+            "hidden_size": True,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 1,
+            "intermediate_size": 1,
+            "vocab_size": 1,
+        },
+        {
+            "model_type": "llama",
+            "hidden_size": "8",
+            "num_hidden_layers": 2,
+            "num_attention_heads": 1,
+            "intermediate_size": 1,
+            "vocab_size": 1,
+        },
+        {"model_type": "mamba", "hidden_size": 8},
+        {"model_type": ["llama"]},
+    ],
+)
+def test_configs_it_cannot_count_answer_none(config: dict[str, object]) -> None:
+    assert count_params(json.loads(json.dumps(config))) is None
