@@ -152,6 +152,19 @@ class WeightFormat:
 
 
 @dataclass(frozen=True)
+class ContextKeys:
+    """What a config.json says about its context, as vLLM reads it (ModelConfig._get_and_verify_max_len over
+    ModelArchConfigConvertor.derive_max_model_len_and_key): the length keys present in its text config, in vLLM's
+    order; model_max_length; each RoPE parameter set's (rope_type, factor); original_max_position_embeddings."""
+
+    keys: tuple[tuple[str, int], ...] = ()
+    model_max_length: int | None = None
+    rope: tuple[tuple[str, float | None], ...] = ()
+    original_max_position_embeddings: int | None = None
+    model_type: str = ""
+
+
+@dataclass(frozen=True)
 class SpecInfo:
     """What a YAML spec (and so a catalog entry) says about itself besides the metadata."""
 
@@ -208,6 +221,8 @@ class ModelDescription:
     #: max_position_embeddings, ...); 0 where the source is not a config or it states none. llama.cpp's trained
     #: context can differ (the Granite-4.0-H / Nemotron-H converters write 2^20)
     config_ctx: int = 0
+    #: a config.json's context keys as vLLM reads them (None for other sources: the context above decides)
+    context_keys: ContextKeys | None = None
     #: the bytes of a checkpoint's safetensors (a config.json source): what a serving engine loads unquantized
     checkpoint_bytes: int | None = None
     #: MoE: routed experts per layer and per token (0: dense), and the routed experts' parameters (exact from a

@@ -126,7 +126,11 @@ def evaluate_request(model: ModelDescription, req: Request, *, suggest: bool = F
 
         runtime = get_runtime(req.runtime)
         fit = runtime.fit(model, req)
-        solver = runtime.solver(model, req) if needs_solver else None
+        solved = req
+        if req.cache_types_auto and req.is_engine and fit.fits:  # the budgets hold for the cache type chosen
+            chosen = fit.detail.settings.kv_cache_dtype
+            solved = replace(req, engine=replace(req.engine, kv_cache_dtype=chosen), cache_types_auto=False)
+        solver = runtime.solver(model, solved) if needs_solver else None
         result = Evaluation(req, model, None, fit, _findings(req, outcome_of(fit), solver))
     if suggest and not result.passed:
         result = replace(result, suggestion=nearest_passing(model, req))

@@ -69,15 +69,27 @@ class EngineFit:
     ctx: int  # tokens per sequence answered or checked (0: not even one token fits)
     parallel: int  # sequences asked (or, for max-parallel, found)
     requests: int  # sequences of ctx tokens that fit
+    needed: int = 1  # sequences that must fit: 1 (the engine starts), or --min-parallel's for a context search
 
     @property
     def fits(self) -> bool:
-        return self.ctx > 0 and self.requests >= max(1, self.parallel)
+        return self.ctx > 0 and self.requests >= max(1, self.needed)
+
+    @property
+    def needed_bytes(self) -> int:
+        return max(1, self.needed) * self.capacity.request_bytes(max(1, self.ctx))
+
+    @property
+    def running(self) -> int:
+        """Requests of ctx that hold KV at once: those asked or fitting, at most the scheduler's cap (SGLang's
+        max_running_requests as resolved, vLLM's --max-num-seqs, TensorRT-LLM's --max_batch_size when given)."""
+        cap = self.capacity.max_requests or self.settings.max_num_seqs
+        return max(1, min(self.parallel, cap) if cap else self.parallel)
 
     @property
     def reserved_bytes(self) -> int:
-        """KV the sequences reserve on the busiest GPU (the pool itself fills whatever memory is left)."""
-        return max(1, self.parallel) * self.capacity.request_bytes(max(1, self.ctx))
+        """KV the running requests reserve on the busiest GPU (the pool itself fills whatever memory is left)."""
+        return self.running * self.capacity.request_bytes(max(1, self.ctx))
 
 
 #: what a run line names where kvplan's model input is not something the engine takes (a kvplan spec)
@@ -176,9 +188,10 @@ class EngineRuntime:
     def target(self, model: ModelDescription, req: Request) -> EngineTarget:
         assert req.hardware is not None  # build_request(need_hardware=True)
         hw = req.hardware
-        # the flags as given; the context and the sequences are the question the solver answers, not settings the
-        # engine sizes itself by (vLLM's and TensorRT-LLM's defaults for the GPU, SGLang's graphs)
-        s = replace(req.engine, max_model_len=None, max_num_seqs=None)
+        # the flags as given; the context is the question the solver answers. --max-num-seqs (SGLang
+        # --max-running-requests, TensorRT-LLM --max_batch_size) is the engine's scheduler cap, as the engine reads
+        # it: it sizes SGLang's CUDA-graph reserve, not how many requests must fit (that is --min-parallel)
+        s = replace(req.engine, max_model_len=None)
         if hw.model is not None:
             s = replace(s, gpu_family=hw.family, capability=hw.model.capability, gpu_name=hw.model.name)
         s = self.engine.resolve(s, hw.memory_bytes[0], hw.label)
@@ -204,32 +217,37 @@ class EngineRuntime:
         return EngineSolver(self.target(model, req))
 
     def _attempt(self, t: EngineTarget, s: EngineSettings, ctx: int | None, parallel: int | None) -> EngineFit:
-        limit = t.model.engine_ctx
+        limit = t.engine.default_max_len(t.model)
         if ctx is None:
             want = parallel or 1
             probe = t.capacity(replace(s, max_model_len=limit))
             best = probe.max_context(want, limit)
             cap = t.capacity(replace(s, max_model_len=best)) if best else probe
-            return EngineFit(t, s, cap, best, want, cap.requests_that_fit(best) if best else 0)
+            return EngineFit(t, s, cap, best, want, cap.requests_that_fit(best) if best else 0, want)
         cap = t.capacity(replace(s, max_model_len=ctx))
         n = cap.requests_that_fit(ctx)
-        return EngineFit(t, s, cap, ctx, n if parallel is None else parallel, n)
+        return EngineFit(t, s, cap, ctx, n if parallel is None else parallel, n, parallel or 1)
 
     def fit(self, model: ModelDescription, req: Request) -> FitResult:
+        """With --max-model-len: whether the engine starts (one request of that length fits: vLLM's
+        check_enough_kv_cache_memory) and how many fit at once; without: the longest context for
+        --min-parallel sequences (1)."""
         t = self.target(model, req)
-        ctx, parallel = req.engine.max_model_len, req.engine.max_num_seqs
-        if req.cache_types_auto:
+        ctx = req.engine.max_model_len
+        want = req.budgets.min_parallel
+        parallel = None if ctx else want
+        if req.cache_types_auto:  # the least lossy dtype where --min-parallel (1) requests of the context fit
             mode = Mode.CACHE_TYPES
             for dtype in self.engine.dtype_ladder:
                 found = self._attempt(
-                    t, replace(t.settings, kv_cache_dtype=dtype), ctx or model.engine_ctx, parallel or 1
+                    t, replace(t.settings, kv_cache_dtype=dtype), ctx or self.engine.default_max_len(model), want or 1
                 )
                 if found.fits:
                     break
         else:
             mode = Mode.CHECK if ctx and parallel else Mode.MAX_PARALLEL if ctx else Mode.MAX_CTX
             found = self._attempt(t, t.settings, ctx, parallel)
-        return self._result(found, mode, req, parallel)
+        return self._result(found, mode, req, req.engine.max_num_seqs)
 
     def _result(self, f: EngineFit, mode: Mode, req: Request, max_num_seqs: int | None) -> FitResult:
         ref = req.model
@@ -270,7 +288,7 @@ class EngineRuntime:
             kv_bytes=reserved,
             used_bytes=t.weight_bytes_per_rank + overhead + reserved,
             headroom=(pool - reserved) / pool if pool else 0.0,
-            need_bytes=reserved,
+            need_bytes=f.needed_bytes,
             have_bytes=pool,
             need_device="GPU0",
             run_command=engine.command(served_model(t.model, ref)),
@@ -287,8 +305,8 @@ class EngineRuntime:
             )
             if engine.measures_overhead
             else "none measured: activations and graphs must fit in the (1 − mem_fraction_static) slack",
-            trained_ctx=t.model.engine_ctx,
-            capped_by_trained=mode is Mode.MAX_CTX and f.fits and f.ctx >= t.model.engine_ctx,
+            trained_ctx=engine.default_max_len(t.model),
+            capped_by_trained=mode is Mode.MAX_CTX and f.fits and f.ctx >= engine.default_max_len(t.model),
             shortfall=shortfall,
             run_notes=(*engine.run_notes(lay), *_model_note(engine, served_model(t.model, ref), ref)) if f.fits else (),
             detail=f,
@@ -298,7 +316,7 @@ class EngineRuntime:
         t, cap = f.target, f.capacity
         weights = t.weight_bytes_per_rank
         budget = cap.kv_budget_bytes
-        want_ctx, want_n = max(1, f.ctx or t.model.engine_ctx), max(1, f.parallel)
+        want_ctx, want_n = max(1, f.ctx or t.engine.default_max_len(t.model)), max(1, f.parallel)
         need_kv = want_n * cap.request_bytes(want_ctx)
         available = budget + weights + overhead  # what the engine lets weights, overhead and KV use
         if budget <= 0:

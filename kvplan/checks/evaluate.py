@@ -39,12 +39,15 @@ class DeploymentResult:
 
 def checked_request(model: ModelDescription, req: Request) -> Request:
     """A deployment is a check of one configuration: what it leaves out takes the runtime's default (llama.cpp
-    -c 0, the trained context; an engine's --max-model-len, the trained context, for one sequence)."""
+    -c 0, the trained context; an engine's --max-model-len, the context the engine derives). An engine's
+    max_num_seqs is its scheduler cap: the deployment passes when the engine starts (one request of max_model_len
+    fits); ``min_parallel`` is the budget for requests that must fit at once."""
     if req.is_engine:
         e = req.engine
-        return replace(
-            req, engine=replace(e, max_model_len=e.max_model_len or model.n_ctx_train, max_num_seqs=e.max_num_seqs or 1)
-        )
+        from kvplan.runtimes.engines import ENGINES
+
+        default = ENGINES[req.runtime].default_max_len(model)
+        return replace(req, engine=replace(e, max_model_len=e.max_model_len or default))
     o = req.llamacpp
     if o.ctx_size is None and o.ctx_per_seq is None:
         return replace(req, llamacpp=replace(o, ctx_size=0))

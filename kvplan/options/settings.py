@@ -193,7 +193,8 @@ SETTINGS: tuple[Setting, ...] = (
             "tokens per sequence; -1 = the longest that fits, as vLLM's auto-fit (SGLang --context-length, "
             "TensorRT-LLM --max_seq_len)", "engine", runtime=_EN),
     Setting("max_num_seqs", ("--max-num-seqs", "--max-running-requests", "--max_batch_size"), v.count(1),
-            "sequences that must fit at once (SGLang --max-running-requests, TensorRT-LLM --max_batch_size)",
+            "the scheduler's cap on requests running at once, as the engine reads it (SGLang "
+            "--max-running-requests, TensorRT-LLM --max_batch_size); --min-parallel N asks that N fit",
             "engine", runtime=_EN),
     Setting("tensor_parallel_size", ("-tp", "--tensor-parallel-size", "--tp-size", "--tp_size", "--tp"),
             v.count(1), "tensor parallel size (1)", "engine", aliases=("tp",), runtime=_EN),
@@ -281,8 +282,9 @@ SETTINGS: tuple[Setting, ...] = (
             "the random seed (0)", "workload", key="workload.seed"),
     # budgets
     Setting("max_kv", ("--max-kv",), v.size,
-            "the KV / state bytes (llama.cpp: the exact context total; engines: what the sequences reserve per GPU) "
-            "are at most this", "budgets", "SIZE", key="budgets.max_kv"),
+            "the KV / state bytes (llama.cpp: the exact context total; engines: what the running requests reserve "
+            "per GPU: those that fit, at most the scheduler's cap) are at most this", "budgets", "SIZE",
+            key="budgets.max_kv"),
     Setting("max_total", ("--max-total",), v.size,
             "weights + KV + compute + overhead (llama.cpp: all GPUs; engines: per GPU) are at most this", "budgets",
             "SIZE", key="budgets.max_total"),
@@ -290,7 +292,8 @@ SETTINGS: tuple[Setting, ...] = (
             "the longest context per sequence that fits on the hardware (without hardware: the one configured) is at "
             "least this", "budgets", "N", key="budgets.min_ctx"),
     Setting("min_parallel", ("--min-parallel",), v.count(1),
-            "the sequences of the configured context that fit are at least this", "budgets", "N",
+            "the sequences of the configured context that fit at once are at least this (engines: requests "
+            "of --max-model-len; without it, the context search is for N)", "budgets", "N",
             key="budgets.min_parallel"),
     Setting("headroom", ("--headroom",), v.headroom,
             "free share kept on every GPU (engines: of the KV pool), e.g. 10%", "budgets", "SHARE",

@@ -181,6 +181,25 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
     return notes, data
 
 
+def scheduler_cap(f: EngineFit) -> int | None:
+    """The most requests the engine's scheduler runs at once: SGLang's max_running_requests as it resolves it,
+    vLLM's --max-num-seqs (given, or its default for the GPU), TensorRT-LLM's --max_batch_size when given."""
+    return f.capacity.max_requests or f.settings.max_num_seqs
+
+
+def _scheduler_note(f: EngineFit, ctx: int) -> str:
+    say = f.target.engine.spelling.max_num_seqs
+    cap = scheduler_cap(f)
+    held = f"the KV pool holds {f.requests:,} request{'s' if f.requests != 1 else ''} of {ctx:,} tokens at once"
+    if cap is None:
+        return f"scheduler: {held}; {say} (not given: the engine's default) caps how many run"
+    binds = "; the scheduler cap binds" if cap < f.requests else ""
+    return (
+        f"scheduler: {say} {cap:,} caps how many run at once (the engine starts when one request of its context "
+        f"fits; --min-parallel N asks that N fit); {held}{binds}"
+    )
+
+
 def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], dict[str, Any]]:
     cap = f.capacity
     lay = cap.layout
@@ -196,6 +215,7 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
         + ("; KV replicated on every TP rank" if lay.replicated else ""),
         f"capacity: {cap.basis}",
     ]
+    notes.append(_scheduler_note(f, ctx))
     if lay.backends:
         notes.append(f"{engine.label} backends: {', '.join(lay.backends)}; {lay.backend_reason}")
     if cap.state_slots:
@@ -275,6 +295,8 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
             "state_slots": cap.state_slots,
             "state_pool_bytes": cap.state_pool_bytes,
             "max_running_requests": cap.max_requests,
+            "requests_at_once": f.requests,  # max_model_len requests the pool holds together
+            "scheduler_cap": scheduler_cap(f),
             "groups": groups,
         }
     }

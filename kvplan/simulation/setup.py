@@ -104,7 +104,7 @@ def prepare(
         )
     target = EngineRuntime(engine).target(model, req)
     s = target.settings
-    max_len = req.engine.max_model_len or s.max_model_len or model.engine_ctx
+    max_len = req.engine.max_model_len or s.max_model_len or engine.default_max_len(model)
     cap = target.capacity(replace(s, max_model_len=max_len))
     caching = s.enable_prefix_caching is not False
     several, checkpoint = _groups(model, cap.layout.groups, caching)

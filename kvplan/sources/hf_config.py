@@ -13,7 +13,7 @@ from typing import Any
 
 from kvplan.errors import BadInputError
 from kvplan.facts.hf_archs import CONVERTED_ARCHS
-from kvplan.model import ModelDescription, ParamCount, SwaType
+from kvplan.model import ContextKeys, ModelDescription, ParamCount, SwaType
 from kvplan.sources.files import read_json
 from kvplan.sources.hf_conversion import U32_MAX, autoconfig, config_to_metadata, stated_context
 from kvplan.sources.metadata import describe
@@ -61,6 +61,7 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
     facts["config_ctx"] = stated_context(cfg, shown)
     facts["checkpoint_bytes"] = ckpt.total_bytes
     facts["weight_format"] = read_weight_format(cfg, shown)
+    facts["context_keys"] = _context_keys(cfg)
     counted = _count(cfg)
     if counted is not None:
         facts["param_count"] = counted
@@ -78,6 +79,16 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
             "needs more than a config for it); read by the converter's rules, compare with a converted GGUF",
         )
     return replace(model, **facts)
+
+
+def _context_keys(cfg: dict[str, Any]) -> ContextKeys:
+    """The context facts vLLM reads: its hf_text_config (a multimodal checkpoint's text_config), as AutoConfig
+    reads it."""
+    from kvplan.facts.vllm_context import context_keys
+
+    full = autoconfig(cfg)
+    text = full.get("text_config")
+    return context_keys(text if isinstance(text, dict) else full)
 
 
 def _count(cfg: dict[str, Any]) -> ParamCount | None:

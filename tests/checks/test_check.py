@@ -225,13 +225,17 @@ def test_engine_deployments_use_the_engine_solver(tmp_path: Path) -> None:
         "    max_num_seqs: 2\n    max_num_batched_tokens: 4096\n"
         "    budgets: {min_parallel: 2, min_ctx: 32k, headroom: 5%}\n"
         "  - name: gemma-too-many\n    model: gemma-3-27b\n    engine: vllm\n    gpu: H100-80GB\n"
-        "    max_model_len: 16k\n    max_num_seqs: 64\n    disable_hybrid_kv_cache_manager: true\n"
+        "    max_model_len: 16k\n    budgets: {min_parallel: 64}\n    disable_hybrid_kv_cache_manager: true\n"
         "  - name: gemma-too-long\n    model: gemma-3-27b\n    engine: vllm\n    gpu: H100-80GB\n"
-        "    max_model_len: 128k\n    max_num_seqs: 64\n    disable_hybrid_kv_cache_manager: true\n"
+        "    max_model_len: 128k\n    budgets: {min_parallel: 64}\n    disable_hybrid_kv_cache_manager: true\n"
+        "  - name: gemma-starts\n    model: gemma-3-27b\n    engine: vllm\n    gpu: H100-80GB\n"
+        "    max_model_len: 16k\n    max_num_seqs: 64\n    disable_hybrid_kv_cache_manager: true\n"
     )
     deps = load_deployments(str(f))
-    ok, many, long = (evaluate(d) for d in deps)
+    ok, many, long, starts = (evaluate(d) for d in deps)
     assert ok.status == "pass", ok.evaluation.findings
+    # max_num_seqs is vLLM's scheduler cap: vLLM starts with 64 whatever fits at once (min_parallel asks that)
+    assert starts.status == "pass" and 1 <= starts.evaluation.fit.detail.requests < 64
     assert (
         ok.evaluation.fit.n_seq == 2
         and ok.evaluation.fit.kv_bytes == 2 * ok.evaluation.fit.detail.capacity.request_bytes(32768)

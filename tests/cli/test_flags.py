@@ -30,7 +30,9 @@ def test_vllm_spelling_and_the_aliases() -> None:
     a = kv(*base, "-tp", "4", "--max-model-len", "32k", "--max-num-seqs", "8").json()
     b = kv(*base, "--tensor-parallel-size", "4", "--context-length", "32k", "--max-running-requests", "8").json()
     c = kv(*base, "--tp_size", "4", "--max_seq_len", "32k", "--max_batch_size", "8").json()
-    assert a == b == c and a["mode"] == "check" and a["n_seq"] == 8 and a["ctx_per_seq"] == 32768
+    # --max-num-seqs is the scheduler's cap (the engine starts when one request fits); the answer is how many fit
+    assert a == b == c and a["mode"] == "max-parallel" and a["ctx_per_seq"] == 32768
+    assert a["engine"]["max_num_seqs"] == a["engine"]["scheduler_cap"] == 8 and a["engine"]["requests_at_once"] >= 8
     for engine in ("VLLM", "vLLM", "Vllm"):
         assert kv("fit", "llama-3.1-8b", "--engine", engine, "--gpu", "H100-80GB").exit_code == 0
     assert kv("fit", "llama-3.1-8b", "--engine", "TensorRT-LLM", "--gpu", "H100-80GB").exit_code == 0

@@ -41,6 +41,7 @@ NOT_CONVERTED = {
     "weight_format",  # the checkpoint's storage and parameters (the serving engines' weights), not GGUF metadata
     "param_count",
     "params_source",
+    "context_keys",  # what vLLM reads of the config's context (the engines'), not GGUF metadata
 }
 
 

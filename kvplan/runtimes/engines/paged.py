@@ -218,6 +218,11 @@ class Engine:
         """Settings with the engine's defaults for this GPU filled in."""
         return s
 
+    def default_max_len(self, model: ModelDescription) -> int:
+        """The context the engine takes when none is given: the config's (its first length key), else the trained
+        one, else 2048 (SGLang's and TensorRT-LLM's context rules are not ported beyond this; vLLM's are)."""
+        return model.engine_ctx
+
     def build_layout(self, model: ModelDescription, s: EngineSettings) -> EngineLayout | None:
         """The engine's own per-layer layout, or None for the shared one (kvplan.runtimes.engines.layout)."""
         return None

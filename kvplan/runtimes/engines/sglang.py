@@ -210,7 +210,7 @@ class SGLang(Engine):
     def build_layout(self, model: ModelDescription, s: EngineSettings) -> EngineLayout | None:
         """DeepSeek DSA on Blackwell keeps an fp8 cache even with auto (configure_kv_cache_dtype); hybrids with a
         state pool lay out their attention layers beside one StateSpec per state layer."""
-        derived = model.engine_ctx  # ModelConfig.context_len
+        derived = self.default_max_len(model)  # ModelConfig.context_len
         if s.max_model_len and s.max_model_len > derived:
             raise RefusedConfigError(  # ModelConfig: unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
                 f"sglang: User-specified context_length ({s.max_model_len}) is greater than the derived context_length "
@@ -271,7 +271,7 @@ class SGLang(Engine):
 
     def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         """rest = free after weights − free before × (1 − mem_fraction_static); tokens = rest ÷ cell, in pages."""
-        max_len = s.max_model_len or model.engine_ctx
+        max_len = s.max_model_len or self.default_max_len(model)
         mfs = model_mem_fraction(model, s, mem.gpu_bytes)
         pre = mem.gpu_bytes - CUDA_CONTEXT_BYTES
         pre_gb, available_gb = pre / (1 << 30), (pre - mem.weight_bytes) / (1 << 30)
@@ -284,7 +284,7 @@ class SGLang(Engine):
         full, swa = lay.token_bytes_split(lay.busiest_stage)
         ratio = SWA_FULL_TOKENS_RATIO if swa else 0.0
         cell = full + ratio * swa
-        context = s.max_model_len or model.engine_ctx  # ModelConfig.context_len
+        context = s.max_model_len or self.default_max_len(model)  # ModelConfig.context_len
         # no attention layer (Falcon-Mamba): the token pool is the context (DefaultPoolConfigurator)
         tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else context
         swa_tokens = int(tokens * ratio) // page * page if swa else None

@@ -61,7 +61,7 @@ class TRTLLM(Engine):
 
     def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         """kv = fraction × (memory − peak); tokens = kv ÷ bytes per token; whole blocks (Python floor)."""
-        max_len = s.max_model_len or model.engine_ctx
+        max_len = s.max_model_len or self.default_max_len(model)
         fraction = s.free_gpu_memory_fraction or DEFAULT_FREE_GPU_MEMORY_FRACTION
         used = mem.weight_bytes + mem.overhead_bytes + CUDA_CONTEXT_BYTES
         budget = int((mem.gpu_bytes - used) * fraction)

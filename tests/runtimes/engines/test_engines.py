@@ -10,7 +10,7 @@ from helpers import FIXTURES, kv
 
 from kvplan.capacity.engines import EngineRuntime
 from kvplan.capacity.hardware import parse_gpus, parse_memory
-from kvplan.capacity.request import Request
+from kvplan.capacity.request import Budgets, Request
 from kvplan.capacity.results import FitResult
 from kvplan.errors import RefusedConfigError
 from kvplan.runtimes.engines import ENGINES, EngineLayout, EngineSettings
@@ -49,8 +49,9 @@ def fit(
     req = Request(
         "m",
         engine,
-        engine=EngineSettings(max_model_len=ctx, max_num_seqs=seqs, tensor_parallel_size=tp, **options),
+        engine=EngineSettings(max_model_len=ctx, tensor_parallel_size=tp, **options),
         hardware=hw,
+        budgets=Budgets(min_parallel=seqs),  # seqs: that many must fit at once (--min-parallel)
         weight_bytes=weight_bytes,
         cache_types_auto=auto,
     )
@@ -291,7 +292,7 @@ def test_solver_answers_hold_at_the_boundary(engine: str, name: str) -> None:
     assert found.fits and cap.requests_that_fit(c) >= 4
     assert c == model.n_ctx_train or cap.requests_that_fit(c + 1) < 4
     # a check of the answer agrees
-    assert solve(c, 4).fits and (c == model.n_ctx_train or not solve(c + 1, 4).fits)
+    assert solve(c, 4).detail.requests >= 4 and (c == model.n_ctx_train or solve(c + 1, 4).detail.requests < 4)
 
 
 def test_cache_types_auto_takes_the_least_lossy_dtype_that_fits() -> None:
@@ -299,7 +300,8 @@ def test_cache_types_auto_takes_the_least_lossy_dtype_that_fits() -> None:
     gpus = [80 * GIB] * 4
     assert fit(m, "vllm", gpus, ctx=32768, seqs=8, tp=4, auto=True).cache == "bf16 (auto)"
     need_fp8 = fit(m, "vllm", gpus, ctx=131072, seqs=6, tp=4, auto=True)
-    assert not fit(m, "vllm", gpus, ctx=131072, seqs=6, tp=4).fits and need_fp8.fits and need_fp8.cache == "fp8"
+    assert fit(m, "vllm", gpus, ctx=131072, seqs=6, tp=4).detail.requests < 6
+    assert need_fp8.fits and need_fp8.cache == "fp8"
     assert not fit(m, "vllm", gpus, ctx=131072, seqs=64, tp=4, auto=True).fits
 
 
@@ -339,7 +341,7 @@ def test_fit_with_an_engine_through_the_cli() -> None:
         "H100-80GB",
         "--weights",
         "mxfp4",
-        "--max-num-seqs",
+        "--min-parallel",
         "4",
         "--cache-types",
         "auto",

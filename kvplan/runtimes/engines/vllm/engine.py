@@ -40,6 +40,7 @@ from kvplan.runtimes.engines.paged import (
     pipeline_stages,
 )
 from kvplan.runtimes.engines.vllm import backends as bk
+from kvplan.runtimes.engines.vllm.context import default_max_model_len, verify_max_model_len
 from kvplan.runtimes.engines.vllm.grouping import group_layers
 from kvplan.runtimes.names import OWN_SETTINGS, SSM_DTYPES
 from kvplan.units import GIB, cdiv
@@ -57,7 +58,10 @@ DEFAULT_MAX_LEN = 2048
 
 
 def model_len(model: ModelDescription) -> int:
-    """The max_model_len vLLM derives for the model (2048 when its config declares none)."""
+    """The max_model_len vLLM derives for the model: from a config.json by vLLM's own rules
+    (kvplan.runtimes.engines.vllm.context), else the context the source states (2048 where it states none)."""
+    if model.context_keys is not None:
+        return default_max_model_len(model.context_keys)
     return model.engine_ctx  # DEFAULT_MAX_LEN where the checkpoint states none
 
 
@@ -121,6 +125,9 @@ class VLLM(Engine):
     def command(self, model: str) -> str:
         return f"vllm serve {model}"
 
+    def default_max_len(self, model: ModelDescription) -> int:
+        return model_len(model)
+
     def resolve(self, s: EngineSettings, gpu_bytes: int, gpu_label: str) -> EngineSettings:
         tokens, seqs = batch_defaults(gpu_bytes, s.gpu_name or gpu_label, s.capability)
         return replace(
@@ -150,7 +157,9 @@ class VLLM(Engine):
             raise RefusedConfigError(
                 f"vllm: --pipeline-parallel-size {s.pipeline_parallel_size} exceeds the {model.n_layer} layers"
             )
-        if s.max_model_len and (model.ctx_declared or model.config_ctx) and s.max_model_len > model.engine_ctx:
+        if s.max_model_len and model.context_keys is not None:
+            verify_max_model_len(model.context_keys, s.max_model_len)
+        elif s.max_model_len and (model.ctx_declared or model.config_ctx) and s.max_model_len > model.engine_ctx:
             raise RefusedConfigError(  # ModelConfig validation (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
                 f"vllm: User-specified max_model_len ({s.max_model_len}) is greater than the derived max_model_len "
                 f"({model.engine_ctx}) of the model"
