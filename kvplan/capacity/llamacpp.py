@@ -27,7 +27,7 @@ from kvplan.capacity.results import (
     binding_constraint,
 )
 from kvplan.capacity.weights import Weights, model_weights, without_layers
-from kvplan.errors import RefusedConfigError
+from kvplan.errors import RefusedConfigError, UnsupportedError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import LLAMACPP
 from kvplan.runtimes.llamacpp import (
@@ -139,6 +139,8 @@ class Target:
     draft: Target | None = None  # -md: the draft model on the same GPUs (its -ngld; no overrides)
     draft_types: tuple[str, str] = ("f16", "f16")  # -ctkd / -ctvd
     mtp: bool = False  # --mtp: the MTP draft context on the main model's weights (nextn layers' KV)
+    first_gpu: int = 0  # the place of memory[0] among the GPUs (-sm none -mg N: the one GPU llama.cpp uses)
+    split_none: bool = False  # -sm none: model->devices is the main GPU alone
 
     def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         """Weights, KV / state, compute and overhead of every device for one configuration (raises where
@@ -197,7 +199,7 @@ class Target:
             compute, basis, overhead = 0, "included in --overhead", self.overhead
         gpus = tuple(
             DeviceUsage(
-                f"GPU{i}",
+                f"GPU{self.first_gpu + i}",
                 memory[i],
                 _span([il for il in range(model.n_layer_all) if where[il] == i]),
                 w[i],
@@ -331,6 +333,14 @@ def run_command(model: ModelDescription, ref: str) -> str:
     return f"{RUN_COMMAND} -m {gguf}"
 
 
+def _split_args(target: Target) -> list[str]:
+    """-sm none -mg N, and -ts as given."""
+    out = ["-sm", "none", "-mg", str(target.first_gpu)] if target.split_none else []
+    if target.splits:
+        out += ["-ts", ",".join(f"{x:g}" for x in target.splits)]
+    return out
+
+
 def run_args(model: ModelDescription, target: Target, placement: Placement) -> tuple[str, ...]:
     """llama-server's arguments that reproduce ``placement`` on ``target``: every flag the answer depends on
     (llama.cpp's defaults are left out only where they are llama.cpp's defaults too)."""
@@ -346,8 +356,7 @@ def run_args(model: ModelDescription, target: Target, placement: Placement) -> t
         args.append("-kvu")
     if ctx.swa_full:
         args.append("--swa-full")
-    if target.splits:
-        args += ["-ts", ",".join(f"{x:g}" for x in target.splits)]
+    args += _split_args(target)
     ngl = target.n_gpu_layers
     args += ["-ngl", str(model.n_layer_all + 1 if ngl < 0 else ngl)]
     if target.no_kv_offload:
@@ -422,6 +431,20 @@ class LlamaCppRuntime:
                 "needs the MoE expert tensors' sizes: a GGUF of an MoE model (its tensor infos), not "
                 f"{'an estimate' if not weights.exact else 'a model without experts'}"
             )
+        memory, splits, first = req.hardware.memory_bytes, o.tensor_split, 0
+        if o.split_mode == "row":
+            raise UnsupportedError(
+                "-sm row: llama.cpp splits every weight matrix's rows over the GPUs in the backend's split buffer "
+                "(CUDA rounds the rows by compute capability and pads the last ones), which kvplan does not plan; "
+                "plan with -sm layer (the default) or -sm none"
+            )
+        if o.split_mode == "none":  # llama_model_load_from_file_impl: every device but main_gpu is dropped
+            first = o.main_gpu or 0
+            if first >= req.hardware.count:
+                raise RefusedConfigError(
+                    f"llama.cpp: invalid value for main_gpu: {first} (available devices: {req.hardware.count})"
+                )
+            memory, splits = (memory[first],), None
         draft = None
         dm = req.draft  # -md, loaded at the edge (kvplan.capacity.deployment.load_models)
         assert dm is not None or not o.model_draft, "load_models(req) first"
@@ -429,17 +452,19 @@ class LlamaCppRuntime:
             draft = Target(
                 dm,
                 _loaded(dm, model_weights(dm, req.weights, None), False),  # -md and --mtp: one or the other
-                req.hardware.memory_bytes,
-                o.tensor_split,  # the draft inherits the main model's -ts (common_base_params_to_speculative)
+                memory,
+                splits,  # the draft inherits the main model's -ts (common_base_params_to_speculative)
                 req.overhead,
                 -1 if o.gpu_layers_draft is None else o.gpu_layers_draft,
                 o.no_kv_offload,
+                first_gpu=first,
+                split_none=o.split_mode == "none",
             )
         return Target(
             model,
             weights,
-            req.hardware.memory_bytes,
-            o.tensor_split,
+            memory,
+            splits,
             req.overhead,
             -1 if o.n_gpu_layers is None else o.n_gpu_layers,
             o.no_kv_offload,
@@ -448,6 +473,8 @@ class LlamaCppRuntime:
             draft,
             (o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16"),
             o.mtp,
+            first,
+            o.split_mode == "none",
         )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:

@@ -63,6 +63,8 @@ class LlamaCppOptions:
     rs_seq: int = 0
     n_gpu_layers: int | None = None  # -1 auto, -2 all
     tensor_split: tuple[float, ...] | None = None
+    split_mode: str | None = None  # -sm: layer (llama.cpp's default) or none (row is refused)
+    main_gpu: int | None = None  # -mg: the GPU of -sm none
     no_kv_offload: bool = False
     override_tensor: tuple[tuple[str, str], ...] = ()  # -ot PATTERN=BUFT
     cpu_moe: bool = False  # -cmoe

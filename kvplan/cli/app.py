@@ -224,13 +224,12 @@ def _server(flag: str, eq: str, inline: str, args: list[str], command: Command, 
         line.model = values[0]
     elif arg.effect is Effect.REMOVED:
         raise UsageError(f"{flag}: the argument has been removed. {arg.hint} (as llama.cpp says)")
-    elif arg.effect is Effect.UNSUPPORTED or (arg.effect is Effect.SPLIT and flag in ("-sm", "--split-mode")
-                                              and values[0] != "layer"):  # fmt: skip
+    elif arg.effect is Effect.UNSUPPORTED:
         raise UnsupportedError(
             f"{flag}{' ' + ' '.join(values) if values else ''}: changes memory in a way kvplan does not plan yet; "
             "leave it out to plan the rest"
         )
-    else:  # nothing planned (with -sm layer, llama.cpp's default, -mg places nothing either), or host memory
+    else:  # nothing planned, or host memory
         line.server.append(ServerFlag((flag, *values), Effect.HOST if arg.effect is Effect.HOST else Effect.NONE))
     return True
 

@@ -13,7 +13,7 @@ HELP_WIDTH = 80
 PASTED = (
     "A llama-server command line pastes in: its other arguments (-t, --port, --jinja, sampling, …) are accepted, "
     "noted as planning nothing and kept on the run line; those whose memory kvplan does not plan (--mmproj, "
-    "--lora, -sm row, --rpc, …) are refused (exit 4)."
+    "--lora, --rpc, -dev, …) are refused (exit 4)."
 )
 _OPTION_COLUMN = 30
 SUMMARY = "Byte-exact KV cache / state memory planning for LLM inference:\nllama.cpp, vLLM, SGLang and TensorRT-LLM."

@@ -10,7 +10,6 @@ memory:
   with a note that says so;
 - UNSUPPORTED: memory kvplan does not plan (a multimodal projector, LoRA adapters, control vectors, other
   devices, models fetched by name): refused (exit 4), never a silently wrong number;
-- SPLIT: -sm / -mg, placed as llama.cpp places them where kvplan can (layer split), refused otherwise;
 - MODEL: -m / -mu, the model (kvplan's MODEL);
 - REMOVED: llama.cpp refuses them itself ("the argument has been removed"), with its hint.
 
@@ -29,7 +28,6 @@ class Effect(str, Enum):
     NONE = "none"
     HOST = "host"
     UNSUPPORTED = "unsupported"
-    SPLIT = "split"
     MODEL = "model"
     REMOVED = "removed"
 
@@ -134,8 +132,6 @@ SERVER_ARGS: tuple[ServerArg, ...] = (
     ServerArg(('-dio', '--direct-io'), ('-ndio', '--no-direct-io'), 0, Effect.NONE),
     ServerArg(('--numa',), (), 1, Effect.NONE),
     ServerArg(('-dev', '--device'), (), 1, Effect.UNSUPPORTED),
-    ServerArg(('-sm', '--split-mode'), (), 1, Effect.SPLIT),
-    ServerArg(('-mg', '--main-gpu'), (), 1, Effect.SPLIT),
     ServerArg(('--check-tensors',), (), 0, Effect.NONE),
     ServerArg(('--override-kv',), (), 1, Effect.UNSUPPORTED),
     ServerArg(('--op-offload',), ('--no-op-offload',), 0, Effect.HOST),
@@ -283,6 +279,8 @@ PLANNED = {
     "swa_full": ("--swa-full",),
     "n_gpu_layers": ("-ngl", "--gpu-layers", "--n-gpu-layers"),
     "tensor_split": ("-ts", "--tensor-split"),
+    "split_mode": ("-sm", "--split-mode"),
+    "main_gpu": ("-mg", "--main-gpu"),
     "override_tensor": ("-ot", "--override-tensor"),
     "cpu_moe": ("-cmoe", "--cpu-moe"),
     "n_cpu_moe": ("-ncmoe", "--n-cpu-moe"),

@@ -114,6 +114,8 @@ COMMANDS: dict[str, Command] = {
                 *LLAMACPP_CONTEXT,
                 "n_gpu_layers",
                 "tensor_split",
+                "split_mode",
+                "main_gpu",
                 "override_tensor",
                 "cpu_moe",
                 "n_cpu_moe",

@@ -149,6 +149,11 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
         f"{format_size(p.total_bytes, units)} in all"
     )
     notes.append("the input layer (token embeddings) stays in host memory, as llama.cpp keeps it")
+    if f.target.split_none:
+        notes.append(
+            f"-sm none: llama.cpp keeps only GPU{f.target.first_gpu} (-mg {f.target.first_gpu}) among its devices "
+            "(llama_model_load_from_file_impl); the other GPUs hold nothing of this model"
+        )
     d = f.placement.draft
     if d is not None and f.target.draft is not None:
         dt = f.target.draft

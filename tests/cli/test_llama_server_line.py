@@ -51,8 +51,6 @@ def test_the_fit_keeps_them_on_the_run_line() -> None:
     [
         (["--mmproj", "mm.gguf"], 4, "--mmproj mm.gguf: changes memory in a way kvplan does not plan yet"),
         (["--lora", "a.gguf"], 4, "--lora a.gguf: changes memory"),
-        (["-sm", "row"], 4, "-sm row: changes memory"),
-        (["--split-mode", "none"], 4, "--split-mode none: changes memory"),
         (["--rpc", "host:50052"], 4, "--rpc host:50052: changes memory"),
         (["-dev", "CUDA1"], 4, "-dev CUDA1: changes memory"),
         (["-hf", "org/repo:Q4_K_M"], 4, "-hf org/repo:Q4_K_M: changes memory"),
@@ -71,8 +69,10 @@ def test_what_kvplan_cannot_plan_is_refused(flags: list[str], code: int, message
 def test_model_spellings_split_layer_and_the_engines() -> None:
     a = kv("estimate", "--model", GGUF, "-c", "4096", "-o", "json").json()
     assert a == kv("estimate", GGUF, "-c", "4096", "-o", "json").json() | {"notes": a["notes"]}
-    same = kv("estimate", GGUF, "-c", "4096", "-sm", "layer", "-mg", "1", "-o", "json").json()
-    assert same["memory"] == a["memory"] and "-sm layer, -mg 1" in same["notes"][-1]
+    w = ("--weight-bytes", "18GiB")  # a metadata-only GGUF: no tensor sizes
+    layer = kv("fit", GGUF, *w, "--gpu", "L4x2", "-c", "4096", "-o", "json").json()
+    same = kv("fit", GGUF, *w, "--gpu", "L4x2", "-c", "4096", "-sm", "layer", "-mg", "1", "-o", "json").json()
+    assert same["devices"] == layer["devices"]  # -mg places nothing with -sm layer
     # llama.cpp reads --ctx_size as --ctx-size (its parser turns _ into - in long flags)
     assert kv("estimate", GGUF, "--ctx_size", "4096", "-o", "json").json()["memory"] == a["memory"]
     vllm = kv("fit", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB", "--port", "8000")
@@ -106,3 +106,25 @@ def test_the_argument_list_agrees_with_the_settings() -> None:
     assert not planned & set(BY_FLAG), sorted(planned & set(BY_FLAG))
     assert len(BY_FLAG) == sum(len(a.flags) + len(a.negate) for a in SERVER_ARGS)
     assert {a.effect for a in SERVER_ARGS} == set(Effect)
+
+
+def test_split_mode_none_puts_everything_on_the_main_gpu() -> None:
+    """llama_model_load_from_file_impl with LLAMA_SPLIT_MODE_NONE keeps only devices[main_gpu]: every offloaded
+    layer, its KV and the output on that GPU; the others hold nothing. -mg past the GPUs is llama.cpp's error."""
+    W = ("--weight-bytes", "18GiB")  # a metadata-only GGUF: no tensor sizes
+    two = kv("fit", GGUF, *W, "--gpu", "L4x2", "-c", "4096", "--fit", "off", "-o", "json").json()
+    one = kv("fit", GGUF, *W, "--gpu", "L4x2", "-c", "4096", "--fit", "off", "-sm", "none", "-mg", "1", "-o", "json")
+    assert one.exit_code == 0, one.output
+    doc = one.json()
+    assert [d["device"] for d in doc["devices"] if d["device"] != "host"] == ["GPU1"]
+    gpu1 = doc["devices"][0]
+    assert gpu1["weight_bytes"] == sum(d["weight_bytes"] for d in two["devices"] if d["device"] != "host")
+    assert gpu1["kv_bytes"] == sum(d["kv_bytes"] for d in two["devices"] if d["device"] != "host")
+    assert doc["run_args"][doc["run_args"].index("-sm") :][:4] == ["-sm", "none", "-mg", "1"]
+    again = kv("fit", GGUF, *W, "--gpu", "L4x2", *doc["run_args"], "-o", "json").json()
+    assert again["devices"] == doc["devices"]
+    bad = kv("fit", GGUF, *W, "--gpu", "L4x2", "-sm", "none", "-mg", "2")
+    assert bad.exit_code == 4 and "invalid value for main_gpu: 2 (available devices: 2)" in bad.stderr
+    row = kv("fit", GGUF, *W, "--gpu", "L4x2", "-sm", "row")
+    assert row.exit_code == 4 and "-sm row: llama.cpp splits every weight matrix's rows" in row.stderr
+    assert kv("fit", GGUF, *W, "--gpu", "L4x2", "-sm", "rows").exit_code == 2
