@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 from helpers import ROOT, kv
@@ -231,3 +232,24 @@ def test_the_budgets_are_defined_once(readme: str) -> None:
     rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", readme, re.M))
     for dest in ("max_kv", "max_total", "min_ctx", "min_parallel"):
         assert rows[dest] == SETTINGS_BY_DEST[dest].help, dest
+
+
+def test_the_ci_example_installs_kvplan_from_its_repository(tmp_path: Path) -> None:
+    """examples/github/kvplan-check.yml: kvplan comes from a checkout of its repository (it is not on the package
+    index), and the check it runs is a command kvplan takes, with the outputs the next step reads."""
+    import yaml
+    from helpers import EXAMPLES
+
+    flow = yaml.safe_load((EXAMPLES / "github" / "kvplan-check.yml").read_text())
+    steps = flow["jobs"]["sizing"]["steps"]
+    checkout = next(s for s in steps if s.get("name") == "Check out kvplan")
+    assert checkout["uses"].startswith("actions/checkout@") and checkout["with"]["path"] == ".kvplan-src"
+    runs = [s["run"] for s in steps if "run" in s]
+    assert "pip install ./.kvplan-src" in runs and not any(r.strip() == "pip install kvplan" for r in runs)
+    check = next(r for r in runs if r.startswith("kvplan check"))
+    argv = shlex.split(check.split(">")[0])[1:]
+    argv[argv.index("deployments.yaml")] = str(EXAMPLES / "deployments.yaml")
+    argv[argv.index("kvplan-junit.xml")] = str(tmp_path / "junit.xml")
+    r = kv(*argv)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("**kvplan check") and (tmp_path / "junit.xml").read_text().startswith("<?xml")
