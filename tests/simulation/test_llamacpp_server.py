@@ -140,7 +140,7 @@ def test_cli_llamacpp_budgets_and_refusals() -> None:
 def test_cli_llamacpp_svg_draws_cells_as_a_share(tmp_path: Path) -> None:
     import re
 
-    from kvplan.render.simulate_svg import TOP
+    from kvplan.render.simulate_svg import TITLE_LINE, TOP
 
     svg = tmp_path / "s.svg"
     args = ("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "-c", "8192", "--request-rate", "4", "--duration", "10")
@@ -151,5 +151,6 @@ def test_cli_llamacpp_svg_draws_cells_as_a_share(tmp_path: Path) -> None:
     first = re.search(r'polyline[^>]*points="([^"]+)"', text)
     assert first is not None
     ys = [float(p.split(",")[1]) for p in first.group(1).split()]
-    assert min(ys) >= TOP + 10 - 0.05  # a share of the pool: at most the panel's top (the cache fills: 100 %)
-    assert min(ys) <= TOP + 10 + 0.05
+    panel_top = TOP + (text.count('font-size="13"') - 1) * TITLE_LINE + 10  # below the wrapped headline
+    assert min(ys) >= panel_top - 0.05  # a share of the pool: at most the panel's top (the cache fills: 100 %)
+    assert min(ys) <= panel_top + 0.05
