@@ -19,6 +19,11 @@ from typing import Any
 from kvplan.model import Linear, ParamCount
 
 
+#: the largest value a count key may take (layers, experts: a loop runs over them) — others up to 2^40
+_SMALL = {"num_hidden_layers": 1 << 16, "num_nextn_predict_layers": 1 << 10, "first_k_dense_replace": 1 << 16,
+          "decoder_sparse_step": 1 << 16}  # fmt: skip
+
+
 class _Cfg:
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         self.cfg = cfg
@@ -29,7 +34,7 @@ class _Cfg:
             if default is None:
                 raise KeyError(key)
             return default
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 40:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < _SMALL.get(key, 1 << 40):
             raise KeyError(key)
         return v
 
@@ -136,7 +141,8 @@ def _decoder(c: _Cfg, family: str) -> ParamCount | None:
         sparse = n_layer
         if family == "qwen3_moe":
             step = c.int("decoder_sparse_step", 1)
-            only = c.cfg.get("mlp_only_layers") or []
+            listed = c.cfg.get("mlp_only_layers")
+            only = {i for i in listed[: 1 << 16] if isinstance(i, int)} if isinstance(listed, list) else set()
             sparse = sum(1 for i in range(n_layer) if i not in only and step > 0 and (i + 1) % step == 0)
             k.linear(f"{L}.mlp.gate_proj", c.int("intermediate_size"), d, n_layer - sparse)
             k.linear(f"{L}.mlp.up_proj", c.int("intermediate_size"), d, n_layer - sparse)

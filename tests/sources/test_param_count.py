@@ -112,3 +112,72 @@ def test_the_engine_configs_count_mistral_as_published() -> None:
 )
 def test_configs_it_cannot_count_answer_none(config: dict[str, object]) -> None:
     assert count_params(json.loads(json.dumps(config))) is None
+
+
+_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+         "intermediate_size", "vocab_size", "tie_word_embeddings", "attention_bias", "moe_intermediate_size",
+         "num_experts", "num_local_experts", "decoder_sparse_step", "mlp_only_layers", "first_k_dense_replace",
+         "n_routed_experts", "n_shared_experts", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+         "qk_rope_head_dim", "v_head_dim", "num_nextn_predict_layers", "text_config", "vision_config",
+         "quantization_config", "torch_dtype", "rope_scaling", "rope_parameters", "model_max_length",
+         "max_position_embeddings")  # fmt: skip
+
+
+def _hostile_values():  # type: ignore[no-untyped-def]
+    from hypothesis import strategies as st
+
+    leaf = st.one_of(
+        st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True),
+        st.text(max_size=20), st.sampled_from(["llama", "qwen3_moe", "gpt_oss", "deepseek_v3", "gemma3", "mxfp4",
+                                               "fp8", "awq", "gptq", "compressed-tensors", "longrope", "yarn"]),
+    )  # fmt: skip
+    return st.recursive(leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(_KEYS + (
+        "quant_method", "weight_block_size", "config_groups", "weights", "num_bits", "type", "group_size", "factor",
+        "rope_type", "modules_to_not_convert")), kids, max_size=6), max_leaves=30)  # fmt: skip
+
+
+def test_hostile_configs_never_raise() -> None:
+    """Any JSON a config.json could hold: the counter, the format reader and vLLM's context reader answer (None,
+    a format, context facts) and never raise or loop over a huge layer count."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from kvplan.facts.vllm_context import context_keys
+    from kvplan.sources.weight_format import read_weight_format
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.dictionaries(st.sampled_from(_KEYS), _hostile_values(), max_size=12))
+    def check(cfg: dict[str, object]) -> None:
+        count_params(cfg)
+        read_weight_format(cfg, "config.json")
+        context_keys(cfg)
+
+    check()
+    huge = {"model_type": "qwen3_moe", "hidden_size": 8, "num_hidden_layers": 1 << 30, "num_attention_heads": 1,
+            "intermediate_size": 1, "vocab_size": 1, "moe_intermediate_size": 1, "num_experts": 1}  # fmt: skip
+    assert count_params(huge) is None  # refused before a loop over 2^30 layers
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ("checkpoint: {format: q4}", "checkpoint.format: expected one of bf16, fp16, fp32, mxfp4, fp8"),
+        ("checkpoint: {fromat: bf16}", "checkpoint.fromat: unknown key"),
+        ("checkpoint: {format: fp8, block: [128]}", "checkpoint.block: expected two sizes"),
+        ("checkpoint: {config: {model_type: mamba}}", "checkpoint.config: not a config.json whose parameters"),
+        ("checkpoint: [1, 2]", "checkpoint: must be a mapping"),
+        (
+            "params: 1000\ncheckpoint: {config: {model_type: llama, hidden_size: 8, num_hidden_layers: 2, "
+            "num_attention_heads: 2, num_key_value_heads: 1, intermediate_size: 16, vocab_size: 10}}",
+            "params: 1,000 disagrees with the 1,352 counted from checkpoint.config",
+        ),
+    ],
+)
+def test_a_spec_checkpoint_block_is_checked(tmp_path: Path, block: str, message: str) -> None:
+    from helpers import kv
+
+    spec = tmp_path / "m.yaml"
+    spec.write_text("arch: llama\nmetadata:\n  context_length: 4096\n  embedding_length: 8\n  block_count: 2\n"
+                    "  attention: {head_count: 2, head_count_kv: 1}\n" + block + "\n")  # fmt: skip
+    r = kv("estimate", str(spec))
+    assert r.exit_code == 3 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
