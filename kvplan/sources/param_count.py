@@ -18,7 +18,6 @@ from typing import Any
 
 from kvplan.model import Linear, ParamCount
 
-
 #: the largest value a count key may take (layers, experts: a loop runs over them) — others up to 2^40
 _SMALL = {"num_hidden_layers": 1 << 16, "num_nextn_predict_layers": 1 << 10, "first_k_dense_replace": 1 << 16,
           "decoder_sparse_step": 1 << 16}  # fmt: skip

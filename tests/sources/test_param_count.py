@@ -131,9 +131,11 @@ def _hostile_values():  # type: ignore[no-untyped-def]
         st.text(max_size=20), st.sampled_from(["llama", "qwen3_moe", "gpt_oss", "deepseek_v3", "gemma3", "mxfp4",
                                                "fp8", "awq", "gptq", "compressed-tensors", "longrope", "yarn"]),
     )  # fmt: skip
-    return st.recursive(leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(_KEYS + (
-        "quant_method", "weight_block_size", "config_groups", "weights", "num_bits", "type", "group_size", "factor",
-        "rope_type", "modules_to_not_convert")), kids, max_size=6), max_leaves=30)  # fmt: skip
+    names = st.sampled_from((*_KEYS, "quant_method", "weight_block_size", "config_groups", "weights", "num_bits",
+                             "type", "group_size", "factor", "rope_type", "modules_to_not_convert"))  # fmt: skip
+    return st.recursive(
+        leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(names, kids, max_size=6), max_leaves=30
+    )
 
 
 def test_hostile_configs_never_raise() -> None:
