@@ -432,11 +432,15 @@ class LlamaCppRuntime:
                 f"{'an estimate' if not weights.exact else 'a model without experts'}"
             )
         memory, splits, first = req.hardware.memory_bytes, o.tensor_split, 0
-        if o.split_mode == "row":
+        if o.split_mode == "row":  # make_gpu_buft_list: CUDA's backend registers no split buffer type any more
+            raise RefusedConfigError(
+                "llama.cpp: -sm row: device CUDA0 does not support split buffers (make_gpu_buft_list: the CUDA "
+                "backend no longer provides ggml_backend_split_buffer_type; -sm tensor took its place)"
+            )
+        if o.split_mode == "tensor":
             raise UnsupportedError(
-                "-sm row: llama.cpp splits every weight matrix's rows over the GPUs in the backend's split buffer "
-                "(CUDA rounds the rows by compute capability and pads the last ones), which kvplan does not plan; "
-                "plan with -sm layer (the default) or -sm none"
+                "-sm tensor: llama.cpp's experimental tensor parallelism (weights and KV split across the GPUs) is "
+                "not planned yet; plan with -sm layer (the default) or -sm none"
             )
         if o.split_mode == "none":  # llama_model_load_from_file_impl: every device but main_gpu is dropped
             first = o.main_gpu or 0

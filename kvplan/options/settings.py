@@ -144,10 +144,10 @@ SETTINGS: tuple[Setting, ...] = (
             "llama.cpp", "N|auto|all", runtime=_LL, choices=("auto", "all")),
     Setting("tensor_split", ("-ts", "--tensor-split"), v.proportions,
             "layer split over the GPUs: 3,1 (default: by their memory)", "llama.cpp", "N0,N1,...", runtime=_LL),
-    Setting("split_mode", ("-sm", "--split-mode"), v.choice(("none", "layer", "row"), "split mode"),
+    Setting("split_mode", ("-sm", "--split-mode"), v.choice(("none", "layer", "row", "tensor"), "split mode"),
             "how to split the model over the GPUs, as llama.cpp: layer (the default: layers and their KV by -ts), "
-            "none (everything on the -mg GPU; the others unused); row is not planned", "llama.cpp",
-            "none|layer|row", runtime=_LL, choices=("none", "layer", "row")),
+            "none (everything on the -mg GPU; the others unused); row: refused by CUDA, as llama.cpp; tensor: not "
+            "planned", "llama.cpp", "none|layer|row|tensor", runtime=_LL, choices=("none", "layer", "row", "tensor")),
     Setting("main_gpu", ("-mg", "--main-gpu"), v.count(0),
             "the GPU (its place) that holds the model with -sm none (0)", "llama.cpp", "INDEX", runtime=_LL),
     Setting("override_tensor", ("-ot", "--override-tensor"), v.overrides,

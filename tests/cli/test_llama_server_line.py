@@ -125,6 +125,9 @@ def test_split_mode_none_puts_everything_on_the_main_gpu() -> None:
     assert again["devices"] == doc["devices"]
     bad = kv("fit", GGUF, *W, "--gpu", "L4x2", "-sm", "none", "-mg", "2")
     assert bad.exit_code == 4 and "invalid value for main_gpu: 2 (available devices: 2)" in bad.stderr
+    # llama.cpp 2026-10-01: CUDA's backend registers no split buffer type, so make_gpu_buft_list throws
     row = kv("fit", GGUF, *W, "--gpu", "L4x2", "-sm", "row")
-    assert row.exit_code == 4 and "-sm row: llama.cpp splits every weight matrix's rows" in row.stderr
+    assert row.exit_code == 4 and "device CUDA0 does not support split buffers" in row.stderr
+    tensor = kv("fit", GGUF, *W, "--gpu", "L4x2", "-sm", "tensor")
+    assert tensor.exit_code == 4 and "-sm tensor: llama.cpp's experimental tensor parallelism" in tensor.stderr
     assert kv("fit", GGUF, *W, "--gpu", "L4x2", "-sm", "rows").exit_code == 2
