@@ -24,6 +24,9 @@ class CatalogEntry:
     state_bytes: int
     hf_id: str | None
     family: str | None
+    params: int | None = None  # the checkpoint's parameters (exact where counted or published)
+    params_exact: bool = False  # False: the model card's rounded figure
+    weights: str | None = None  # the checkpoint's native storage format (bf16, fp8, mxfp4, …)
 
 
 def catalog_entries(arch: str | None = None, family: str | None = None) -> list[CatalogEntry]:
@@ -61,6 +64,9 @@ def catalog_entries(arch: str | None = None, family: str | None = None) -> list[
                 state,
                 m.spec.hf_id if m.spec else None,
                 _family(m),
+                m.n_params,
+                m.params_source.startswith(("counted", "published")),
+                m.weight_format.kind if m.weight_format else None,
             )
         )
     return out

@@ -183,3 +183,16 @@ def test_a_spec_checkpoint_block_is_checked(tmp_path: Path, block: str, message:
                     "  attention: {head_count: 2, head_count_kv: 1}\n" + block + "\n")  # fmt: skip
     r = kv("estimate", str(spec))
     assert r.exit_code == 3 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_the_catalog_listing_says_which_counts_are_exact() -> None:
+    from helpers import kv
+
+    rows = {r["name"]: r for r in kv("models", "-o", "json").json()["models"]}
+    assert rows["gpt-oss-20b"]["params"] == 20_914_757_184 and rows["gpt-oss-20b"]["params_exact"] is True
+    assert rows["gpt-oss-20b"]["weights"] == "mxfp4" and rows["deepseek-v3"]["weights"] == "fp8"
+    assert rows["olmo-2-7b"]["weights"] == "fp32" and rows["llama-2-7b"]["weights"] == "fp16"
+    assert rows["command-r-v01"]["params_exact"] is False
+    assert sum(r["params_exact"] for r in rows.values()) == 43
+    table = kv("models").stdout
+    assert "≈35.00 B" in table and "20.91 B" in table
