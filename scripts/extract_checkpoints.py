@@ -1,9 +1,10 @@
 """Write scripts/checkpoints.yaml: each catalog checkpoint's weight-shaping config.json fields, storage format and
 published parameter count, from sources read here (make_catalog.py merges it into model_specs/).
 
-usage: python scripts/extract_checkpoints.py MAXTEXT_REPO MLC_REPO KERAS_HUB_REPO
+usage: python scripts/extract_checkpoints.py MAXTEXT_REPO MLC_REPO KERAS_HUB_REPO TORCHTUNE_REPO
 
-The three are git checkouts (or bare mirrors) of AI-Hypercomputer/maxtext, mlc-ai/mlc-llm and keras-team/keras-hub;
+The four are git checkouts (or bare mirrors) of AI-Hypercomputer/maxtext, mlc-ai/mlc-llm, keras-team/keras-hub and
+pytorch/torchtune (its model builders: the checkpoints' shapes as keyword arguments);
 the files read and the commits recorded are below. Configs are HF config.json copies: MaxText's
 ``hf_model_configs.py`` (``transformers.*Config(...)`` literals; the class defaults a literal leaves out are
 transformers', from kvplan/facts/hf_archs.py) and MLC's ``MODEL_PRESETS``. Keras Hub's presets state each
@@ -48,6 +49,17 @@ MLC = {
     "llama-3.2-3b": "llama3_2_3b", "smollm2-135m": "smollm2_135m", "smollm2-360m": "smollm2_360m",
     "olmo-2-7b": "olmo2_7b", "olmo-2-13b": "olmo2_13b", "olmo-2-32b": "olmo2_32b",
 }  # fmt: skip
+#: catalog name → (torchtune builder file, builder, model_type, tied output): the builder's shapes
+TORCHTUNE = {
+    "qwen2.5-0.5b": ("torchtune/models/qwen2_5/_model_builders.py", "qwen2_5_0_5b", "qwen2", True),
+    "qwen2.5-32b": ("torchtune/models/qwen2_5/_model_builders.py", "qwen2_5_32b_instruct", "qwen2", False),
+    "qwen2.5-72b": ("torchtune/models/qwen2_5/_model_builders.py", "qwen2_5_72b_instruct", "qwen2", False),
+    "phi-4": ("torchtune/models/phi4/_model_builders.py", "phi4_14b", "phi3", False),
+}
+#: torchtune's keyword → config.json's
+_TORCHTUNE_KEYS = {"vocab_size": "vocab_size", "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
+                   "num_kv_heads": "num_key_value_heads", "embed_dim": "hidden_size",
+                   "intermediate_dim": "intermediate_size"}  # fmt: skip
 _CLASS = {"llama": "LlamaConfig", "mistral": "MistralConfig", "gemma3_text": "Gemma3TextConfig", "olmo2": "Olmo2Config"}
 _MODEL_TYPE = {"Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "LlamaConfig": "llama", "Gemma2Config": "gemma2",
                "Gemma3Config": "gemma3", "Qwen3MoeConfig": "qwen3_moe", "MixtralConfig": "mixtral"}  # fmt: skip
@@ -145,6 +157,20 @@ def keras_counts(repo: str) -> dict[str, tuple[int, str]]:
     return out
 
 
+def torchtune_config(repo: str, path: str, builder: str, model_type: str, tied: bool) -> tuple[dict[str, Any], str]:
+    text, commit = git_show(repo, path)
+    body = re.search(rf"def {builder}\(.*?\n(?=def |\Z)", text, re.S)
+    if body is None:
+        raise SystemExit(f"{path}: no builder {builder}")
+    cfg: dict[str, Any] = {"model_type": model_type, "tie_word_embeddings": tied}
+    for key, name in _TORCHTUNE_KEYS.items():
+        m = re.search(rf"\b{key}=([\d_]+)", body.group(0))
+        if m is None:
+            raise SystemExit(f"{path}: {builder} has no {key}")
+        cfg[name] = int(m.group(1).replace("_", ""))
+    return cfg, f"pytorch/torchtune:{path}@{commit} ({builder})"
+
+
 def subset(cfg: dict[str, Any]) -> dict[str, Any]:
     if cfg.get("model_type") == "gemma3":
         text = dict(CONFIG_CLASSES["Gemma3TextConfig"]["defaults"])
@@ -157,7 +183,7 @@ def subset(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    maxtext_repo, mlc_repo, keras_repo = sys.argv[1:4]
+    maxtext_repo, mlc_repo, keras_repo, torchtune_repo = sys.argv[1:5]
     mx_text, mx_commit = git_show(maxtext_repo, MAXTEXT_FILE)
     mlc_text, mlc_commit = git_show(mlc_repo, MLC_FILE)
     mx, mlc, keras = maxtext_configs(mx_text), mlc_presets(mlc_text), keras_counts(keras_repo)
@@ -171,6 +197,9 @@ def main() -> None:
         cfg = dict(CONFIG_CLASSES.get(_CLASS.get(mlc[preset].get("model_type", ""), ""), {}).get("defaults", {}))
         cfg.update(mlc[preset])
         out[name] = {"config": subset(cfg), "config_source": f"mlc-ai/mlc-llm:{MLC_FILE}@{mlc_commit} ({preset})"}
+    for name, (path, builder, model_type, tied) in TORCHTUNE.items():
+        cfg, where = torchtune_config(torchtune_repo, path, builder, model_type, tied)
+        out[name] = {"config": cfg, "config_source": where}
     for name in ("gemma-3-4b", "gemma-3-12b", "gemma-3-27b"):
         out[name]["config"]["text_config"]["vocab_size"] = 262208
         out[name]["config_source"] += (
