@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from kvplan.analysis.catalog import REFERENCE_CTX, CatalogEntry
-from kvplan.report.document import DATA_FORMATS, Column, Document, Format, Kind, Table
+from kvplan.report.document import DATA_FORMATS, Cell, Column, Document, Format, Kind, Table
 
 
-def _row(e: CatalogEntry) -> dict[str, object]:
-    row: dict[str, object] = asdict(e)
+def _row(e: CatalogEntry) -> dict[str, Cell]:
+    row: dict[str, Cell] = asdict(e)
     shown = f"{e.params / 1e9:,.2f} B" if e.params else ""
     row["params_shown"] = shown if e.params_exact or not shown else f"≈{shown}"
     return row
