@@ -149,6 +149,9 @@ class WeightFormat:
     block: tuple[int, ...] = ()
     keep: tuple[str, ...] = ()
     assumed: bool = False  # the checkpoint states no dtype: bf16 is assumed
+    scale: str = ""  # fp8: "block", "channel" (a float32 scale per output row) or "tensor" (one float32)
+    extra: int = 0  # bytes each quantized linear adds besides its weights and scales (static input scales)
+    refused: str = ""  # why the serving engine refuses the format (vLLM's message)
 
 
 @dataclass(frozen=True)

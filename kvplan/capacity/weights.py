@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kvplan.errors import BadInputError
+from kvplan.errors import BadInputError, RefusedConfigError
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
 from kvplan.model import ModelDescription, ParamCount, WeightFormat
 from kvplan.units import GIB
@@ -160,7 +160,9 @@ def without_layers(weights: Weights, layers: range) -> Weights:
 
 #: bytes of one unquantized element by a checkpoint's dtype
 _DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-#: formats whose bytes are proven against published safetensors sizes (tests/capacity/test_weights.py)
+#: formats whose checkpoint totals are proven against a published safetensors index (tests/capacity/test_weights.py);
+#: the others' per-linear layouts are vLLM's own (recorded), but which modules a quantizer left alone is only
+#: what the config lists, so their totals stay labelled estimates
 _PROVEN = frozenset({"bf16", "fp16", "fp32", "mxfp4"})
 
 
@@ -183,30 +185,30 @@ def _ceil(a: int, b: int) -> int:
 
 
 def _linear_bytes(fmt: WeightFormat, out_f: int, in_f: int) -> int:
-    """One quantized linear weight's bytes as the format stores it (weights, scales, zeros, indices)."""
+    """One quantized linear weight's bytes as the format stores it — the tensors vLLM 0.33.0's quant methods
+    create for it (create_weights; recorded: tests/fixtures/engines/vllm_quant.json). Raises ValueError with vLLM's
+    message for a shape vLLM refuses."""
     n = out_f * in_f
     k = fmt.kind
     if k == "mxfp4":  # e2m1 blocks of 32 (16 bytes) + one e8m0 scale byte each
         return n // 2 + _ceil(n, 32)
     if k == "fp8":
         if fmt.block:  # weight_scale_inv: one float32 per block
-            return n + _ceil(out_f, fmt.block[0]) * _ceil(in_f, fmt.block[1]) * 4
-        return n + out_f * 4  # per-channel float32 scales (per-tensor: fewer)
+            return n + _ceil(out_f, fmt.block[0]) * _ceil(in_f, fmt.block[1]) * 4 + fmt.extra
+        return n + (out_f * 4 if fmt.scale == "channel" else 4) + fmt.extra
     g = in_f if fmt.group_size in (0, -1) else fmt.group_size
-    groups = _ceil(in_f, g)
-    if k == "awq":  # qweight + qzeros (packed ints) + fp16 scales per group
+    if k in ("awq", "int-packed") and in_f % g:
+        raise ValueError(f"the input size {in_f} is not a multiple of group_size {g} (vLLM refuses the layer)")
+    groups = max(1, in_f // g)
+    if k in ("awq", "gptq"):  # qweight and qzeros (packed int32) + scales per group in the model dtype
         return n * fmt.bits // 8 + groups * out_f * fmt.bits // 8 + groups * out_f * 2
-    if k == "gptq":  # the same + g_idx (int32 per input)
-        return n * fmt.bits // 8 + groups * out_f * fmt.bits // 8 + groups * out_f * 2 + in_f * 4
-    if k == "int-packed":  # compressed-tensors: packed ints + bf16 scales per group + the shape
+    if k == "int-packed":  # compressed-tensors: weight_packed + bf16 weight_scale per group + weight_shape
         return n * fmt.bits // 8 + groups * out_f * 2 + 16
     if k == "nvfp4":  # e2m1 + one fp8 scale per 16 + two float32 global scales
         return n // 2 + _ceil(n, 16) + 8
     if k == "bnb-4bit":  # nf4 / fp4 + one float32 absmax per 64
         return n // 2 + _ceil(n, 64) * 4
-    if k == "bnb-8bit":  # int8 + float32 row scales
-        return n + out_f * 4
-    if k == "int8":
+    if k in ("bnb-8bit", "int8"):  # int8 + float32 row scales
         return n + out_f * 4
     raise ValueError(k)
 
@@ -221,6 +223,7 @@ def engine_format(name: str) -> WeightFormat:
         bits=bits,
         group_size={"nvfp4": 16, "awq": 128, "gptq": 128}.get(name, 0),
         block=(128, 128) if name == "fp8" else (),
+        scale="block" if name == "fp8" else "",
     )
 
 
@@ -237,7 +240,12 @@ def checkpoint_weights(count: ParamCount, fmt: WeightFormat, loaded_dtype: str |
         x for x in count.linears if x.quantized and not _kept(x.name, fmt.keep) and (x.expert or fmt.kind != "mxfp4")
     ]
     q_params = sum(x.params for x in quant)
-    q_bytes = sum(_linear_bytes(fmt, x.out_features, x.in_features) * x.count for x in quant)
+    if fmt.refused:
+        raise RefusedConfigError(f"{fmt.source}: vLLM refuses the checkpoint: {fmt.refused}")
+    try:
+        q_bytes = sum(_linear_bytes(fmt, x.out_features, x.in_features) * x.count for x in quant)
+    except ValueError as exc:
+        raise RefusedConfigError(f"{fmt.source}: {fmt.kind}: {exc}") from None
     rest = count.total - q_params
     total = q_bytes + rest * other_bytes
     what = "routed experts" if fmt.kind == "mxfp4" else "linear weights"

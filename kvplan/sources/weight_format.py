@@ -40,7 +40,7 @@ def read_weight_format(cfg: Mapping[str, Any], shown: str) -> WeightFormat:
     return _quantized(q, f"{shown}: quantization_config", dtype or "bf16")
 
 
-def _quantized(q: Mapping[str, Any], where: str, dtype: str) -> WeightFormat:
+def _quantized(q: Mapping[str, Any], where: str, dtype: str) -> WeightFormat:  # noqa: C901 - one per quantizer
     method = str(q.get("quant_method", "")).lower()[:40]
     keep = (
         _patterns(q.get("modules_to_not_convert")) or _patterns(q.get("ignore")) or _patterns(q.get("ignored_layers"))
@@ -48,17 +48,23 @@ def _quantized(q: Mapping[str, Any], where: str, dtype: str) -> WeightFormat:
     src = f"{where} (quant_method {method})"
     if method == "mxfp4":
         return WeightFormat("mxfp4", src, dtype, bits=4, group_size=32, keep=keep)
-    if method == "fp8":
+    if method == "fp8":  # Fp8LinearMethod: weight_scale_inv per block, else one weight_scale
         block = q.get("weight_block_size")
         dims = tuple(_int(b) for b in block) if isinstance(block, list) and len(block) == 2 else ()
-        return WeightFormat("fp8", src, dtype, bits=8, block=dims if all(dims) else (), keep=keep)
-    if method == "fbgemm_fp8":
-        return WeightFormat("fp8", src, dtype, bits=8, keep=keep)
+        if all(dims) and dims:
+            return WeightFormat("fp8", src, dtype, bits=8, block=dims, keep=keep, scale="block")
+        return WeightFormat("fp8", src, dtype, bits=8, keep=keep, scale="tensor")
+    if method == "fbgemm_fp8":  # a float32 scale per row and the input_scale_ub scalar
+        return WeightFormat("fp8", src, dtype, bits=8, keep=keep, scale="channel", extra=4)
     if method in ("awq", "gptq"):
         bits = _int(q.get("bits", q.get("w_bit")), 4)
         group = q.get("group_size", q.get("q_group_size", 128))
         g = -1 if group == -1 else _int(group, 128)
-        return WeightFormat(method, src, "fp16", bits=bits, group_size=g, keep=keep)
+        refused = ""
+        if method == "gptq" and q.get("desc_act") is True:
+            refused = ("GPTQ group activation ordering (desc_act=True) is no longer supported. Use a checkpoint "
+                       "with static activation ordering or desc_act=False.")  # fmt: skip
+        return WeightFormat(method, src, dtype, bits=bits, group_size=g, keep=keep, refused=refused)
     if method == "bitsandbytes":
         if q.get("load_in_8bit") is True:
             return WeightFormat("bnb-8bit", src, dtype, bits=8, keep=keep)
@@ -68,8 +74,8 @@ def _quantized(q: Mapping[str, Any], where: str, dtype: str) -> WeightFormat:
         if "NVFP4" in algo or "FP4" in algo:
             return WeightFormat("nvfp4", src + f", quant_algo {algo}", dtype, bits=4, group_size=16,
                                 keep=_patterns(q.get("exclude_modules")) or keep)  # fmt: skip
-        if "FP8" in algo:
-            return WeightFormat("fp8", src + f", quant_algo {algo}", dtype, bits=8,
+        if "FP8" in algo:  # ModelOptFp8LinearMethod: one weight scale and one static input scale
+            return WeightFormat("fp8", src + f", quant_algo {algo}", dtype, bits=8, scale="tensor", extra=4,
                                 keep=_patterns(q.get("exclude_modules")) or keep)  # fmt: skip
     if method == "compressed-tensors":
         found = _compressed_tensors(q, src, dtype, keep)
@@ -94,7 +100,10 @@ def _compressed_tensors(q: Mapping[str, Any], src: str, dtype: str, keep: tuple[
         g = _int(w.get("group_size"))
         detail = f"{src}, {kind} {bits}-bit, strategy {strategy}"
         if kind == "float" and bits == 8:
-            return WeightFormat("fp8", detail, dtype, bits=8, block=dims if all(dims) else (), keep=keep)
+            if dims and all(dims):
+                return WeightFormat("fp8", detail, dtype, bits=8, block=dims, keep=keep, scale="block")
+            return WeightFormat("fp8", detail, dtype, bits=8, keep=keep,
+                                scale="channel" if strategy == "channel" else "tensor")  # fmt: skip
         if kind == "float" and bits == 4:
             return WeightFormat("nvfp4", detail, dtype, bits=4, group_size=g or 16, keep=keep)
         if kind == "int" and bits in (4, 8):

@@ -10,7 +10,7 @@ from helpers import FIXTURES, kv
 
 from kvplan.capacity.engines import engine_weights
 from kvplan.capacity.weights import checkpoint_weights, model_weights
-from kvplan.errors import BadInputError
+from kvplan.errors import BadInputError, RefusedConfigError
 from kvplan.model import WeightFormat
 from kvplan.sources.catalog import load_catalog_model
 from kvplan.sources.hf_config import load_hf_config
@@ -136,3 +136,39 @@ def test_checkpoint_weights_by_hand() -> None:
     assert checkpoint_weights(count, fmt)[0] == 65_536 + 16 + 10 * 2
     kept = WeightFormat("fp8", "here", "bf16", 8, block=(128, 128), keep=("model.layers.*.mlp",))
     assert checkpoint_weights(count, kept)[0] == (65_536 + 10) * 2
+
+
+def _recorded_quant() -> list[dict[str, object]]:
+    import json as _json
+
+    data = _json.loads((FIXTURES / "engines" / "vllm_quant.json").read_text())
+    assert data["vllm"] == "0.33.0"
+    # not read here: vLLM 0.33 has no "bitsandbytes" method and takes NVFP4 under "modelopt_fp4"
+    return [c for c in data["cases"] if not str(c["format"]).startswith(("bnb", "modelopt-nvfp4"))]
+
+
+QUANT = _recorded_quant()
+
+
+@pytest.mark.parametrize("case", QUANT, ids=[str(c["id"]) for c in QUANT])
+def test_quantized_linear_bytes_are_what_vllm_allocates(case: dict[str, object]) -> None:
+    """Each format's config block read as kvplan reads a config.json, one linear of out × in sized — against the
+    tensors vLLM 0.33.0's own quant method creates for it (scripts/engines/record_vllm_quant.py), or its refusal."""
+    from kvplan.capacity.weights import _linear_bytes
+    from kvplan.model import Linear, ParamCount
+    from kvplan.sources.weight_format import read_weight_format
+
+    fmt = read_weight_format({"quantization_config": case["quantization_config"], "torch_dtype": "bfloat16"}, "c")
+    out_f, in_f = int(case["out"]), int(case["in"])  # type: ignore[call-overload]
+    if "error" in case:
+        count = ParamCount(out_f * in_f, 0, 0, (Linear("model.layers.*.mlp.up_proj", out_f, in_f, 1),), "one")
+        with pytest.raises(RefusedConfigError):
+            checkpoint_weights(count, fmt)
+        return
+    assert _linear_bytes(fmt, out_f, in_f) == case["bytes"]
+
+
+def test_the_quant_recording_covers_each_format() -> None:
+    formats = {c["format"] for c in QUANT if "error" not in c}
+    assert formats >= {"awq-4-g128", "gptq-4-g128", "gptq-8-g128", "fp8-block-128", "fp8-tensor", "fbgemm-fp8",
+                       "modelopt-fp8", "ct-w4a16-g128", "ct-fp8-channel"}  # fmt: skip
