@@ -1,10 +1,11 @@
 """Write scripts/checkpoints.yaml: each catalog checkpoint's weight-shaping config.json fields, storage format and
 published parameter count, from sources read here (make_catalog.py merges it into model_specs/).
 
-usage: python scripts/extract_checkpoints.py MAXTEXT_REPO MLC_REPO KERAS_HUB_REPO TORCHTUNE_REPO
+usage: python scripts/extract_checkpoints.py MAXTEXT_REPO MLC_REPO KERAS_HUB_REPO TORCHTUNE_REPO THUNDER_REPO
 
 The four are git checkouts (or bare mirrors) of AI-Hypercomputer/maxtext, mlc-ai/mlc-llm, keras-team/keras-hub and
-pytorch/torchtune (its model builders: the checkpoints' shapes as keyword arguments);
+pytorch/torchtune (its model builders: the checkpoints' shapes as keyword arguments) and
+kevinstephano/thunder_model_blocks (a verbatim config.json of Mistral-Nemo);
 the files read and the commits recorded are below. Configs are HF config.json copies: MaxText's
 ``hf_model_configs.py`` (``transformers.*Config(...)`` literals; the class defaults a literal leaves out are
 transformers', from kvplan/facts/hf_archs.py) and MLC's ``MODEL_PRESETS``. Keras Hub's presets state each
@@ -14,6 +15,7 @@ checkpoint's parameter count; tests/sources/test_param_count.py checks kvplan's 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -56,6 +58,10 @@ TORCHTUNE = {
     "qwen2.5-72b": ("torchtune/models/qwen2_5/_model_builders.py", "qwen2_5_72b_instruct", "qwen2", False),
     "phi-4": ("torchtune/models/phi4/_model_builders.py", "phi4_14b", "phi3", False),
 }
+#: SmolLM2's builders pass the shapes positionally to smollm2(num_layers, num_heads, num_kv_heads, embed_dim,
+#: intermediate_dim), whose defaults are vocabulary 49,152 and tied embeddings (_component_builders.py)
+SMOLLM2 = {"smollm2-1.7b": "smollm2_1_7b"}
+THUNDER = {"mistral-nemo-12b": "thunder_model_blocks/mistral/mistral_config.py"}
 #: torchtune's keyword → config.json's
 _TORCHTUNE_KEYS = {"vocab_size": "vocab_size", "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
                    "num_kv_heads": "num_key_value_heads", "embed_dim": "hidden_size",
@@ -182,8 +188,8 @@ def subset(cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: cfg[k] for k in KEYS if cfg.get(k) not in (None, [])}
 
 
-def main() -> None:
-    maxtext_repo, mlc_repo, keras_repo, torchtune_repo = sys.argv[1:5]
+def main() -> None:  # noqa: C901 - one loop per source
+    maxtext_repo, mlc_repo, keras_repo, torchtune_repo, thunder_repo = sys.argv[1:6]
     mx_text, mx_commit = git_show(maxtext_repo, MAXTEXT_FILE)
     mlc_text, mlc_commit = git_show(mlc_repo, MLC_FILE)
     mx, mlc, keras = maxtext_configs(mx_text), mlc_presets(mlc_text), keras_counts(keras_repo)
@@ -200,6 +206,25 @@ def main() -> None:
     for name, (path, builder, model_type, tied) in TORCHTUNE.items():
         cfg, where = torchtune_config(torchtune_repo, path, builder, model_type, tied)
         out[name] = {"config": cfg, "config_source": where}
+    smol, smol_commit = git_show(torchtune_repo, "torchtune/models/smol/_model_builders.py")
+    comp, _ = git_show(torchtune_repo, "torchtune/models/smol/_component_builders.py")
+    vocab = int(re.search(r"vocab_size: int = (\d+)", comp).group(1))  # type: ignore[union-attr]
+    tied = re.search(r"tie_word_embeddings: bool = (\w+)", comp).group(1) == "True"  # type: ignore[union-attr]
+    for name, builder in SMOLLM2.items():
+        args = re.search(rf"def {builder}\(\).*?smollm2\(([^)]*)\)", smol, re.S).group(1)  # type: ignore[union-attr]
+        layers, heads, kv, embd, ff = (int(a) for a in args.split(",")[:5])
+        out[name] = {
+            "config": {"model_type": "llama", "num_hidden_layers": layers, "num_attention_heads": heads,
+                       "num_key_value_heads": kv, "hidden_size": embd, "intermediate_size": ff,
+                       "vocab_size": vocab, "tie_word_embeddings": tied},
+            "config_source": f"pytorch/torchtune:torchtune/models/smol/_model_builders.py@{smol_commit} ({builder}; "
+            "vocabulary and tied output from _component_builders.py)",
+        }  # fmt: skip
+    for name, path in THUNDER.items():
+        text, commit = git_show(thunder_repo, path)
+        cfg = json.loads(re.search(r"r" + "'''" + r"(.*?)" + "'''", text, re.S).group(1))  # type: ignore[union-attr]
+        out[name] = {"config": subset(cfg), "config_source": f"kevinstephano/thunder_model_blocks:{path}@{commit} "
+                     f"({cfg.get('_name_or_path')}'s config.json)"}  # fmt: skip
     for name in ("gemma-3-4b", "gemma-3-12b", "gemma-3-27b"):
         out[name]["config"]["text_config"]["vocab_size"] = 262208
         out[name]["config_source"] += (
