@@ -229,7 +229,7 @@ def checkpoint_for(entry: dict) -> dict:
     elif isinstance(dtype, str) and dtype in _DTYPE_FORMAT:
         block["format"] = _DTYPE_FORMAT[dtype]
         cited = ", ".join((entry.get("provenance") or {}).get("torch_dtype") or []) or "model-facts.yaml"
-        block["source"] = f"config.json torch_dtype {dtype} ({cited})"
+        block["source"] = f"{entry.get('hf_id')} config.json: torch_dtype {dtype} (the spec's sources {cited})"
     for key in ("config", "config_source", "published"):
         if key in known:
             block[key] = known[key]
