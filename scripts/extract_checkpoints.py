@@ -41,7 +41,8 @@ MAXTEXT = {
     "qwen3-32b": "qwen3_32b_config", "llama-3.1-8b": "llama31_8b_config", "llama-3.1-70b": "llama31_70b_config",
     "llama-3.1-405b": "llama31_405b_config", "qwen3-30b-a3b": "qwen3_30b_a3b_base_config",
     "qwen3-235b-a22b": "qwen3_235b_a22b_thinking_2507_config", "deepseek-v2-lite": "deepseek2_16b_dict",
-    "deepseek-v3": "deepseek3_671b_dict", "deepseek-r1": "deepseek3_671b_dict", "gpt-oss-20b": "gpt_oss_20b_dict",
+    "deepseek-v3": "deepseek3_671b_dict", "deepseek-r1": "deepseek3_671b_dict",
+    "deepseek-v3.2-exp": "deepseek32_671b_dict", "gpt-oss-20b": "gpt_oss_20b_dict",
     "gpt-oss-120b": "gpt_oss_120b_dict", "mixtral-8x7b": "mixtral_8x7b_dict", "mixtral-8x22b": "mixtral_8x22b_dict",
 }  # fmt: skip
 #: catalog name → MLC preset
@@ -104,7 +105,7 @@ KEYS = (
     "intermediate_size", "vocab_size", "tie_word_embeddings", "attention_bias", "moe_intermediate_size",
     "num_experts", "num_local_experts", "decoder_sparse_step", "mlp_only_layers", "first_k_dense_replace",
     "n_routed_experts", "n_shared_experts", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "num_nextn_predict_layers", "topk_method",
+    "v_head_dim", "num_nextn_predict_layers", "topk_method", "index_n_heads", "index_head_dim",
 )  # fmt: skip
 VISION_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size", "num_channels")
 

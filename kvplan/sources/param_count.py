@@ -7,8 +7,8 @@ sizes (tests/sources/test_param_count.py). Linear weights are kept apart (``Line
 stores them in its own format, everything else stays in the checkpoint's dtype.
 
 Families counted: Llama, Mistral, Qwen2 / Qwen2.5, Qwen3, Qwen3-MoE, Mixtral, OLMo-2, Phi-3, Gemma 2, Gemma 3
-(text, and the SigLIP vision tower of the multimodal checkpoints), gpt-oss, DeepSeek-V2 / V3 (MLA, MoE and the
-checkpoint's MTP layers). Other families answer None (the caller says the count is not known).
+(text, and the SigLIP vision tower of the multimodal checkpoints), gpt-oss, DeepSeek-V2 / V3 / V3.2 (MLA, MoE, the
+V3.2 indexer and the checkpoint's MTP layers). Other families answer None (the caller says the count is not known).
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ ARCH_MODEL_TYPES = {
     "Gemma3ForConditionalGeneration": "gemma3",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV32ForCausalLM": "deepseek_v32",
 }
 _TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
 #: a decoder layer's module path, as the checkpoint names its tensors
@@ -101,7 +102,7 @@ def count_params(config: Mapping[str, Any]) -> ParamCount | None:
             if counted is None or not isinstance(vision, Mapping):
                 return counted
             return _with_siglip(counted, _Cfg(vision), _Cfg(text).int("hidden_size"))
-        if model_type in ("deepseek_v2", "deepseek_v3"):
+        if model_type in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
             return _deepseek(_Cfg(config), model_type)
         if isinstance(model_type, str) and model_type in _DENSE:
             return _decoder(_Cfg(config), model_type)
@@ -192,6 +193,9 @@ def _with_siglip(text: ParamCount, v: _Cfg, d_text: int) -> ParamCount:
     )
 
 
+_DEEPSEEK = {"deepseek_v2": "DeepseekV2", "deepseek_v3": "DeepseekV3", "deepseek_v32": "DeepseekV32"}
+
+
 def _deepseek(c: _Cfg, family: str) -> ParamCount:
     """DeepseekV2/V3ForCausalLM: MLA attention, dense then MoE feed-forward, and the checkpoint's nextn (MTP)
     layers (DeepSeek-V3 ships one: a whole decoder layer plus its embedding, norms, projection and head)."""
@@ -214,6 +218,12 @@ def _deepseek(c: _Cfg, family: str) -> ParamCount:
     k.linear(f"{L}.self_attn.kv_b_proj", n_head * (nope + v_head), kv_lora, n_layer)
     k.linear(f"{L}.self_attn.o_proj", d, n_head * v_head, n_layer)
     k.add(2 * d * n_layer)  # input, post-attention norms
+    if family == "deepseek_v32":  # the lightning indexer of every layer (DeepSeek-V3.2's model.py Indexer)
+        idx_heads, idx_dim = c.int("index_n_heads"), c.int("index_head_dim")
+        k.linear(f"{L}.self_attn.indexer.wq_b", idx_heads * idx_dim, q_lora or d, n_layer)
+        k.linear(f"{L}.self_attn.indexer.wk", idx_dim, d, n_layer)
+        k.linear(f"{L}.self_attn.indexer.weights_proj", idx_heads, d, n_layer, quantized=False)  # kept in bf16
+        k.add(2 * idx_dim * n_layer)  # k_norm: a LayerNorm (weight and bias)
     n_dense = min(c.int("first_k_dense_replace", 0), n_trunk)
     ff, moe_ff = c.int("intermediate_size"), c.int("moe_intermediate_size")
     n_exp, n_shared = c.int("n_routed_experts"), c.int("n_shared_experts", 0)
@@ -229,7 +239,7 @@ def _deepseek(c: _Cfg, family: str) -> ParamCount:
         k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_moe, expert=True)
         k.linear(f"{L}.mlp.shared_experts.{name}", s_out, s_in, n_moe)
     k.add(n_exp * d * n_moe)  # the router (MoEGate.weight, kept in the checkpoint's dtype)
-    if family == "deepseek_v3" or c.cfg.get("topk_method") == "noaux_tc":
+    if family in ("deepseek_v3", "deepseek_v32") or c.cfg.get("topk_method") == "noaux_tc":
         k.add(n_exp * n_moe)  # e_score_correction_bias
     k.add(d)  # the final norm
     k.linear("lm_head", vocab, d, 1, quantized=False)
@@ -237,7 +247,7 @@ def _deepseek(c: _Cfg, family: str) -> ParamCount:
         k.add(n_mtp * (2 * vocab * d + 3 * d))
         k.linear(f"{L}.eh_proj", d, 2 * d, n_mtp, quantized=False)
     basis = (
-        f"{'DeepseekV3' if family == 'deepseek_v3' else 'DeepseekV2'}ForCausalLM's tensors: {n_trunk} layers"
+        f"{_DEEPSEEK[family]}ForCausalLM's tensors: {n_trunk} layers"
         + (f" + {n_mtp} MTP layer{'s' if n_mtp > 1 else ''}" if n_mtp else "")
         + f", vocabulary {vocab:,}"
     )
