@@ -63,6 +63,16 @@ TORCHTUNE = {
 #: intermediate_dim), whose defaults are vocabulary 49,152 and tied embeddings (_component_builders.py)
 SMOLLM2 = {"smollm2-1.7b": "smollm2_1_7b"}
 THUNDER = {"mistral-nemo-12b": "thunder_model_blocks/mistral/mistral_config.py"}
+#: catalog name → MaxText's own model config (src/maxtext/configs/models/*.yml) and the HF model_type it describes
+MAXTEXT_YML = {"kimi-k2": ("src/maxtext/configs/models/kimi-k2-1t.yml", "deepseek_v3")}
+#: MaxText's config keys → config.json's (its DeepSeek decoder: MLA, dense then MoE layers, no MTP layer)
+_MAXTEXT_KEYS = {"base_emb_dim": "hidden_size", "base_num_query_heads": "num_attention_heads",
+                 "base_num_kv_heads": "num_key_value_heads", "base_mlp_dim": "intermediate_size",
+                 "base_moe_mlp_dim": "moe_intermediate_size", "base_num_decoder_layers": "num_hidden_layers",
+                 "first_num_dense_layers": "first_k_dense_replace", "vocab_size": "vocab_size",
+                 "num_experts": "n_routed_experts", "shared_experts": "n_shared_experts", "q_lora_rank": "q_lora_rank",
+                 "kv_lora_rank": "kv_lora_rank", "qk_nope_head_dim": "qk_nope_head_dim",
+                 "qk_rope_head_dim": "qk_rope_head_dim", "v_head_dim": "v_head_dim"}  # fmt: skip
 #: torchtune's keyword → config.json's
 _TORCHTUNE_KEYS = {"vocab_size": "vocab_size", "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
                    "num_kv_heads": "num_key_value_heads", "embed_dim": "hidden_size",
@@ -221,6 +231,13 @@ def main() -> None:  # noqa: C901 - one loop per source
             "config_source": f"pytorch/torchtune:torchtune/models/smol/_model_builders.py@{smol_commit} ({builder}; "
             "vocabulary and tied output from _component_builders.py)",
         }  # fmt: skip
+    for name, (path, model_type) in MAXTEXT_YML.items():
+        text, commit = git_show(maxtext_repo, path)
+        raw = yaml.safe_load(text)
+        cfg = {"model_type": model_type, "num_nextn_predict_layers": 0,
+               **{ours: raw[theirs] for theirs, ours in _MAXTEXT_KEYS.items()}}  # fmt: skip
+        out[name] = {"config": cfg, "config_source": f"AI-Hypercomputer/maxtext:{path}@{commit} (its DeepSeek "
+                     "decoder's shapes; no MTP layer)"}  # fmt: skip
     for name, path in THUNDER.items():
         text, commit = git_show(thunder_repo, path)
         cfg = json.loads(re.search(r"r" + "'''" + r"(.*?)" + "'''", text, re.S).group(1))  # type: ignore[union-attr]
