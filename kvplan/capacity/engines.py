@@ -80,10 +80,15 @@ class EngineFit:
         return max(1, self.needed) * self.capacity.request_bytes(max(1, self.ctx))
 
     @property
+    def scheduler_cap(self) -> int | None:
+        """The most requests the engine's scheduler runs at once: SGLang's max_running_requests as it resolves it,
+        vLLM's --max-num-seqs (given, or its default for the GPU), TensorRT-LLM's --max_batch_size when given."""
+        return self.capacity.max_requests or self.settings.max_num_seqs
+
+    @property
     def running(self) -> int:
-        """Requests of ctx that hold KV at once: those asked or fitting, at most the scheduler's cap (SGLang's
-        max_running_requests as resolved, vLLM's --max-num-seqs, TensorRT-LLM's --max_batch_size when given)."""
-        cap = self.capacity.max_requests or self.settings.max_num_seqs
+        """Requests of ctx that hold KV at once: those asked or fitting, at most the scheduler's cap."""
+        cap = self.scheduler_cap
         return max(1, min(self.parallel, cap) if cap else self.parallel)
 
     @property

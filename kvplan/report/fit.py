@@ -186,15 +186,9 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
     return notes, data
 
 
-def scheduler_cap(f: EngineFit) -> int | None:
-    """The most requests the engine's scheduler runs at once: SGLang's max_running_requests as it resolves it,
-    vLLM's --max-num-seqs (given, or its default for the GPU), TensorRT-LLM's --max_batch_size when given."""
-    return f.capacity.max_requests or f.settings.max_num_seqs
-
-
 def _scheduler_note(f: EngineFit, ctx: int) -> str:
     say = f.target.engine.spelling.max_num_seqs
-    cap = scheduler_cap(f)
+    cap = f.scheduler_cap
     held = f"the KV pool holds {f.requests:,} request{'s' if f.requests != 1 else ''} of {ctx:,} tokens at once"
     if cap is None:
         return f"scheduler: {held}; {say} (not given: the engine's default) caps how many run"
@@ -301,7 +295,7 @@ def _engine_notes(f: EngineFit, r: FitResult, units: Units) -> tuple[list[str], 
             "state_pool_bytes": cap.state_pool_bytes,
             "max_running_requests": cap.max_requests,
             "requests_at_once": f.requests,  # max_model_len requests the pool holds together
-            "scheduler_cap": scheduler_cap(f),
+            "scheduler_cap": f.scheduler_cap,
             "groups": groups,
         }
     }

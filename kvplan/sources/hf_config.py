@@ -61,8 +61,9 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
     facts["config_ctx"] = stated_context(cfg, shown)
     facts["checkpoint_bytes"] = ckpt.total_bytes
     facts["weight_format"] = read_weight_format(cfg, shown)
-    facts["context_keys"] = _context_keys(cfg)
-    counted = _count(cfg)
+    full = autoconfig(cfg)  # the config as transformers' AutoConfig holds it (class defaults filled)
+    facts["context_keys"] = _context_keys(full)
+    counted = _count(cfg, full)
     if counted is not None:
         facts["param_count"] = counted
     if ckpt.n_params:
@@ -81,25 +82,24 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
     return replace(model, **facts)
 
 
-def _context_keys(cfg: dict[str, Any]) -> ContextKeys:
-    """The context facts vLLM reads: its hf_text_config (a multimodal checkpoint's text_config), as AutoConfig
-    reads it."""
+def _context_keys(full: dict[str, Any]) -> ContextKeys:
+    """The context facts vLLM reads: its hf_text_config (a multimodal checkpoint's text_config), of the config as
+    AutoConfig reads it (``full``)."""
     from kvplan.facts.vllm_context import context_keys
 
-    full = autoconfig(cfg)
     text = full.get("text_config")
     return context_keys(text if isinstance(text, dict) else full)
 
 
-def _count(cfg: dict[str, Any]) -> ParamCount | None:
-    """The checkpoint's parameters from its architecture, its config read as AutoConfig reads it (a config without
-    model_type takes its architecture's)."""
+def _count(cfg: dict[str, Any], full: dict[str, Any]) -> ParamCount | None:
+    """The checkpoint's parameters from its architecture, its config read as AutoConfig reads it (``full``); a
+    config without model_type is read again as its architecture's."""
     if not isinstance(cfg.get("model_type"), str):
         archs = cfg.get("architectures")
         arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
         if arch in ARCH_MODEL_TYPES:
-            cfg = {**cfg, "model_type": ARCH_MODEL_TYPES[arch]}
-    return count_params(autoconfig(cfg))
+            full = autoconfig({**cfg, "model_type": ARCH_MODEL_TYPES[arch]})
+    return count_params(full)
 
 
 def _local_checkpoint(folder: str) -> Checkpoint:
