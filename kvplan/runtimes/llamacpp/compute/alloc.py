@@ -1,0 +1,250 @@
+"""A port of ggml's graph allocator (ggml/src/ggml-alloc.c, llama.cpp 2026-10-01): ggml_gallocr_alloc_graph_impl
+over a graph's leafs and nodes, with ggml_dyn_tallocr's best-fit free blocks, chunks and in-place reuse. The
+compute buffer llama.cpp reserves is the sum of the chunks' max_size (ggml_gallocr_reserve_n_size)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvplan.runtimes.llamacpp.compute.tensor import FLAG_INPUT, FLAG_OUTPUT, INPLACE_OPS, Tensor
+
+SIZE_MAX = 2**64 - 1
+#: GGML_VBUFFER_MAX_CHUNKS
+MAX_CHUNKS = 16
+
+
+def _align(size: int, alignment: int) -> int:
+    """aligned_offset(NULL, size, alignment)."""
+    return size + (alignment - size % alignment) % alignment
+
+
+class _Chunk:
+    __slots__ = ("blocks", "max_size")
+
+    def __init__(self, size: int) -> None:
+        self.blocks: list[list[int]] = [[0, size]]  # [offset, size], sorted by offset
+        self.max_size = 0
+
+
+class DynAllocator:
+    """ggml_dyn_tallocr: the offsets of one buffer type's compute buffer."""
+
+    def __init__(self, alignment: int, max_buffer_size: int = SIZE_MAX) -> None:
+        self.alignment = alignment
+        self.max_chunk_size = min(max_buffer_size, SIZE_MAX // 2)
+        self.chunks: list[_Chunk] = []
+
+    def _new_chunk(self, min_size: int) -> int:
+        if len(self.chunks) >= MAX_CHUNKS:
+            return -1
+        size = max(min_size, self.max_chunk_size)
+        if len(self.chunks) == MAX_CHUNKS - 1:
+            size = SIZE_MAX // 2
+        self.chunks.append(_Chunk(size))
+        return len(self.chunks) - 1
+
+    def alloc(self, size: int) -> tuple[int, int]:
+        size = _align(size, self.alignment)
+        best_chunk = best_block = -1
+        for c, chunk in enumerate(self.chunks):  # best fit among the blocks before each chunk's last
+            best_size = SIZE_MAX
+            blocks = chunk.blocks
+            for i in range(len(blocks) - 1):
+                bsize = blocks[i][1]
+                if bsize >= size and bsize <= best_size:
+                    best_chunk, best_block, best_size = c, i, bsize
+        if best_block == -1:  # the last block of a chunk (may grow the chunk)
+            best_reuse: int | None = None  # None: INT64_MIN
+            for c, chunk in enumerate(self.chunks):
+                if chunk.blocks:
+                    last = chunk.blocks[-1]
+                    reuse = chunk.max_size - last[0] - size
+                    better_reuse = (best_reuse is None or best_reuse < 0) and (best_reuse is None or reuse > best_reuse)
+                    better_fit = best_reuse is not None and 0 <= reuse < best_reuse
+                    if last[1] >= size and (better_reuse or better_fit):
+                        best_chunk, best_block, best_reuse = c, len(chunk.blocks) - 1, reuse
+        if best_block == -1:
+            best_chunk = self._new_chunk(size)
+            best_block = 0
+        if best_chunk == -1:  # pragma: no cover - the last chunk is virtually endless
+            raise MemoryError("graph allocation: failed to reserve memory")
+        chunk = self.chunks[best_chunk]
+        block = chunk.blocks[best_block]
+        offset = block[0]
+        block[0] += size
+        block[1] -= size
+        if block[1] == 0:
+            del chunk.blocks[best_block]
+        chunk.max_size = max(chunk.max_size, offset + size)
+        return best_chunk, offset
+
+    def free(self, chunk_id: int, offset: int, size: int) -> None:
+        """ggml_dyn_tallocr_free_bytes."""
+        size = _align(size, self.alignment)
+        blocks = self.chunks[chunk_id].blocks
+        for i, block in enumerate(blocks):
+            if block[0] + block[1] == offset:
+                block[1] += size
+                if i < len(blocks) - 1 and block[0] + block[1] == blocks[i + 1][0]:
+                    block[1] += blocks[i + 1][1]
+                    del blocks[i + 1]
+                return
+            if offset + size == block[0]:
+                block[0] = offset
+                block[1] += size
+                if i > 0 and blocks[i - 1][0] + blocks[i - 1][1] == block[0]:
+                    blocks[i - 1][1] += block[1]
+                    del blocks[i]
+                return
+        pos = 0
+        while pos < len(blocks) and blocks[pos][0] < offset:
+            pos += 1
+        blocks.insert(pos, [offset, size])
+
+    @property
+    def size(self) -> int:
+        return sum(c.max_size for c in self.chunks)
+
+
+class _Node:
+    __slots__ = ("n_children", "n_views", "allocated", "buffer", "chunk", "offset")
+
+    def __init__(self) -> None:
+        self.n_children = 0
+        self.n_views = 0
+        self.allocated = False
+        self.buffer = 0
+        self.chunk = 0
+        self.offset = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BufferType:
+    """What the allocator needs of a backend buffer type: its alignment and maximum buffer size (CPU: 32, no
+    limit; ggml_backend_buft_get_alloc_size is the tensor's bytes for every buffer type ported)."""
+
+    name: str
+    alignment: int = 32
+    max_size: int = SIZE_MAX
+
+
+CPU = BufferType("CPU")
+
+
+class GraphAllocator:
+    """ggml_gallocr over one graph: `reserve` returns the bytes of each buffer type's compute buffer."""
+
+    def __init__(self, bufts: Sequence[BufferType] = (CPU,)) -> None:
+        self.bufts = tuple(bufts)
+        self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
+        self.hash: dict[int, _Node] = {}
+
+    def _get(self, t: Tensor) -> _Node:
+        hn = self.hash.get(id(t))
+        if hn is None:
+            hn = self.hash[id(t)] = _Node()
+        return hn
+
+    def _is_own(self, t: Tensor) -> bool:
+        hn = self.hash.get(id(t))
+        return hn is not None and hn.allocated
+
+    def _free_extra(self, node: Tensor, hn: _Node, parent: Tensor, p_hn: _Node) -> None:
+        alloc = self.allocs[p_hn.buffer]
+        psize = _align(parent.nbytes, alloc.alignment)
+        nsize = _align(node.nbytes, alloc.alignment)
+        if psize > nsize:
+            alloc.free(p_hn.chunk, p_hn.offset + nsize, psize - nsize)
+
+    def _allocate(self, node: Tensor, buffer_id: int) -> None:
+        hn = self._get(node)
+        if node.external or hn.allocated or node.view_src is not None:
+            return
+        hn.allocated = True
+        if node.op in INPLACE_OPS:
+            for parent in node.srcs:
+                if parent is None or not self._is_own(parent):
+                    continue
+                if parent.flags & FLAG_OUTPUT or (
+                    parent.view_src is not None and parent.view_src.flags & FLAG_OUTPUT
+                ):
+                    continue
+                if not node.same_layout(parent):
+                    continue
+                p_hn = self._get(parent)
+                if p_hn.n_children == 1 and p_hn.n_views == 0:
+                    if parent.view_src is not None:
+                        vs = parent.view_src
+                        vs_hn = self._get(vs)
+                        # view_src->data == parent->data: both NULL while a graph is reserved
+                        if vs_hn.n_views == 1 and vs_hn.n_children == 0:
+                            hn.buffer, hn.chunk, hn.offset = p_hn.buffer, p_hn.chunk, p_hn.offset
+                            p_hn.allocated = False
+                            vs_hn.allocated = False
+                            self._free_extra(node, hn, vs, vs_hn)
+                            return
+                    else:
+                        hn.buffer, hn.chunk, hn.offset = p_hn.buffer, p_hn.chunk, p_hn.offset
+                        p_hn.allocated = False
+                        self._free_extra(node, hn, parent, p_hn)
+                        return
+        hn.buffer = buffer_id
+        hn.chunk, hn.offset = self.allocs[buffer_id].alloc(node.nbytes)
+
+    def _free(self, node: Tensor) -> None:
+        if node.flags & FLAG_OUTPUT:
+            return
+        hn = self._get(node)
+        self.allocs[hn.buffer].free(hn.chunk, hn.offset, node.nbytes)
+        hn.allocated = False
+
+    def reserve(
+        self,
+        leafs: Sequence[Tensor],
+        nodes: Sequence[Tensor],
+        node_buffers: Sequence[int] | None = None,
+        leaf_buffers: Sequence[int] | None = None,
+    ) -> list[int]:
+        """ggml_gallocr_reserve_n_size: the bytes of every buffer type's compute buffer for this graph."""
+        self.hash = {}
+        self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
+
+        def nbuf(i: int) -> int:
+            return node_buffers[i] if node_buffers is not None else 0
+
+        for i, leaf in enumerate(leafs):
+            self._allocate(leaf, leaf_buffers[i] if leaf_buffers is not None else 0)
+        get = self._get
+        for i, node in enumerate(nodes):
+            if node.view_src is not None and node.op != "NONE":
+                get(node.view_src).n_views += 1
+            if node.flags & FLAG_INPUT:
+                self._allocate(node, nbuf(i))
+            for src in node.srcs:
+                if src is None:
+                    continue
+                get(src).n_children += 1
+                if src.flags & FLAG_INPUT:
+                    self._allocate(src, nbuf(i))
+        for i, node in enumerate(nodes):
+            b = nbuf(i)
+            for parent in node.srcs:
+                if parent is not None:
+                    self._allocate(parent, b)
+            self._allocate(node, b)
+            for parent in node.srcs:
+                if parent is None:
+                    continue
+                p_hn = get(parent)
+                p_hn.n_children -= 1
+                if p_hn.n_children == 0 and p_hn.n_views == 0:
+                    vs = parent.view_src
+                    if vs is not None:
+                        vs_hn = get(vs)
+                        vs_hn.n_views -= 1
+                        if vs_hn.n_views == 0 and vs_hn.n_children == 0 and vs_hn.allocated:
+                            self._free(vs)
+                    elif p_hn.allocated:
+                        self._free(parent)
+        return [a.size for a in self.allocs]

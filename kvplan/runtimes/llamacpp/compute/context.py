@@ -1,0 +1,298 @@
+"""llama.cpp's graph helpers (src/llama-graph.cpp, llm_graph_context) over kvplan's ggml port: the inputs, norms,
+Q/K/V projections, attention through the KV cache (src/llama-kv-cache.cpp: cpy_k, cpy_v, get_k, get_v), the
+feed-forward block and the output, each building the tensors llama.cpp builds in the order it builds them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
+from kvplan.runtimes.llamacpp.compute import ggml
+from kvplan.runtimes.llamacpp.compute.ggml import Graph
+from kvplan.runtimes.llamacpp.compute.tensor import Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """What llama_context::graph_reserve builds the worst-case graph for (sched_reserve): n_tokens =
+    min(n_ctx, n_ubatch) rounded up to a multiple of n_seqs, n_seqs = n_seq_max, n_outputs = n_tokens; the KV
+    cache as init_full() presents it (n_kv = its size per stream)."""
+
+    n_tokens: int
+    n_seqs: int
+    n_outputs: int
+    flash_attn: bool
+    kv_unified: bool
+    type_k: str
+    type_v: str
+    kv_size: int  # cells per stream
+    n_stream: int  # KV streams (1 when unified)
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Which optional model tensors exist (llama.cpp builds ops only for the tensors a GGUF has): names as in
+    the GGUF without the "blk.N." prefix ("attn_q.bias", "ffn_up.scale", "rope_freqs", "output.scale")."""
+
+    present: frozenset[str] = field(default_factory=frozenset)
+    #: every optional tensor exists: a metadata-only GGUF, whose tensors llama.cpp's loader creates all
+    #: (llama_model_init_from_user, as the oracle records them)
+    all_optional: bool = False
+
+    def has(self, name: str) -> bool:
+        return self.all_optional or name in self.present
+
+
+def _w(ne0: int, ne1: int = 1, ne2: int = 1, name: str = "") -> Tensor:
+    return ggml.weight("f16", (ne0, ne1, ne2), name)
+
+
+class GraphContext:
+    """llm_graph_context for one reserve: builds into self.gf."""
+
+    def __init__(self, r: Reserve, weights: Weights) -> None:
+        self.r = r
+        self.w = weights
+        self.gf = Graph()
+        self.n_tokens = r.n_tokens
+        self.kq_mask: Tensor | None = None
+        self.k_idxs: Tensor | None = None
+        self.v_idxs: Tensor | None = None
+        self.k_rot: Tensor | None = None
+        self.v_rot: Tensor | None = None
+
+    # --- weights
+
+    def opt(self, name: str, *ne: int) -> Tensor | None:
+        """An optional tensor: a leaf when the model has it."""
+        return _w(*ne, name=name) if self.w.has(name) else None
+
+    def output_scale(self) -> Tensor | None:
+        """output.scale: loaded for an NVFP4 output only, so a metadata-only GGUF has none."""
+        return _w(1, name="output.scale") if "output.scale" in self.w.present else None
+
+    # --- inputs
+
+    def inp_embd(self, n_embd: int, n_vocab: int, scale: float = 0.0) -> Tensor:
+        tokens = ggml.inp("i32", (self.n_tokens,), "inp_tokens")
+        embd = ggml.inp("f32", (n_embd, self.n_tokens), "inp_embd")
+        cur = ggml.get_rows(_w(n_embd, n_vocab, name="token_embd"), tokens)
+        self.gf.expand(cur)  # ggml_build_forward_select: both paths, the tokens' first
+        self.gf.expand(embd)
+        if scale:
+            cur = ggml.unary(cur, "SCALE")
+        self.gf.expand(cur)
+        return cur
+
+    def inp_pos(self) -> Tensor:
+        return ggml.inp("i32", (self.n_tokens,), "inp_pos")
+
+    def inp_out_ids(self) -> Tensor:
+        return ggml.inp("i32", (self.r.n_outputs,), "out_ids")
+
+    def attn_inp_kv(self, head_k: int, head_v: int, n_embd_v_gqa_max: int) -> None:
+        r = self.r
+        self.k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
+        v_rows = r.n_tokens if r.flash_attn else r.n_tokens * n_embd_v_gqa_max
+        self.v_idxs = ggml.inp("i64", (v_rows,), "attn_inp_v_idxs")
+        n_stream = 1 if r.kv_unified else r.n_seqs
+        self.kq_mask = ggml.inp(
+            "f16" if r.flash_attn else "f32", (r.kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
+        )
+        self.k_rot = self._rot(r.type_k, head_k, grow=True)
+        self.v_rot = self._rot(r.type_v, head_v, grow=False)
+
+    @staticmethod
+    def _rot(type_: str, head: int, grow: bool) -> Tensor | None:
+        """build_input_k_rot / build_input_v_rot: a Hadamard rotation input for quantized caches."""
+        if not GGML_TYPES_BY_NAME[type_].is_quantized or head <= 0 or head % 64:
+            return None
+        n = 64
+        if grow:
+            n = 64
+            while True:
+                n *= 2
+                if head % n:
+                    break
+            n //= 2
+        return ggml.inp("f32", (n, n), "attn_inp_rot")
+
+    # --- blocks
+
+    def norm(self, cur: Tensor, mw: Tensor | None, mb: Tensor | None = None, rms: bool = True) -> Tensor:
+        cur = ggml.unary(cur, "RMS_NORM" if rms else "NORM")
+        if mw is not None:
+            cur = ggml.binary("MUL", cur, mw)
+        if mb is not None:
+            cur = ggml.binary("ADD", cur, mb)
+        return cur
+
+    def lora_mm(self, w: Tensor, cur: Tensor, w_s: Tensor | None = None) -> Tensor:
+        res = ggml.mul_mat(w, cur)
+        if w_s is not None:
+            res = ggml.binary("MUL", res, w_s)
+        return res
+
+    def qkv(self, cur: Tensor, n_embd: int, head_k: int, n_head: int, n_head_kv: int, head_v: int) -> tuple[Tensor, Tensor, Tensor]:
+        """build_qkv, separate Q/K/V path (reshape on)."""
+        n_tokens = self.n_tokens
+        outs = []
+        for name, heads, head in (("attn_q", n_head, head_k), ("attn_k", n_head_kv, head_k), ("attn_v", n_head_kv, head_v)):
+            t = self.lora_mm(_w(n_embd, heads * head, name=name), cur, self.opt(name + ".scale", 1))
+            b = self.opt(name + ".bias", heads * head)
+            if b is not None:
+                t = ggml.binary("ADD", t, b)
+            outs.append((t, heads, head))
+        q, k, v = (ggml.reshape(t, head, heads, n_tokens) for t, heads, head in outs)
+        return q, k, v
+
+    def hadamard(self, cur: Tensor, rot: Tensor) -> Tensor:
+        """llama_mul_mat_hadamard."""
+        n = rot.ne[0]
+        total = cur.ne[0] * cur.ne[1] * cur.ne[2] * cur.ne[3]
+        if _is_contiguous(cur):
+            res = ggml.reshape(cur, n, total // n)
+        else:
+            res = ggml.cont(cur, n, total // n)
+        res = ggml.mul_mat(rot, res)
+        return ggml.reshape(res, *cur.ne)
+
+    def attn_kv(
+        self,
+        layer: int,
+        wo: Tensor | None,
+        wo_b: Tensor | None,
+        wo_s: Tensor | None,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        n_head_kv: int,
+        head_k: int,
+        head_v: int,
+        sinks: Tensor | None = None,
+    ) -> Tensor:
+        """build_attn with a KV cache (llm_graph_input_attn_kv)."""
+        r = self.r
+        gf = self.gf
+        if self.k_rot is not None:
+            q = self.hadamard(q, self.k_rot)
+            k = self.hadamard(k, self.k_rot)
+        if self.v_rot is not None:
+            v = self.hadamard(v, self.v_rot)
+        gf.expand(q)
+        gf.expand(v)
+        gf.expand(k)
+        kv_size, n_stream = r.kv_size, r.n_stream
+        n_embd_k = head_k * n_head_kv
+        n_embd_v = head_v * n_head_kv
+        cache_k = ggml.weight(r.type_k, (n_embd_k, kv_size, n_stream), f"cache_k_l{layer}")
+        cache_v = ggml.weight(r.type_v, (n_embd_v, kv_size, n_stream), f"cache_v_l{layer}")
+        assert self.k_idxs is not None and self.v_idxs is not None
+        # cpy_k
+        k_cur = ggml.view(k, (n_embd_k, k.ne[2]), (k.nb[2],), 0)
+        kdst = ggml.reshape(cache_k, n_embd_k, kv_size * n_stream) if n_stream > 1 else cache_k
+        gf.expand(ggml.set_rows(kdst, k_cur, self.k_idxs))
+        # cpy_v
+        v_trans = not r.flash_attn
+        if not v_trans:
+            v_cur = ggml.view(v, (n_embd_v, v.ne[2]), (v.nb[2],), 0)
+            vdst = ggml.reshape(cache_v, n_embd_v, kv_size * n_stream) if n_stream > 1 else cache_v
+            gf.expand(ggml.set_rows(vdst, v_cur, self.v_idxs))
+        else:
+            if ggml.row_size(v.type, n_embd_v) == v.nb[2]:
+                v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
+            else:
+                v_cur = ggml.cont(v, n_embd_v, v.ne[2])
+            n_el_v = cache_v.ne[0] * cache_v.ne[1] * cache_v.ne[2] * cache_v.ne[3]
+            v_view = ggml.reshape(cache_v, 1, n_el_v)
+            v_cur = ggml.reshape(v_cur, 1, v_cur.ne[0] * v_cur.ne[1] * v_cur.ne[2] * v_cur.ne[3])
+            gf.expand(ggml.set_rows(v_view, v_cur, self.v_idxs))
+        # get_k / get_v
+        kk = ggml.view(
+            cache_k,
+            (head_k, n_head_kv, kv_size, n_stream),
+            (ggml.row_size(r.type_k, head_k), ggml.row_size(r.type_k, n_embd_k), ggml.row_size(r.type_k, n_embd_k * kv_size)),
+            0,
+        )
+        if not v_trans:
+            vv = ggml.view(
+                cache_v,
+                (head_v, n_head_kv, kv_size, n_stream),
+                (ggml.row_size(r.type_v, head_v), ggml.row_size(r.type_v, n_embd_v), ggml.row_size(r.type_v, n_embd_v * kv_size)),
+                0,
+            )
+        else:
+            vv = ggml.view(
+                cache_v,
+                (kv_size, n_head_kv, head_v, n_stream),
+                (ggml.row_size(r.type_v, kv_size * head_v), ggml.row_size(r.type_v, kv_size), ggml.row_size(r.type_v, kv_size * n_embd_v)),
+                0,
+            )
+        assert self.kq_mask is not None
+        cur = self.attn_mha(q, kk, vv, None, self.kq_mask, sinks)
+        if self.v_rot is not None:
+            cur = self.hadamard(cur, self.v_rot)
+        if wo is not None:
+            cur = self.lora_mm(wo, cur, wo_s)
+        if wo_b is not None:
+            cur = ggml.binary("ADD", cur, wo_b)
+        return cur
+
+    def attn_mha(self, q: Tensor, k: Tensor, v: Tensor, kq_b: Tensor | None, mask: Tensor, sinks: Tensor | None) -> Tensor:
+        v_trans = v.nb[1] > v.nb[2]
+        n_stream = k.ne[3]
+        q = ggml.view(q, (q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream), (q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // n_stream)), 0)
+        q = ggml.permute(q, 0, 2, 1, 3)
+        k = ggml.permute(k, 0, 2, 1, 3)
+        v = ggml.permute(v, 0, 2, 1, 3)
+        if self.r.flash_attn and kq_b is None:
+            if v_trans:
+                v = ggml.transpose(v)
+            if k.type == "f32":
+                k = ggml.cast(k, "f16")
+            if v.type == "f32":
+                v = ggml.cast(v, "f16")
+            cur = ggml.flash_attn_ext(q, k, v, mask, sinks)
+            cur = ggml.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        else:
+            kq = ggml.mul_mat(k, q)
+            if kq_b is not None:
+                kq = ggml.binary("ADD", kq, kq_b)
+            kq = ggml.soft_max(kq, mask, sinks)
+            if not v_trans:
+                v = ggml.cont(ggml.transpose(v))
+            kqv = ggml.mul_mat(v, kq)
+            cur = ggml.permute(kqv, 0, 2, 1, 3)
+            cur = ggml.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        self.gf.expand(cur)
+        return cur
+
+    def ffn_par(self, cur: Tensor, n_embd: int, n_ff: int, act: str = "silu") -> Tensor:
+        """build_ffn with up, gate (parallel) and down, each with its optional bias and scale: SwiGLU/GeGLU."""
+        tmp = ggml.mul_mat(_w(n_embd, n_ff, name="ffn_up"), cur)
+        b = self.opt("ffn_up.bias", n_ff)
+        if b is not None:
+            tmp = ggml.binary("ADD", tmp, b)
+        s = self.opt("ffn_up.scale", 1)
+        if s is not None:
+            tmp = ggml.binary("MUL", tmp, s)
+        g = ggml.mul_mat(_w(n_embd, n_ff, name="ffn_gate"), cur)
+        b = self.opt("ffn_gate.bias", n_ff)
+        if b is not None:
+            g = ggml.binary("ADD", g, b)
+        s = self.opt("ffn_gate.scale", 1)
+        if s is not None:
+            g = ggml.binary("MUL", g, s)
+        cur = ggml.glu_split(g, tmp)
+        cur = ggml.mul_mat(_w(n_ff, n_embd, name="ffn_down"), cur)
+        b = self.opt("ffn_down.bias", n_embd)
+        if b is not None:
+            cur = ggml.binary("ADD", cur, b)
+        s = self.opt("ffn_down.scale", 1)
+        if s is not None:
+            cur = ggml.binary("MUL", cur, s)
+        return cur
+
+
+def _is_contiguous(t: Tensor) -> bool:
+    return t.nb == ggml._contiguous(t.type, t.ne)

@@ -1,0 +1,64 @@
+"""The part of a ggml tensor that ggml's graph allocator reads: op, type, shape, strides, flags, view source and
+sources. Shapes and strides follow ggml.c's constructors (ggml_new_tensor_impl, ggml_view_*, ggml_reshape_*,
+ggml_permute, ggml_transpose, ggml_cont); the ops in ops.py build them as llama.cpp's graph code calls them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FLAG_INPUT = 1
+FLAG_OUTPUT = 2
+
+#: ggml_op_can_inplace (ggml-alloc.c): ops whose result may take over a source's memory
+INPLACE_OPS = frozenset(
+    {
+        "FILL",
+        "SCALE",
+        "DIAG_MASK_ZERO",
+        "DIAG_MASK_INF",
+        "ADD",
+        "ADD_ID",
+        "ADD1",
+        "SUB",
+        "MUL",
+        "DIV",
+        "SQR",
+        "SQRT",
+        "LOG",
+        "UNARY",
+        "ROPE",
+        "ROPE_BACK",
+        "SILU_BACK",
+        "RMS_NORM",
+        "RMS_NORM_BACK",
+        "CLAMP",
+        "SOFT_MAX",
+        "SOFT_MAX_BACK",
+    }
+)
+
+
+@dataclass(eq=False, slots=True)
+class Tensor:
+    """One ggml tensor as the allocator sees it. `external`: its memory is not the compute buffer's (weights, the
+    KV cache, anything with a buffer of its own); `view_src`: the tensor whose memory this one views."""
+
+    op: str
+    type: str
+    ne: tuple[int, int, int, int]
+    nb: tuple[int, int, int, int]
+    nbytes: int
+    srcs: tuple[Tensor | None, ...] = ()
+    view_src: Tensor | None = None
+    external: bool = False
+    flags: int = 0
+    name: str = ""
+    view_offs: int = 0
+
+    @property
+    def is_view(self) -> bool:
+        return self.view_src is not None
+
+    def same_layout(self, other: Tensor) -> bool:
+        """ggml_are_same_layout."""
+        return self.type == other.type and self.ne == other.ne and self.nb == other.nb
