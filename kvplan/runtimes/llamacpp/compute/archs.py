@@ -3,6 +3,7 @@ model class (src/models/*.cpp), each a transcription of that class's graph const
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvplan.runtimes.llamacpp.compute import ggml
@@ -22,39 +23,77 @@ class Dims:
     head_k: int
     head_v: int
     n_ff: int
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
+    expert_weights_scale: float = 0.0
 
 
-def build_llama(d: Dims, r: Reserve, w: Weights) -> Graph:
-    """llama_model_llama::graph (src/models/llama.cpp), dense layers."""
+@dataclass(frozen=True, slots=True)
+class Decoder:
+    """How one llama-like model class differs from llama_model_llama::graph."""
+
+    rope_factors: bool = False  # rope_freqs (llama)
+    qk_norm: bool = False  # attn_q_norm / attn_k_norm before RoPE (qwen3)
+    wo_bias: bool = False  # the loader creates attn_output.bias
+    ffn_bias: bool = False  # build_ffn gets the biases
+    ffn_scale: bool = True  # build_ffn gets the scales
+    output_bias: bool = False  # output.bias (qwen2)
+
+
+LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
+QWEN2 = Decoder(ffn_scale=False, output_bias=True)
+QWEN3 = Decoder(qk_norm=True)
+
+
+def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
+    """llama_model_llama::graph (src/models/llama.cpp) and the classes that differ from it only as `o` says
+    (qwen2.cpp, qwen3.cpp, qwen3moe.cpp); MoE layers as build_moe_ffn with softmax gating."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
     g.attn_inp_kv(d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
-    rope_factors = g.opt("rope_freqs", d.head_k // 2)
+    rope_factors = g.opt("rope_freqs", d.head_k // 2) if o.rope_factors else None
     for il in range(d.n_layer):
         inp_sa = inp_l
         cur = g.norm(inp_l, _w(d.n_embd, name="attn_norm"))
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        if o.qk_norm:
+            q = g.norm(q, _w(d.head_k, name="attn_q_norm"))
         q = ggml.rope(q, pos, rope_factors)
+        if o.qk_norm:
+            k = g.norm(k, _w(d.head_k, name="attn_k_norm"))
         k = ggml.rope(k, pos, rope_factors)
         wo = _w(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
-                        d.n_head_kv, d.head_k, d.head_v)
+        wo_b = g.opt("attn_output.bias", d.n_embd) if o.wo_bias else None
+        cur = g.attn_kv(il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_sa = ggml.get_rows(inp_sa, out_ids)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, _w(d.n_embd, name="ffn_norm"))
-        cur = g.ffn_par(cur, d.n_embd, d.n_ff)
+        if d.n_expert:
+            cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale)
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         cur = ggml.binary("ADD", cur, ffn_inp)
         inp_l = cur
     cur = g.norm(inp_l, _w(d.n_embd, name="output_norm"))
     ggml.set_output(cur)
     cur = g.lora_mm(_w(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    if o.output_bias:  # (llm_graph_result::set_outputs marks t_logits, the last of these)
+        b = g.opt("output.bias", d.n_vocab)
+        if b is not None:
+            cur = ggml.binary("ADD", cur, b)
     ggml.set_output(cur)
     g.gf.expand(cur)
     return g.gf
 
 
-BUILDERS = {"llama": build_llama}
+BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
+    "llama": lambda d, r, w: build_decoder(d, r, w, LLAMA),
+    "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
+    "qwen3": lambda d, r, w: build_decoder(d, r, w, QWEN3),
+    "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
+}

@@ -267,31 +267,132 @@ class GraphContext:
         self.gf.expand(cur)
         return cur
 
-    def ffn_par(self, cur: Tensor, n_embd: int, n_ff: int, act: str = "silu") -> Tensor:
-        """build_ffn with up, gate (parallel) and down, each with its optional bias and scale: SwiGLU/GeGLU."""
-        tmp = ggml.mul_mat(_w(n_embd, n_ff, name="ffn_up"), cur)
-        b = self.opt("ffn_up.bias", n_ff)
-        if b is not None:
-            tmp = ggml.binary("ADD", tmp, b)
-        s = self.opt("ffn_up.scale", 1)
-        if s is not None:
-            tmp = ggml.binary("MUL", tmp, s)
-        g = ggml.mul_mat(_w(n_embd, n_ff, name="ffn_gate"), cur)
-        b = self.opt("ffn_gate.bias", n_ff)
-        if b is not None:
-            g = ggml.binary("ADD", g, b)
-        s = self.opt("ffn_gate.scale", 1)
-        if s is not None:
-            g = ggml.binary("MUL", g, s)
+    def lora_mm_id(self, w: Tensor, cur: Tensor, ids: Tensor, w_s: Tensor | None) -> Tensor:
+        res = ggml.mul_mat_id(w, cur, ids)
+        if w_s is not None:
+            n_expert = w_s.ne[0]
+            s = ggml.reshape(w_s, 1, n_expert, 1)
+            s = ggml.repeat(s, 1, n_expert, cur.ne[2], 1)
+            s = ggml.get_rows(s, ids)
+            res = ggml.binary("MUL", res, s)
+        return res
+
+    def moe_ffn(
+        self,
+        cur: Tensor,
+        n_expert: int,
+        n_expert_used: int,
+        n_ff: int,
+        gating: str = "softmax",
+        norm_w: bool = True,
+        w_scale: float = 0.0,
+        exp_probs_b: bool = False,
+        expert_groups: tuple[int, int] = (0, 0),
+        act: str = "silu",
+        gate_inp_b: bool = False,
+        expert_bias: bool = False,
+    ) -> Tensor:
+        """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
+        mul_mat_id, weighting and the sum over the selected experts."""
+        n_embd, n_tokens = cur.ne[0], cur.ne[1]
+        logits = self.lora_mm(_w(n_embd, n_expert, name="ffn_gate_inp"), cur)
+        if gate_inp_b:
+            logits = ggml.binary("ADD", logits, _w(n_expert, name="ffn_gate_inp.bias"))
+        if gating == "softmax":
+            probs = ggml.soft_max(logits, None)
+        elif gating == "sigmoid":
+            probs = ggml.unary(logits)
+        elif gating == "softmax_weight":
+            probs = logits
+        else:
+            raise NotImplementedError(f"expert gating {gating}")
+        selection = probs
+        if exp_probs_b:
+            selection = ggml.binary("ADD", probs, _w(n_expert, name="exp_probs_b"))
+        n_groups, n_group_used = expert_groups
+        if n_groups > 1 and n_tokens > 0:
+            per_group = n_expert // n_groups
+            groups = ggml.reshape(selection, per_group, n_groups, n_tokens)
+            scores = ggml.argsort_top_k(groups, 2)
+            scores = ggml.get_rows(ggml.reshape(groups, 1, groups.ne[0], groups.ne[1], groups.ne[2]), scores)
+            scores = ggml.sum_rows(ggml.reshape(scores, scores.ne[1], scores.ne[2], scores.ne[3]))
+            scores = ggml.reshape(scores, scores.ne[1], scores.ne[2])
+            chosen = ggml.argsort_top_k(scores, n_group_used)
+            sel = ggml.get_rows(groups, chosen)
+            filled = ggml.dup(groups, "FILL", (groups,))
+            selection = ggml.set_rows(filled, sel, chosen)
+            selection = ggml.reshape(selection, n_expert, n_tokens)
+        selected = ggml.argsort_top_k(selection, n_expert_used)
+        probs3 = ggml.reshape(probs, 1, n_expert, n_tokens)
+        weights = ggml.get_rows(probs3, selected)
+        if gating == "softmax_weight":
+            weights = ggml.reshape(weights, n_expert_used, n_tokens)
+            weights = ggml.soft_max(weights, None)
+            weights = ggml.reshape(weights, 1, n_expert_used, n_tokens)
+        if norm_w:
+            weights = ggml.reshape(weights, n_expert_used, n_tokens)
+            wsum = ggml.sum_rows(weights)
+            wsum = ggml.unary(wsum, "CLAMP")
+            weights = ggml.binary("DIV", weights, wsum)
+            weights = ggml.reshape(weights, 1, n_expert_used, n_tokens)
+        if w_scale not in (0.0, 1.0):
+            weights = ggml.unary(weights, "SCALE")
+        self.gf.expand(weights)
+        cur = ggml.reshape(cur, n_embd, 1, n_tokens)
+        up_w = _w(n_embd, n_ff, n_expert, name="ffn_up_exps")
+        up = self.lora_mm_id(up_w, cur, selected, self.opt("ffn_up_exps.scale", n_expert))
+        if expert_bias:
+            up = ggml.add_id(up, _w(n_ff, n_expert, name="ffn_up_exps.bias"), selected)
+        gate_w = _w(n_embd, n_ff, n_expert, name="ffn_gate_exps")
+        g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert))
+        if expert_bias:
+            g = ggml.add_id(g, _w(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
+        if act in ("silu", "gelu"):
+            cur = ggml.glu_split(g, up)
+        elif act == "swiglu_oai":
+            cur = ggml.glu_split(g, up)
+        else:
+            raise NotImplementedError(f"expert activation {act}")
+        experts = self.lora_mm_id(_w(n_ff, n_embd, n_expert, name="ffn_down_exps"), cur, selected,
+                                  self.opt("ffn_down_exps.scale", n_expert))
+        if expert_bias:
+            experts = ggml.add_id(experts, _w(n_embd, n_expert, name="ffn_down_exps.bias"), selected)
+        experts = ggml.binary("MUL", experts, weights)
+        self.gf.expand(experts)
+        views = []
+        for i in range(n_expert_used):
+            v = ggml.view(experts, (n_embd, n_tokens), (experts.nb[2],), i * experts.nb[1])
+            self.gf.expand(v)
+            views.append(v)
+        out = views[0]
+        for v in views[1:]:
+            out = ggml.binary("ADD", out, v)
+            self.gf.expand(out)
+        if n_expert_used == 1:
+            out = ggml.cont(out)
+        return out
+
+    def ffn_par(self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True) -> Tensor:
+        """build_ffn with up, gate (parallel) and down, SiLU (SwiGLU): each with the bias and scale the
+        architecture passes when the model has them."""
+
+        def tail(t: Tensor, name: str, n: int) -> Tensor:
+            b = self.opt(name + ".bias", n) if bias else None
+            if b is not None:
+                t = ggml.binary("ADD", t, b)
+            s = self.opt(name + ".scale", 1) if scale else None
+            if s is not None:
+                t = ggml.binary("MUL", t, s)
+            return t
+
+        tmp = tail(ggml.mul_mat(_w(n_embd, n_ff, name="ffn_up"), cur), "ffn_up", n_ff)
+        g = tail(ggml.mul_mat(_w(n_embd, n_ff, name="ffn_gate"), cur), "ffn_gate", n_ff)
         cur = ggml.glu_split(g, tmp)
-        cur = ggml.mul_mat(_w(n_ff, n_embd, name="ffn_down"), cur)
-        b = self.opt("ffn_down.bias", n_embd)
-        if b is not None:
-            cur = ggml.binary("ADD", cur, b)
-        s = self.opt("ffn_down.scale", 1)
-        if s is not None:
-            cur = ggml.binary("MUL", cur, s)
-        return cur
+        return tail(ggml.mul_mat(_w(n_ff, n_embd, name="ffn_down"), cur), "ffn_down", n_embd)
+
+
+def _n(t: Tensor) -> int:
+    return t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]
 
 
 def _is_contiguous(t: Tensor) -> bool:

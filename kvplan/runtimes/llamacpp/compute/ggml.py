@@ -253,3 +253,21 @@ class Graph:
             else:
                 stack.pop()
                 (self.leafs if node.op == "NONE" else self.nodes).append(node)
+
+
+def argsort_top_k(a: Tensor, k: int) -> Tensor:
+    """ggml_argsort (i32, shaped as `a`) viewed to its first k columns."""
+    s = new("i32", a.ne, "ARGSORT", (a,))
+    return view(s, (k, s.ne[1], s.ne[2], s.ne[3]), (s.nb[1], s.nb[2], s.nb[3]), 0)
+
+
+def sum_rows(a: Tensor) -> Tensor:
+    return new(a.type, (1, a.ne[1], a.ne[2], a.ne[3]), "SUM_ROWS", (a,))
+
+
+def repeat(a: Tensor, *ne: int) -> Tensor:
+    return new(a.type, ne, "REPEAT", (a,))
+
+
+def add_id(a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
+    return dup(a, "ADD_ID", (a, b, ids))

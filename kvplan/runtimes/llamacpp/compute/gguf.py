@@ -51,6 +51,10 @@ def dims_of(f: GGUFFile) -> tuple[str, Dims, Weights]:
         head_k=head_k,
         head_v=head_v,
         n_ff=_int(kv, f"{arch}.feed_forward_length", 0),
+        n_expert=_int(kv, f"{arch}.expert_count", 0),
+        n_expert_used=_int(kv, f"{arch}.expert_used_count", 0),
+        n_ff_exp=_int(kv, f"{arch}.expert_feed_forward_length", 0),
+        expert_weights_scale=float(kv.get(f"{arch}.expert_weights_scale", 0.0)),  # type: ignore[arg-type]
     )
     return arch, d, Weights(frozenset(present), all_optional=not f.tensors)
 
