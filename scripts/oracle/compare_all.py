@@ -18,9 +18,9 @@ from kvplan.sources.gguf_reader import read_gguf  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "oracle"
 SETTINGS = [
-    {"n_ctx": c, "n_ubatch": u, "fa": f, "n_seq_max": s, "kv_unified": k, "type_k": tk, "type_v": tv}
-    for c, u, f, (s, k), (tk, tv) in itertools.product(
-        (512, 4096), (32, 512), (1, 0), ((1, 0), (3, 0), (3, 1)), (("f16", "f16"), ("q8_0", "q4_0"))
+    {"n_ctx": c, "n_ubatch": u, "fa": f, "n_seq_max": s, "kv_unified": k, "type_k": tk, "type_v": tv, "swa_full": sf}
+    for c, u, f, (s, k), (tk, tv), sf in itertools.product(
+        (512, 4096), (32, 512), (1, 0), ((1, 0), (3, 0), (3, 1)), (("f16", "f16"), ("q8_0", "q4_0")), (0, 1)
     )
 ]
 

@@ -29,7 +29,7 @@ def compare(dump_exe: str, gguf: str, settings: dict[str, int], verbose: bool = 
     cache = next((t for t in leafs if t.name.startswith("cache_k_l")), None)
     kv_size = cache.ne[1] if cache is not None else 0
     try:
-        gf = graph_for_gguf(gguf, settings, kv_size)
+        gf = graph_for_gguf(gguf, settings)
     except NotImplementedError as e:
         return bufs["CPU"], -1, f"not built: {e}"
     note = ""

@@ -27,6 +27,8 @@ class Dims:
     n_expert_used: int = 0
     n_ff_exp: int = 0
     expert_weights_scale: float = 0.0
+    swa: tuple[bool, ...] = ()  # per layer: attends through the window (iSWA models)
+    final_softcap: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,7 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
-    g.attn_inp_kv(d.head_k, d.head_v, d.head_v * d.n_head_kv)
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
     rope_factors = g.opt("rope_freqs", d.head_k // 2) if o.rope_factors else None
     for il in range(d.n_layer):
@@ -67,7 +69,7 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
         k = ggml.rope(k, pos, rope_factors)
         wo = _w(d.head_k * d.n_head, d.n_embd, name="attn_output")
         wo_b = g.opt("attn_output.bias", d.n_embd) if o.wo_bias else None
-        cur = g.attn_kv(il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_sa = ggml.get_rows(inp_sa, out_ids)
@@ -91,9 +93,49 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     return g.gf
 
 
+def build_gemma3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_gemma3::graph<iswa> (src/models/gemma3.cpp)."""
+    g = GraphContext(r, w)
+    iswa = any(d.swa)
+    inp_l = ggml.unary(g.inp_embd(d.n_embd, d.n_vocab), "SCALE")
+    pos = g.inp_pos()
+    n_v = d.head_v * d.n_head_kv
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
+    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    out_ids = g.inp_out_ids()
+    for il in range(d.n_layer):
+        cur = g.norm(inp_l, _w(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = ggml.rope(g.norm(q, _w(d.head_k, name="attn_q_norm")), pos, None)
+        k = ggml.rope(g.norm(k, _w(d.head_k, name="attn_k_norm")), pos, None)
+        q = ggml.unary(q, "SCALE")
+        wo = _w(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        layer_kv = kv_swa if iswa and d.swa[il] else kv
+        cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
+                        d.head_v, iswa=iswa)
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_l = ggml.get_rows(inp_l, out_ids)
+        cur = g.norm(cur, _w(d.n_embd, name="attn_post_norm"))
+        sa_out = ggml.binary("ADD", cur, inp_l)
+        cur = g.norm(sa_out, _w(d.n_embd, name="ffn_norm"))
+        cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = g.norm(cur, _w(d.n_embd, name="ffn_post_norm"))
+        inp_l = ggml.binary("ADD", cur, sa_out)
+    cur = g.norm(inp_l, _w(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(_w(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    if d.final_softcap:
+        cur = ggml.unary(ggml.unary(ggml.unary(cur, "SCALE")), "SCALE")
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
     "qwen3": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
+    "gemma3": build_gemma3,
 }

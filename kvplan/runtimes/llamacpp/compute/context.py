@@ -25,8 +25,21 @@ class Reserve:
     kv_unified: bool
     type_k: str
     type_v: str
-    kv_size: int  # cells per stream
     n_stream: int  # KV streams (1 when unified)
+    kv_size: int = 0  # the full-attention cache's cells per stream (n_kv of the reserve graph: init_full)
+    kv_size_swa: int = 0  # the sliding-window cache's
+
+
+@dataclass(slots=True)
+class KVInputs:
+    """One KV cache's graph inputs (llm_graph_input_attn_kv, or one half of the iSWA pair)."""
+
+    kv_size: int  # cells per stream: n_kv of the reserve graph (init_full)
+    k_idxs: Tensor
+    v_idxs: Tensor
+    mask: Tensor
+    k_rot: Tensor | None
+    v_rot: Tensor | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +68,6 @@ class GraphContext:
         self.w = weights
         self.gf = Graph()
         self.n_tokens = r.n_tokens
-        self.kq_mask: Tensor | None = None
-        self.k_idxs: Tensor | None = None
-        self.v_idxs: Tensor | None = None
-        self.k_rot: Tensor | None = None
-        self.v_rot: Tensor | None = None
 
     # --- weights
 
@@ -90,17 +98,17 @@ class GraphContext:
     def inp_out_ids(self) -> Tensor:
         return ggml.inp("i32", (self.r.n_outputs,), "out_ids")
 
-    def attn_inp_kv(self, head_k: int, head_v: int, n_embd_v_gqa_max: int) -> None:
+    def attn_inp_kv(self, kv_size: int, head_k: int, head_v: int, n_embd_v_gqa_max: int) -> KVInputs:
+        """build_attn_inp_kv_impl: k/v row indices, the KQ mask and the rotation inputs of one cache."""
         r = self.r
-        self.k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
+        k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
         v_rows = r.n_tokens if r.flash_attn else r.n_tokens * n_embd_v_gqa_max
-        self.v_idxs = ggml.inp("i64", (v_rows,), "attn_inp_v_idxs")
+        v_idxs = ggml.inp("i64", (v_rows,), "attn_inp_v_idxs")
         n_stream = 1 if r.kv_unified else r.n_seqs
-        self.kq_mask = ggml.inp(
-            "f16" if r.flash_attn else "f32", (r.kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
+        mask = ggml.inp(
+            "f16" if r.flash_attn else "f32", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
         )
-        self.k_rot = self._rot(r.type_k, head_k, grow=True)
-        self.v_rot = self._rot(r.type_v, head_v, grow=False)
+        return KVInputs(kv_size, k_idxs, v_idxs, mask, self._rot(r.type_k, head_k, True), self._rot(r.type_v, head_v, False))
 
     @staticmethod
     def _rot(type_: str, head: int, grow: bool) -> Tensor | None:
@@ -159,6 +167,7 @@ class GraphContext:
 
     def attn_kv(
         self,
+        kv: KVInputs,
         layer: int,
         wo: Tensor | None,
         wo_b: Tensor | None,
@@ -170,34 +179,39 @@ class GraphContext:
         head_k: int,
         head_v: int,
         sinks: Tensor | None = None,
+        iswa: bool = False,
     ) -> Tensor:
-        """build_attn with a KV cache (llm_graph_input_attn_kv)."""
+        """build_attn with a KV cache (llm_graph_input_attn_kv; `iswa`: the llm_graph_input_attn_kv_iswa
+        overload, which expands K before V)."""
         r = self.r
         gf = self.gf
-        if self.k_rot is not None:
-            q = self.hadamard(q, self.k_rot)
-            k = self.hadamard(k, self.k_rot)
-        if self.v_rot is not None:
-            v = self.hadamard(v, self.v_rot)
+        if kv.k_rot is not None:
+            q = self.hadamard(q, kv.k_rot)
+            k = self.hadamard(k, kv.k_rot)
+        if kv.v_rot is not None:
+            v = self.hadamard(v, kv.v_rot)
         gf.expand(q)
-        gf.expand(v)
-        gf.expand(k)
-        kv_size, n_stream = r.kv_size, r.n_stream
+        if iswa:
+            gf.expand(k)
+            gf.expand(v)
+        else:
+            gf.expand(v)
+            gf.expand(k)
+        kv_size, n_stream = kv.kv_size, r.n_stream
         n_embd_k = head_k * n_head_kv
         n_embd_v = head_v * n_head_kv
         cache_k = ggml.weight(r.type_k, (n_embd_k, kv_size, n_stream), f"cache_k_l{layer}")
         cache_v = ggml.weight(r.type_v, (n_embd_v, kv_size, n_stream), f"cache_v_l{layer}")
-        assert self.k_idxs is not None and self.v_idxs is not None
         # cpy_k
         k_cur = ggml.view(k, (n_embd_k, k.ne[2]), (k.nb[2],), 0)
         kdst = ggml.reshape(cache_k, n_embd_k, kv_size * n_stream) if n_stream > 1 else cache_k
-        gf.expand(ggml.set_rows(kdst, k_cur, self.k_idxs))
+        gf.expand(ggml.set_rows(kdst, k_cur, kv.k_idxs))
         # cpy_v
         v_trans = not r.flash_attn
         if not v_trans:
             v_cur = ggml.view(v, (n_embd_v, v.ne[2]), (v.nb[2],), 0)
             vdst = ggml.reshape(cache_v, n_embd_v, kv_size * n_stream) if n_stream > 1 else cache_v
-            gf.expand(ggml.set_rows(vdst, v_cur, self.v_idxs))
+            gf.expand(ggml.set_rows(vdst, v_cur, kv.v_idxs))
         else:
             if ggml.row_size(v.type, n_embd_v) == v.nb[2]:
                 v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
@@ -206,7 +220,7 @@ class GraphContext:
             n_el_v = cache_v.ne[0] * cache_v.ne[1] * cache_v.ne[2] * cache_v.ne[3]
             v_view = ggml.reshape(cache_v, 1, n_el_v)
             v_cur = ggml.reshape(v_cur, 1, v_cur.ne[0] * v_cur.ne[1] * v_cur.ne[2] * v_cur.ne[3])
-            gf.expand(ggml.set_rows(v_view, v_cur, self.v_idxs))
+            gf.expand(ggml.set_rows(v_view, v_cur, kv.v_idxs))
         # get_k / get_v
         kk = ggml.view(
             cache_k,
@@ -228,10 +242,9 @@ class GraphContext:
                 (ggml.row_size(r.type_v, kv_size * head_v), ggml.row_size(r.type_v, kv_size), ggml.row_size(r.type_v, kv_size * n_embd_v)),
                 0,
             )
-        assert self.kq_mask is not None
-        cur = self.attn_mha(q, kk, vv, None, self.kq_mask, sinks)
-        if self.v_rot is not None:
-            cur = self.hadamard(cur, self.v_rot)
+        cur = self.attn_mha(q, kk, vv, None, kv.mask, sinks)
+        if kv.v_rot is not None:
+            cur = self.hadamard(cur, kv.v_rot)
         if wo is not None:
             cur = self.lora_mm(wo, cur, wo_s)
         if wo_b is not None:
