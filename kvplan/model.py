@@ -168,6 +168,25 @@ class ContextKeys:
 
 
 @dataclass(frozen=True)
+class GraphFacts:
+    """What llama.cpp's compute graph is shaped by besides the attention layout: the vocabulary (the logits),
+    the feed-forward widths, the experts, and which optional tensors the model has (llama.cpp builds an op for
+    each bias or scale it loads). From a GGUF's metadata and tensor infos."""
+
+    n_vocab: int
+    n_ff: int
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
+    expert_weights_scale: float = 0.0
+    final_logit_softcap: bool = False
+    #: the model's tensors, as "attn_q.bias" (layer 0's, without "blk.0.") or "output.scale"
+    tensors: frozenset[str] = frozenset()
+    #: a metadata-only GGUF: llama.cpp's loader creates every optional tensor (llama_model_init_from_user)
+    all_optional: bool = False
+
+
+@dataclass(frozen=True)
 class SpecInfo:
     """What a YAML spec (and so a catalog entry) says about itself besides the metadata."""
 
@@ -240,6 +259,8 @@ class ModelDescription:
     param_count: ParamCount | None = None
     #: where n_params came from ("the safetensors index", "counted from the architecture", a published figure)
     params_source: str = ""
+    #: the compute graph's own facts (GGUF sources); None where they are not known
+    graph: GraphFacts | None = None
 
     @property
     def active_share(self) -> float:

@@ -13,6 +13,7 @@ from kvplan.capacity.results import FitResult
 from kvplan.errors import RefusedConfigError, UnsupportedError
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, FlashAttn, LlamaCppSettings, MemoryPlan, plan, plan_mtp_draft
+from kvplan.runtimes.llamacpp.compute import ComputeBuffer, cpu_compute_buffer
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS
 from kvplan.runtimes.names import CACHE_DTYPE_BYTES
 
@@ -25,6 +26,9 @@ class Estimate:
     plan: MemoryPlan
     draft: MemoryPlan | None = None
     draft_model: ModelDescription | None = None  # -md: the draft model (None: the MTP draft of the main one)
+    #: llama.cpp's compute buffer with every layer on the CPU backend (None: no graph for the architecture yet,
+    #: or buffer rules other than the CPU's)
+    compute: ComputeBuffer | None = None
 
     @property
     def plans(self) -> tuple[MemoryPlan, ...]:
@@ -79,7 +83,8 @@ def estimate(model: ModelDescription, req: Request) -> Estimate:
         draft = plan_mtp_draft(model, settings, o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16")
     if req.draft is not None:
         draft = plan(req.draft, draft_settings(settings, o))
-    return Estimate(model, main, draft, req.draft)
+    compute = cpu_compute_buffer(main) if main.context.backend is Backend.CPU else None
+    return Estimate(model, main, draft, req.draft, compute)
 
 
 def draft_settings(settings: LlamaCppSettings, o: LlamaCppOptions) -> LlamaCppSettings:

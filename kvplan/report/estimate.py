@@ -9,6 +9,7 @@ from kvplan.model import MemoryKind, ModelDescription, SwaType
 from kvplan.report import budgets as budget_report
 from kvplan.report.document import ALL_FORMATS, Cell, Column, Document, Format, Kind, Table
 from kvplan.runtimes.llamacpp import MemoryPlan
+from kvplan.runtimes.llamacpp.compute import ComputeBuffer
 from kvplan.units import Units, format_size
 
 CACHE_COLUMNS = (
@@ -158,6 +159,17 @@ def cache_table(plans: tuple[MemoryPlan, ...]) -> Table:
     return Table("caches", (context, *CACHE_COLUMNS), tuple(rows), total, json=False)
 
 
+def compute_line(c: ComputeBuffer | None, p: MemoryPlan, units: Units) -> str:
+    """The compute buffer llama.cpp reserves with every layer on the CPU, and what it held at its peak."""
+    if c is None:
+        if p.context.backend.value != "cpu":
+            return "not modelled for these buffer rules yet (the CPU backend's is)"
+        return f"not modelled for {p.model.arch} yet"
+    parts = ", ".join(f"{k} {format_size(v, units)}" for k, v in c.parts if v)
+    exact = f" ({c.bytes:,} bytes)" if units is not Units.BYTES else " bytes"
+    return f"{format_size(c.bytes, units)}{exact} on the CPU backend, at its peak: {parts}"
+
+
 def estimate_document(ev: Evaluation, units: Units) -> Document:
     assert ev.estimate is not None
     est = ev.estimate
@@ -173,6 +185,7 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
         ("Architecture", architecture(m)),
         ("Context", _context_line(main)),
         ("Settings", settings_line(main)),
+        ("Compute", compute_line(est.compute, main, units)),
     )
     notes: list[str] = []
     for p in plans:
@@ -188,6 +201,7 @@ def estimate_document(ev: Evaluation, units: Units) -> Document:
         "model": model_dict(m),
         "runtime": {"engine": "llama.cpp", **main.context.to_dict()},
         "memory": main.memory_dict(),
+        "compute": est.compute.to_dict() if est.compute is not None else None,
         "passed": ev.passed,
         "budgets": [f.to_dict() for f in ev.findings],
         "suggestion": ev.suggestion.to_dict() if ev.suggestion else None,

@@ -72,6 +72,9 @@ def load_gguf_model(path: str) -> ModelDescription:
         tensor_names=frozenset(t.name for t in tensors),
         kv_types=meta.kv_types,
     )
+    from kvplan.sources.graph_facts import graph_facts
+
+    model = dataclasses.replace(model, graph=graph_facts(meta.kv, {t.name: t.shape for t in tensors}))
     if tensors:
         experts = sum(t.n_elements for t in tensors if _EXPS.search(t.name))
         model = dataclasses.replace(

@@ -15,6 +15,7 @@ from kvplan.errors import BadInputError
 from kvplan.facts.hf_archs import CONVERTED_ARCHS
 from kvplan.model import ContextKeys, ModelDescription, ParamCount, SwaType
 from kvplan.sources.files import read_json
+from kvplan.sources.graph_facts import graph_facts_from_config
 from kvplan.sources.hf_conversion import U32_MAX, autoconfig, config_to_metadata, stated_context
 from kvplan.sources.metadata import describe
 from kvplan.sources.param_count import ARCH_MODEL_TYPES, count_params
@@ -62,6 +63,7 @@ def describe_config(cfg: object, shown: str, checkpoint: Checkpoint | None = Non
     facts["checkpoint_bytes"] = ckpt.total_bytes
     facts["weight_format"] = read_weight_format(cfg, shown)
     full = autoconfig(cfg)  # the config as transformers' AutoConfig holds it (class defaults filled)
+    facts["graph"] = graph_facts_from_config(full)
     facts["context_keys"] = _context_keys(full)
     counted = _count(cfg, full)
     if counted is not None:

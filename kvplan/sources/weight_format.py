@@ -136,8 +136,10 @@ def with_checkpoint(
             )
         config = block.get("config")
         if isinstance(config, dict):
+            from kvplan.sources.graph_facts import graph_facts_from_config
             from kvplan.sources.param_count import count_params
 
+            out["graph"] = graph_facts_from_config(config)
             counted = count_params(config)
             if counted is not None:
                 out["param_count"] = counted

@@ -11,10 +11,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from compare_graph import compare  # noqa: E402
+from compare_graph import compare
 
-from kvplan.runtimes.llamacpp.compute.archs import BUILDERS  # noqa: E402
-from kvplan.sources.gguf_reader import read_gguf  # noqa: E402
+from kvplan.runtimes.llamacpp.compute.archs import BUILDERS
+from kvplan.sources.gguf_reader import read_gguf
 
 ROOT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "oracle"
 SETTINGS = [

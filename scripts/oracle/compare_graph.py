@@ -12,10 +12,36 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from replay_dump import load  # noqa: E402
+from replay_dump import load
 
-from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator  # noqa: E402
-from kvplan.runtimes.llamacpp.compute.gguf import graph_for_gguf  # noqa: E402
+from kvplan.runtimes.llamacpp.compute import graph_of
+from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
+from kvplan.runtimes.llamacpp.compute.ggml import Graph
+from kvplan.runtimes.llamacpp.context import LlamaCppSettings
+from kvplan.runtimes.llamacpp.memory import plan
+from kvplan.runtimes.llamacpp.plan import FlashAttn
+from kvplan.sources.gguf_source import load_gguf_model
+
+
+def graph_for_gguf(path: str, settings: dict[str, int | str]) -> Graph:
+    """Development entry (scripts/oracle): the graph for a GGUF and harness-style settings."""
+    model = load_gguf_model(path)
+    fa = settings.get("fa", 1)
+    s = LlamaCppSettings(
+        n_ctx=int(settings.get("n_ctx", 4096)),
+        n_seq=int(settings.get("n_seq_max", 1)),
+        kv_unified=bool(settings.get("kv_unified", 0)),
+        n_batch=int(settings.get("n_batch", 2048)),
+        n_ubatch=int(settings.get("n_ubatch", 512)),
+        type_k=str(settings.get("type_k", "f16")),
+        type_v=str(settings.get("type_v", "f16")),
+        flash_attn=FlashAttn.ON if fa == 1 else FlashAttn.OFF if fa == 0 else FlashAttn.AUTO,
+        swa_full=bool(settings.get("swa_full", 1)),  # the C API default, as graph_dump
+    )
+    g = graph_of(plan(model, s))
+    if g is None:
+        raise NotImplementedError(f"no graph for {model.arch}")
+    return g
 
 
 def compare(dump_exe: str, gguf: str, settings: dict[str, int], verbose: bool = True) -> tuple[int, int, str]:
@@ -25,9 +51,7 @@ def compare(dump_exe: str, gguf: str, settings: dict[str, int], verbose: bool = 
         return -1, -1, "llama.cpp refused: " + (done.stderr.strip().splitlines() or ["?"])[-1]
     path = "/tmp/_cmp_dump.jsonl"
     Path(path).write_text(done.stdout)
-    leafs, nodes, bufs = load(path)
-    cache = next((t for t in leafs if t.name.startswith("cache_k_l")), None)
-    kv_size = cache.ne[1] if cache is not None else 0
+    _leafs, nodes, bufs = load(path)
     try:
         gf = graph_for_gguf(gguf, settings)
     except NotImplementedError as e:
@@ -47,5 +71,7 @@ def compare(dump_exe: str, gguf: str, settings: dict[str, int], verbose: bool = 
 
 if __name__ == "__main__":
     settings = dict(a.split("=", 1) for a in sys.argv[3:])
-    want, got, note = compare(sys.argv[1], sys.argv[2], {k: (int(v) if v.lstrip("-").isdigit() else v) for k, v in settings.items()})
+    want, got, note = compare(
+        sys.argv[1], sys.argv[2], {k: (int(v) if v.lstrip("-").isdigit() else v) for k, v in settings.items()}
+    )
     print(json.dumps({"llama.cpp": want, "kvplan": got, "equal": want == got, "note": note}))

@@ -12,7 +12,8 @@ from kvplan.runtimes.llamacpp.compute.tensor import Tensor
 
 
 def load(path: str) -> tuple[list[Tensor], list[Tensor], dict[str, int]]:
-    rows = [json.loads(x) for x in open(path)]
+    with open(path) as f:
+        rows = [json.loads(x) for x in f]
     by_id: dict[int, Tensor] = {}
     pending = []
     leafs: list[Tensor] = []
@@ -27,8 +28,16 @@ def load(path: str) -> tuple[list[Tensor], list[Tensor], dict[str, int]]:
         if r["k"] == "B":
             buffers[r["buft"]] = r["compute"]
             continue
-        t = Tensor(r["op"], r["type"], tuple(r["ne"]), tuple(r["nb"]), r["bytes"], external=bool(r["ext"]),
-                   flags=r["flags"], name=r["name"])
+        t = Tensor(
+            r["op"],
+            r["type"],
+            tuple(r["ne"]),
+            tuple(r["nb"]),
+            r["bytes"],
+            external=bool(r["ext"]),
+            flags=r["flags"],
+            name=r["name"],
+        )
         by_id[r["id"]] = t
         pending.append((t, r))
         (leafs if r["k"] == "L" else nodes).append(t)

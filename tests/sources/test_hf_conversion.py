@@ -14,7 +14,9 @@ import pytest
 from kvplan.errors import KvplanError
 from kvplan.facts.hf_archs import HF_ARCHS
 from kvplan.model import ModelDescription
+from kvplan.runtimes.llamacpp.compute.archs import BUILDERS
 from kvplan.sources.gguf_reader import T_BOOL, T_F32, T_I32, T_STRING, ArrayValue
+from kvplan.sources.graph_facts import graph_facts
 from kvplan.sources.hf_config import load_hf_config
 from kvplan.sources.metadata import describe
 from tests.helpers import FIXTURES
@@ -64,6 +66,7 @@ def _comparable(m: ModelDescription) -> dict[str, Any]:
     out = {f.name: getattr(m, f.name) for f in fields(m) if f.name not in NOT_CONVERTED}
     if m.recurrent_params is not None:  # the checkpoint's SSM cache dtype is a serving fact
         out["recurrent_params"] = replace(m.recurrent_params, cache_dtype="")
+    out.pop("graph")  # compared on its own (test_config_gives_the_converted_graph_widths)
     return out
 
 
@@ -72,7 +75,8 @@ def _from_gguf(kv: dict[str, Any]) -> ModelDescription | KvplanError:
     ctx = f"{meta['general.architecture']}.context_length"
     meta.setdefault(ctx, 0)  # a GGUF without one: llama.cpp refuses it; kvplan takes -c for the config
     try:
-        return describe(meta, source="converted.gguf", source_kind="gguf")
+        m = describe(meta, source="converted.gguf", source_kind="gguf")
+        return replace(m, graph=graph_facts(meta, {}))
     except KvplanError as exc:
         return exc
 
@@ -98,6 +102,22 @@ def test_config_describes_the_model_the_converter_writes(name: str, tmp_path: Pa
     assert _comparable(config) == _comparable(gguf)
     if f"{case['gguf_kv']['general.architecture']}.context_length" not in case["gguf_kv"]:
         assert not config.ctx_declared and config.n_ctx_train == 0  # -c decides (llama.cpp would refuse the GGUF)
+
+
+@pytest.mark.parametrize("name", sorted(CONVERTED))
+def test_config_gives_the_converted_graph_widths(name: str, tmp_path: Path) -> None:
+    """For the architectures whose compute graph kvplan builds: the vocabulary, feed-forward and expert widths
+    read from config.json equal the GGUF llama.cpp's converter wrote from it."""
+    case = CASES[name]
+    if case["gguf_kv"]["general.architecture"] not in BUILDERS:
+        return
+    gguf, config = _from_gguf(case["gguf_kv"]), _from_config(case, tmp_path)
+    assert not isinstance(gguf, KvplanError) and not isinstance(config, KvplanError)
+    assert gguf.graph is not None and config.graph is not None
+    if gguf.graph.n_vocab == 0:  # the recording kept no vocabulary size: only the widths
+        config = replace(config, graph=replace(config.graph, n_vocab=0))
+    widths = ("n_vocab", "n_ff", "n_expert", "n_expert_used", "n_ff_exp")
+    assert [getattr(config.graph, w) for w in widths] == [getattr(gguf.graph, w) for w in widths]
 
 
 def test_every_registered_architecture_is_covered() -> None:

@@ -1,2 +1,118 @@
-"""llama.cpp's compute buffers: its worst-case graph (graph.py, builders per architecture) planned by a port of
-ggml's graph allocator (alloc.py)."""
+"""llama.cpp's compute buffers: its worst-case graph (archs.py: one builder per llama.cpp model class, over the
+graph helpers of context.py and the ggml constructors of ggml.py), planned by a port of ggml's graph allocator
+(alloc.py). Exact on the CPU backend for the architectures in archs.BUILDERS (recorded:
+tests/fixtures/oracle/compute_graph.json); other architectures have no graph here yet (None)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.model import ModelDescription
+from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
+from kvplan.runtimes.llamacpp.compute.archs import BUILDERS, Dims
+from kvplan.runtimes.llamacpp.compute.context import Reserve, Weights
+from kvplan.runtimes.llamacpp.compute.ggml import Graph
+from kvplan.runtimes.llamacpp.plan import CacheKind, FlashAttn, MemoryPlan
+
+_WINDOWS = ("sliding window", "chunked window")
+
+
+@dataclass(frozen=True)
+class ComputeBuffer:
+    """One backend's compute buffer: its bytes and what was live when it peaked (role → bytes)."""
+
+    backend: str
+    bytes: int
+    parts: tuple[tuple[str, int], ...]
+    basis: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "backend": self.backend,
+            "bytes": self.bytes,
+            "parts": dict(self.parts),
+            "basis": self.basis,
+        }
+
+
+def reserve_for(p: MemoryPlan) -> Reserve:
+    """The worst-case batch llama_context::sched_reserve builds its graph for: n_tokens = min(n_ctx, n_ubatch)
+    rounded up to a multiple of n_seq (graph_reserve), n_outputs = min(n_ctx, n_ubatch, n_batch), the caches as
+    init_full() presents them (every cell)."""
+    c = p.context
+    n_tokens = n_outputs = min(c.n_ctx, c.n_ubatch)
+    if n_tokens % c.n_seq:
+        n_tokens = (n_tokens + c.n_seq - 1) // c.n_seq * c.n_seq
+    attn = [x for x in p.caches if x.kind is CacheKind.ATTENTION]
+    swa = [x for x in attn if x.name in _WINDOWS]
+    full = [x for x in attn if x.name not in _WINDOWS]
+    return Reserve(
+        n_tokens=n_tokens,
+        n_seqs=c.n_seq,
+        n_outputs=min(n_outputs, c.n_batch),
+        flash_attn=c.flash_attn is FlashAttn.ON,
+        kv_unified=c.kv_unified,
+        type_k=c.type_k.name,
+        type_v=c.type_v.name,
+        n_stream=c.n_stream,
+        kv_size=full[0].cells if full else 0,
+        kv_size_swa=swa[0].cells if swa else 0,
+    )
+
+
+def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
+    """The builder's dimensions for a model whose graph facts are known and whose layers share one shape."""
+    g = m.graph
+    if g is None or not m.layers or m.mla or m.n_layer_nextn:
+        return None
+    layers = m.layers[: m.n_layer_all]
+    first = layers[0]
+    if any((la.n_head, la.n_head_kv, la.head_k, la.head_v) != (first.n_head, first.n_head_kv, first.head_k,
+                                                                first.head_v) for la in layers):  # fmt: skip
+        return None
+    n_expert = g.n_expert or m.n_expert
+    n_used = g.n_expert_used or m.n_expert_used
+    if g.n_vocab <= 0 or m.n_embd <= 0 or (n_expert and not 0 < n_used <= n_expert) or (not n_expert and g.n_ff <= 0):
+        return None
+    d = Dims(
+        n_embd=m.n_embd,
+        n_vocab=g.n_vocab,
+        n_layer=m.n_layer_all,
+        n_head=first.n_head,
+        n_head_kv=first.n_head_kv,
+        head_k=first.head_k,
+        head_v=first.head_v,
+        n_ff=g.n_ff,
+        n_expert=n_expert,
+        n_expert_used=n_used,
+        n_ff_exp=g.n_ff_exp,
+        expert_weights_scale=g.expert_weights_scale,
+        swa=tuple(la.swa for la in layers),
+        final_softcap=g.final_logit_softcap,
+    )
+    return d, Weights(g.tensors, all_optional=g.all_optional)
+
+
+def graph_of(p: MemoryPlan) -> Graph | None:
+    """llama.cpp's worst-case graph for this plan, or None where kvplan has no builder for the architecture."""
+    build = BUILDERS.get(p.model.arch)
+    dw = dims_of(p.model)
+    if build is None or dw is None:
+        return None
+    return build(dw[0], reserve_for(p), dw[1])
+
+
+def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
+    """llama.cpp's compute buffer on the CPU backend (every layer on the CPU), or None where kvplan has no graph
+    for the architecture."""
+    g = graph_of(p)
+    if g is None:
+        return None
+    alloc = GraphAllocator()
+    size = alloc.reserve(g.leafs, g.nodes)[0]
+    return ComputeBuffer(
+        "CPU",
+        size,
+        alloc.peak_parts(),
+        "llama.cpp's worst-case graph (graph_reserve) planned by a port of ggml's graph allocator",
+    )

@@ -108,7 +108,7 @@ class DynAllocator:
 
 
 class _Node:
-    __slots__ = ("n_children", "n_views", "allocated", "buffer", "chunk", "offset")
+    __slots__ = ("allocated", "buffer", "chunk", "n_children", "n_views", "offset")
 
     def __init__(self) -> None:
         self.n_children = 0
@@ -139,6 +139,9 @@ class GraphAllocator:
         self.bufts = tuple(bufts)
         self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
         self.hash: dict[int, _Node] = {}
+        self.live: dict[int, Tensor] = {}
+        self._peak = 0
+        self._peak_live: tuple[Tensor, ...] = ()
 
     def _get(self, t: Tensor) -> _Node:
         hn = self.hash.get(id(t))
@@ -166,9 +169,7 @@ class GraphAllocator:
             for parent in node.srcs:
                 if parent is None or not self._is_own(parent):
                     continue
-                if parent.flags & FLAG_OUTPUT or (
-                    parent.view_src is not None and parent.view_src.flags & FLAG_OUTPUT
-                ):
+                if parent.flags & FLAG_OUTPUT or (parent.view_src is not None and parent.view_src.flags & FLAG_OUTPUT):
                     continue
                 if not node.same_layout(parent):
                     continue
@@ -182,15 +183,24 @@ class GraphAllocator:
                             hn.buffer, hn.chunk, hn.offset = p_hn.buffer, p_hn.chunk, p_hn.offset
                             p_hn.allocated = False
                             vs_hn.allocated = False
+                            self.live.pop(id(vs), None)
+                            self.live[id(node)] = node
                             self._free_extra(node, hn, vs, vs_hn)
                             return
                     else:
                         hn.buffer, hn.chunk, hn.offset = p_hn.buffer, p_hn.chunk, p_hn.offset
                         p_hn.allocated = False
+                        self.live.pop(id(parent), None)
+                        self.live[id(node)] = node
                         self._free_extra(node, hn, parent, p_hn)
                         return
         hn.buffer = buffer_id
-        hn.chunk, hn.offset = self.allocs[buffer_id].alloc(node.nbytes)
+        alloc = self.allocs[buffer_id]
+        hn.chunk, hn.offset = alloc.alloc(node.nbytes)
+        self.live[id(node)] = node
+        if buffer_id == 0 and alloc.size > self._peak:
+            self._peak = alloc.size
+            self._peak_live = tuple(self.live.values())
 
     def _free(self, node: Tensor) -> None:
         if node.flags & FLAG_OUTPUT:
@@ -198,8 +208,9 @@ class GraphAllocator:
         hn = self._get(node)
         self.allocs[hn.buffer].free(hn.chunk, hn.offset, node.nbytes)
         hn.allocated = False
+        self.live.pop(id(node), None)
 
-    def reserve(
+    def reserve(  # noqa: C901 - ggml_gallocr_alloc_graph_impl's passes, in its order
         self,
         leafs: Sequence[Tensor],
         nodes: Sequence[Tensor],
@@ -208,6 +219,8 @@ class GraphAllocator:
     ) -> list[int]:
         """ggml_gallocr_reserve_n_size: the bytes of every buffer type's compute buffer for this graph."""
         self.hash = {}
+        self.live = {}
+        self._peak, self._peak_live = 0, ()
         self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
 
         def nbuf(i: int) -> int:
@@ -248,3 +261,33 @@ class GraphAllocator:
                     elif p_hn.allocated:
                         self._free(parent)
         return [a.size for a in self.allocs]
+
+    def peak_parts(self) -> tuple[tuple[str, int], ...]:
+        """What the first buffer held when it reached its size, by role (role_of), largest first; the rest is
+        free space the allocator could not reuse."""
+        parts: dict[str, int] = {}
+        for t in self._peak_live:
+            role = role_of(t)
+            parts[role] = parts.get(role, 0) + _align(t.nbytes, self.allocs[0].alignment)
+        held = sum(parts.values())
+        if self._peak > held:
+            parts["free blocks between them"] = self._peak - held
+        return tuple(sorted(parts.items(), key=lambda kv: -kv[1]))
+
+
+def role_of(t: Tensor) -> str:
+    """A compute tensor's role, by the op and weight that produced it."""
+    if t.flags & FLAG_INPUT:
+        return "inputs"
+    name = t.name
+    if name == "output":
+        return "logits"
+    if name.startswith("ffn"):
+        return "feed-forward"
+    if name.startswith("cache_k"):
+        return "attention scores"
+    if name.startswith(("attn", "cache_v", "attention")):
+        return "attention"
+    if name == "token_embd":
+        return "embeddings"
+    return "activations"

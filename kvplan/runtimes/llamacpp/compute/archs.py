@@ -111,8 +111,9 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights) -> Graph:
         q = ggml.unary(q, "SCALE")
         wo = _w(d.head_k * d.n_head, d.n_embd, name="attn_output")
         layer_kv = kv_swa if iswa and d.swa[il] else kv
-        cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
-                        d.head_v, iswa=iswa)
+        cur = g.attn_kv(
+            layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v, iswa=iswa
+        )
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_l = ggml.get_rows(inp_l, out_ids)

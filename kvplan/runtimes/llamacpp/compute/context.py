@@ -73,7 +73,7 @@ class GraphContext:
 
     def opt(self, name: str, *ne: int) -> Tensor | None:
         """An optional tensor: a leaf when the model has it."""
-        return _w(*ne, name=name) if self.w.has(name) else None
+        return ggml.weight("f16", ne, name) if self.w.has(name) else None
 
     def output_scale(self) -> Tensor | None:
         """output.scale: loaded for an NVFP4 output only, so a metadata-only GGUF has none."""
@@ -85,6 +85,7 @@ class GraphContext:
         tokens = ggml.inp("i32", (self.n_tokens,), "inp_tokens")
         embd = ggml.inp("f32", (n_embd, self.n_tokens), "inp_embd")
         cur = ggml.get_rows(_w(n_embd, n_vocab, name="token_embd"), tokens)
+        cur.name = "token_embd"
         self.gf.expand(cur)  # ggml_build_forward_select: both paths, the tokens' first
         self.gf.expand(embd)
         if scale:
@@ -108,7 +109,9 @@ class GraphContext:
         mask = ggml.inp(
             "f16" if r.flash_attn else "f32", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
         )
-        return KVInputs(kv_size, k_idxs, v_idxs, mask, self._rot(r.type_k, head_k, True), self._rot(r.type_v, head_v, False))
+        return KVInputs(
+            kv_size, k_idxs, v_idxs, mask, self._rot(r.type_k, head_k, True), self._rot(r.type_v, head_v, False)
+        )
 
     @staticmethod
     def _rot(type_: str, head: int, grow: bool) -> Tensor | None:
@@ -141,11 +144,17 @@ class GraphContext:
             res = ggml.binary("MUL", res, w_s)
         return res
 
-    def qkv(self, cur: Tensor, n_embd: int, head_k: int, n_head: int, n_head_kv: int, head_v: int) -> tuple[Tensor, Tensor, Tensor]:
+    def qkv(
+        self, cur: Tensor, n_embd: int, head_k: int, n_head: int, n_head_kv: int, head_v: int
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """build_qkv, separate Q/K/V path (reshape on)."""
         n_tokens = self.n_tokens
         outs = []
-        for name, heads, head in (("attn_q", n_head, head_k), ("attn_k", n_head_kv, head_k), ("attn_v", n_head_kv, head_v)):
+        for name, heads, head in (
+            ("attn_q", n_head, head_k),
+            ("attn_k", n_head_kv, head_k),
+            ("attn_v", n_head_kv, head_v),
+        ):
             t = self.lora_mm(_w(n_embd, heads * head, name=name), cur, self.opt(name + ".scale", 1))
             b = self.opt(name + ".bias", heads * head)
             if b is not None:
@@ -158,10 +167,7 @@ class GraphContext:
         """llama_mul_mat_hadamard."""
         n = rot.ne[0]
         total = cur.ne[0] * cur.ne[1] * cur.ne[2] * cur.ne[3]
-        if _is_contiguous(cur):
-            res = ggml.reshape(cur, n, total // n)
-        else:
-            res = ggml.cont(cur, n, total // n)
+        res = ggml.reshape(cur, n, total // n) if _is_contiguous(cur) else ggml.cont(cur, n, total // n)
         res = ggml.mul_mat(rot, res)
         return ggml.reshape(res, *cur.ne)
 
@@ -225,21 +231,33 @@ class GraphContext:
         kk = ggml.view(
             cache_k,
             (head_k, n_head_kv, kv_size, n_stream),
-            (ggml.row_size(r.type_k, head_k), ggml.row_size(r.type_k, n_embd_k), ggml.row_size(r.type_k, n_embd_k * kv_size)),
+            (
+                ggml.row_size(r.type_k, head_k),
+                ggml.row_size(r.type_k, n_embd_k),
+                ggml.row_size(r.type_k, n_embd_k * kv_size),
+            ),
             0,
         )
         if not v_trans:
             vv = ggml.view(
                 cache_v,
                 (head_v, n_head_kv, kv_size, n_stream),
-                (ggml.row_size(r.type_v, head_v), ggml.row_size(r.type_v, n_embd_v), ggml.row_size(r.type_v, n_embd_v * kv_size)),
+                (
+                    ggml.row_size(r.type_v, head_v),
+                    ggml.row_size(r.type_v, n_embd_v),
+                    ggml.row_size(r.type_v, n_embd_v * kv_size),
+                ),
                 0,
             )
         else:
             vv = ggml.view(
                 cache_v,
                 (kv_size, n_head_kv, head_v, n_stream),
-                (ggml.row_size(r.type_v, kv_size * head_v), ggml.row_size(r.type_v, kv_size), ggml.row_size(r.type_v, kv_size * n_embd_v)),
+                (
+                    ggml.row_size(r.type_v, kv_size * head_v),
+                    ggml.row_size(r.type_v, kv_size),
+                    ggml.row_size(r.type_v, kv_size * n_embd_v),
+                ),
                 0,
             )
         cur = self.attn_mha(q, kk, vv, None, kv.mask, sinks)
@@ -251,10 +269,14 @@ class GraphContext:
             cur = ggml.binary("ADD", cur, wo_b)
         return cur
 
-    def attn_mha(self, q: Tensor, k: Tensor, v: Tensor, kq_b: Tensor | None, mask: Tensor, sinks: Tensor | None) -> Tensor:
+    def attn_mha(
+        self, q: Tensor, k: Tensor, v: Tensor, kq_b: Tensor | None, mask: Tensor, sinks: Tensor | None
+    ) -> Tensor:
         v_trans = v.nb[1] > v.nb[2]
         n_stream = k.ne[3]
-        q = ggml.view(q, (q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream), (q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // n_stream)), 0)
+        q = ggml.view(
+            q, (q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream), (q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // n_stream)), 0
+        )
         q = ggml.permute(q, 0, 2, 1, 3)
         k = ggml.permute(k, 0, 2, 1, 3)
         v = ggml.permute(v, 0, 2, 1, 3)
@@ -290,7 +312,7 @@ class GraphContext:
             res = ggml.binary("MUL", res, s)
         return res
 
-    def moe_ffn(
+    def moe_ffn(  # noqa: C901 - build_moe_ffn's branches, in its order
         self,
         cur: Tensor,
         n_expert: int,
@@ -360,14 +382,13 @@ class GraphContext:
         g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert))
         if expert_bias:
             g = ggml.add_id(g, _w(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
-        if act in ("silu", "gelu"):
-            cur = ggml.glu_split(g, up)
-        elif act == "swiglu_oai":
+        if act in ("silu", "gelu") or act == "swiglu_oai":
             cur = ggml.glu_split(g, up)
         else:
             raise NotImplementedError(f"expert activation {act}")
-        experts = self.lora_mm_id(_w(n_ff, n_embd, n_expert, name="ffn_down_exps"), cur, selected,
-                                  self.opt("ffn_down_exps.scale", n_expert))
+        experts = self.lora_mm_id(
+            _w(n_ff, n_embd, n_expert, name="ffn_down_exps"), cur, selected, self.opt("ffn_down_exps.scale", n_expert)
+        )
         if expert_bias:
             experts = ggml.add_id(experts, _w(n_embd, n_expert, name="ffn_down_exps.bias"), selected)
         experts = ggml.binary("MUL", experts, weights)

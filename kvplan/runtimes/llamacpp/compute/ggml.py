@@ -89,8 +89,16 @@ def _root(a: Tensor, offset: int) -> tuple[Tensor, int]:
     return (a.view_src, offset + a.view_offs) if a.view_src is not None else (a, offset)
 
 
-def view_of(a: Tensor, op: str, type_: str, ne: Sequence[int], nb: Sequence[int] | None, offset: int,
-            srcs: Sequence[Tensor | None], name: str = "") -> Tensor:
+def view_of(
+    a: Tensor,
+    op: str,
+    type_: str,
+    ne: Sequence[int],
+    nb: Sequence[int] | None,
+    offset: int,
+    srcs: Sequence[Tensor | None],
+    name: str = "",
+) -> Tensor:
     """ggml_new_tensor_impl with a view source (chained views point at the root, offsets added)."""
     shape = _pad4(ne)
     strides = tuple(nb) if nb is not None else _contiguous(type_, shape)
@@ -154,11 +162,11 @@ def cont(a: Tensor, *ne: int) -> Tensor:
 
 
 def mul_mat(a: Tensor, b: Tensor) -> Tensor:
-    return new("f32", (a.ne[1], b.ne[1], b.ne[2], b.ne[3]), "MUL_MAT", (a, b))
+    return new("f32", (a.ne[1], b.ne[1], b.ne[2], b.ne[3]), "MUL_MAT", (a, b), a.name)
 
 
 def mul_mat_id(as_: Tensor, b: Tensor, ids: Tensor) -> Tensor:
-    return new("f32", (as_.ne[1], ids.ne[0], b.ne[2], 1), "MUL_MAT_ID", (as_, b, ids))
+    return new("f32", (as_.ne[1], ids.ne[0], b.ne[2], 1), "MUL_MAT_ID", (as_, b, ids), as_.name)
 
 
 def get_rows(a: Tensor, b: Tensor) -> Tensor:
@@ -186,8 +194,9 @@ def unary(a: Tensor, op: str = "UNARY") -> Tensor:
 
 
 def binary(op: str, a: Tensor, b: Tensor) -> Tensor:
-    """ggml_add / ggml_mul / ggml_sub / ggml_div (not in place): shaped as `a`."""
-    return dup(a, op, (a, b))
+    """ggml_add / ggml_mul / ggml_sub / ggml_div (not in place): shaped as `a` (a bias or scale keeps a's
+    role)."""
+    return dup(a, op, (a, b), a.name if b.external else "")
 
 
 def rope(a: Tensor, pos: Tensor, factors: Tensor | None) -> Tensor:
@@ -198,19 +207,19 @@ def soft_max(a: Tensor, mask: Tensor | None, sinks: Tensor | None = None) -> Ten
     srcs: tuple[Tensor | None, ...] = (a, mask) if sinks is None else (a, mask, sinks)
     while srcs and srcs[-1] is None:
         srcs = srcs[:-1]
-    return dup(a, "SOFT_MAX", srcs)
+    return dup(a, "SOFT_MAX", srcs, a.name)
 
 
 def flash_attn_ext(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, sinks: Tensor | None = None) -> Tensor:
     srcs: tuple[Tensor | None, ...] = (q, k, v, mask) if sinks is None else (q, k, v, mask, sinks)
     while srcs and srcs[-1] is None:
         srcs = srcs[:-1]
-    return new("f32", (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), "FLASH_ATTN_EXT", srcs)
+    return new("f32", (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), "FLASH_ATTN_EXT", srcs, "attention")
 
 
 def glu_split(a: Tensor, b: Tensor) -> Tensor:
     """ggml_swiglu_split / ggml_geglu_split: shaped as `a`."""
-    return new(a.type, a.ne, "GLU", (a, b))
+    return new(a.type, a.ne, "GLU", (a, b), "ffn")
 
 
 def glu(a: Tensor) -> Tensor:

@@ -1,0 +1,89 @@
+"""The facts a GGUF gives llama.cpp's compute graph (kvplan.model.GraphFacts): from its metadata and tensor
+infos."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kvplan.model import GraphFacts
+from kvplan.sources.values import ArrayValue
+
+
+def _int(kv: Mapping[str, object], key: str, default: int | None = None) -> int:
+    v = kv.get(key, default)
+    if isinstance(v, ArrayValue):
+        v = v.values[0] if v.values else None
+    if not isinstance(v, int):
+        raise NotImplementedError(f"{key} missing")
+    return v
+
+
+def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int, ...]]) -> GraphFacts | None:
+    """The compute graph's facts from a GGUF's metadata and tensor infos (None without an embedding length)."""
+    arch = kv.get("general.architecture")
+    if not isinstance(arch, str):
+        return None
+    try:
+        if "token_embd.weight" in tensor_shapes:
+            n_vocab = tensor_shapes["token_embd.weight"][1]
+        elif f"{arch}.vocab_size" in kv:
+            n_vocab = _int(kv, f"{arch}.vocab_size")
+        else:
+            tokens = kv.get("tokenizer.ggml.tokens")
+            n_vocab = tokens.count if isinstance(tokens, ArrayValue) else 0
+        present = set()
+        for name in tensor_shapes:
+            if name.startswith("blk.") and not name.startswith("blk.0."):
+                continue
+            present.add(name.removeprefix("blk.0.").removesuffix(".weight"))
+        softcap = kv.get(f"{arch}.final_logit_softcapping")
+        return GraphFacts(
+            n_vocab=n_vocab,
+            n_ff=_int(kv, f"{arch}.feed_forward_length", 0),
+            n_expert=_int(kv, f"{arch}.expert_count", 0),
+            n_expert_used=_int(kv, f"{arch}.expert_used_count", 0),
+            n_ff_exp=_int(kv, f"{arch}.expert_feed_forward_length", 0),
+            expert_weights_scale=float(kv.get(f"{arch}.expert_weights_scale", 0.0) or 0.0),  # type: ignore[arg-type]
+            final_logit_softcap=isinstance(softcap, float) and softcap != 0.0,
+            tensors=frozenset(present),
+            all_optional=not tensor_shapes,
+        )
+    except (NotImplementedError, TypeError, ValueError):
+        return None
+
+
+#: config.json model types whose conversion writes Q/K/V biases (llama.cpp's convert_hf_to_gguf.py: Qwen2's
+#: attention always has them; others when attention_bias is true)
+_QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe"})
+
+
+def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
+    """The graph facts of the GGUF llama.cpp's converter makes from a config.json (a multimodal checkpoint's
+    text_config): vocabulary, feed-forward and expert widths, and the biases the conversion writes."""
+    text = cfg.get("text_config")
+    c: Mapping[str, object] = text if isinstance(text, Mapping) else cfg
+    vocab, ff = c.get("vocab_size"), c.get("intermediate_size")
+    if not isinstance(vocab, int) or not isinstance(ff, int):
+        return None
+
+    def num(*keys: str) -> int:
+        for k in keys:
+            v = c.get(k)
+            if isinstance(v, int):
+                return v
+        return 0
+
+    model_type = str(c.get("model_type") or cfg.get("model_type") or "")
+    tensors = set()
+    if c.get("attention_bias") is True or model_type in _QKV_BIAS_TYPES:
+        tensors |= {"attn_q.bias", "attn_k.bias", "attn_v.bias"}
+    softcap = c.get("final_logit_softcapping")
+    return GraphFacts(
+        n_vocab=vocab,
+        n_ff=ff,
+        n_expert=num("num_local_experts", "num_experts", "n_routed_experts"),
+        n_expert_used=num("num_experts_per_tok"),
+        n_ff_exp=num("moe_intermediate_size"),
+        final_logit_softcap=isinstance(softcap, (int, float)) and softcap != 0,
+        tensors=frozenset(tensors),
+    )

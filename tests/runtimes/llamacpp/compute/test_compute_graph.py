@@ -1,0 +1,89 @@
+"""kvplan's compute buffers against llama.cpp's own (tests/fixtures/oracle/compute_graph.json, recorded by
+scripts/record_compute_graph.py with the oracle harness on the CPU backend): for every architecture kvplan builds
+the graph of, every fixture model of it (llama.cpp's tiny test models, realistic shapes, Gemma 3 270M — as
+metadata and as the real file's own tensors) across context, ubatch, -np / -kvu, cache types, -fa and
+--swa-full, the bytes of the compute buffer equal llama.cpp's."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+from helpers import FIXTURES
+
+import kvplan
+from kvplan.model import ModelDescription
+from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings, plan
+from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer
+from kvplan.runtimes.llamacpp.compute.archs import BUILDERS
+from kvplan.sources.graph_facts import graph_facts
+
+ORACLE = FIXTURES / "oracle"
+DOC = json.loads((ORACLE / "compute_graph.json").read_text())
+CASES: list[dict[str, Any]] = DOC["cases"]
+REAL = "REAL:gemma-3-270m-q4_k_m.gguf"
+
+
+@cache
+def _model(name: str) -> ModelDescription:
+    if name != REAL:
+        return kvplan.load_model(str(ORACLE / name))
+    meta = ORACLE / "file" / "gemma-3-270m-q4_k_m.meta.gguf"
+    infos = json.loads((ORACLE / "file" / "gemma-3-270m-q4_k_m.tensors.json").read_text())["tensors"]
+    from kvplan.sources.gguf_reader import read_gguf
+
+    kv = read_gguf(meta, check_data_bounds=False).kv
+    facts = graph_facts(kv, {n: tuple(shape) for n, _type, shape in infos})
+    return dataclasses.replace(kvplan.load_model(str(meta)), graph=facts)
+
+
+def _settings(p: dict[str, Any]) -> LlamaCppSettings:
+    return LlamaCppSettings(
+        n_ctx=p["n_ctx"],
+        n_seq=p["n_seq_max"],
+        kv_unified=bool(p["kv_unified"]),
+        n_batch=p["n_batch"],
+        n_ubatch=p["n_ubatch"],
+        type_k=p["type_k"],
+        type_v=p["type_v"],
+        flash_attn=FlashAttn.ON if p["fa"] == 1 else FlashAttn.OFF,
+        swa_full=bool(p["swa_full"]),
+    )
+
+
+def _fast(case: dict[str, Any]) -> bool:
+    p = case["params"]
+    return case["gguf"] == REAL or (p["n_ctx"], p["n_ubatch"], p["swa_full"]) == (4096, 512, 0)
+
+
+def test_the_recording_covers_every_builder() -> None:
+    archs = {_model(c["gguf"]).arch for c in CASES}
+    assert archs == set(BUILDERS)
+    assert len(CASES) >= 1000 and not any("error" in c for c in CASES)
+    assert (
+        sum(c["gguf"] == REAL for c in CASES)
+        == len({json.dumps(c["params"]) for c in CASES if c["gguf"] == REAL})
+        == 72
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=() if _fast(c) else pytest.mark.slow) for c in CASES],
+    ids=[f"{c['gguf'].rsplit('/', 1)[-1]}-{i}" for i, c in enumerate(CASES)],
+)
+def test_compute_buffer_equals_llama_cpp(case: dict[str, Any]) -> None:
+    model = _model(case["gguf"])
+    got = cpu_compute_buffer(plan(model, _settings(case["params"])))
+    assert got is not None
+    assert got.bytes == case["compute_bytes"]["CPU"], case["params"]
+
+
+def test_the_real_file_headline() -> None:
+    """Issue 24's own case: Gemma 3 270M at -c 4096 -ub 512 holds 539,494,400 B, the logits 512 MiB of it."""
+    got = cpu_compute_buffer(plan(_model(REAL), LlamaCppSettings(n_ctx=4096)))
+    assert got is not None and got.bytes == 539_494_400
+    assert dict(got.parts)["logits"] == 262_144 * 512 * 4
