@@ -107,18 +107,6 @@ class DynAllocator:
         return sum(c.max_size for c in self.chunks)
 
 
-class _Node:
-    __slots__ = ("allocated", "buffer", "chunk", "n_children", "n_views", "offset")
-
-    def __init__(self) -> None:
-        self.n_children = 0
-        self.n_views = 0
-        self.allocated = False
-        self.buffer = 0
-        self.chunk = 0
-        self.offset = 0
-
-
 @dataclass(frozen=True, slots=True)
 class BufferType:
     """What the allocator needs of a backend buffer type: its alignment and maximum buffer size (CPU: 32, no
@@ -138,76 +126,55 @@ class GraphAllocator:
     def __init__(self, bufts: Sequence[BufferType] = (CPU,)) -> None:
         self.bufts = tuple(bufts)
         self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
-        self.hash: dict[int, _Node] = {}
         self.live: dict[int, Tensor] = {}
         self._peak = 0
         self._peak_live: tuple[Tensor, ...] = ()
 
-    def _get(self, t: Tensor) -> _Node:
-        hn = self.hash.get(id(t))
-        if hn is None:
-            hn = self.hash[id(t)] = _Node()
-        return hn
-
-    def _is_own(self, t: Tensor) -> bool:
-        hn = self.hash.get(id(t))
-        return hn is not None and hn.allocated
-
-    def _free_extra(self, node: Tensor, hn: _Node, parent: Tensor, p_hn: _Node) -> None:
-        alloc = self.allocs[p_hn.buffer]
+    def _free_extra(self, node: Tensor, parent: Tensor) -> None:
+        alloc = self.allocs[parent.buffer]
         psize = _align(parent.nbytes, alloc.alignment)
         nsize = _align(node.nbytes, alloc.alignment)
         if psize > nsize:
-            alloc.free(p_hn.chunk, p_hn.offset + nsize, psize - nsize)
+            alloc.free(parent.chunk, parent.offset + nsize, psize - nsize)
 
     def _allocate(self, node: Tensor, buffer_id: int) -> None:
-        hn = self._get(node)
-        if node.external or hn.allocated or node.view_src is not None:
+        """ggml_gallocr_allocate_node."""
+        if node.external or node.allocated or node.view_src is not None:
             return
-        hn.allocated = True
+        node.allocated = True
         if node.op in INPLACE_OPS:
             for parent in node.srcs:
-                if parent is None or not self._is_own(parent):
+                if parent is None or not parent.allocated:  # not ours (external, a view, or freed)
                     continue
                 if parent.flags & FLAG_OUTPUT or (parent.view_src is not None and parent.view_src.flags & FLAG_OUTPUT):
                     continue
                 if not node.same_layout(parent):
                     continue
-                p_hn = self._get(parent)
-                if p_hn.n_children == 1 and p_hn.n_views == 0:
-                    if parent.view_src is not None:
-                        vs = parent.view_src
-                        vs_hn = self._get(vs)
-                        # view_src->data == parent->data: both NULL while a graph is reserved
-                        if vs_hn.n_views == 1 and vs_hn.n_children == 0:
-                            hn.buffer, hn.chunk, hn.offset = p_hn.buffer, p_hn.chunk, p_hn.offset
-                            p_hn.allocated = False
-                            vs_hn.allocated = False
-                            self.live.pop(id(vs), None)
-                            self.live[id(node)] = node
-                            self._free_extra(node, hn, vs, vs_hn)
-                            return
-                    else:
-                        hn.buffer, hn.chunk, hn.offset = p_hn.buffer, p_hn.chunk, p_hn.offset
-                        p_hn.allocated = False
-                        self.live.pop(id(parent), None)
-                        self.live[id(node)] = node
-                        self._free_extra(node, hn, parent, p_hn)
-                        return
-        hn.buffer = buffer_id
+                if parent.n_children == 1 and parent.n_views == 0:
+                    # (a view parent is never ours: ggml's view branch here cannot be taken)
+                    node.buffer, node.chunk, node.offset = parent.buffer, parent.chunk, parent.offset
+                    parent.allocated = False
+                    live = self.live
+                    live.pop(id(parent), None)
+                    live[id(node)] = node
+                    self._free_extra(node, parent)
+                    return
+        node.buffer = buffer_id
         alloc = self.allocs[buffer_id]
-        hn.chunk, hn.offset = alloc.alloc(node.nbytes)
+        node.chunk, node.offset = alloc.alloc(node.nbytes)
         self.live[id(node)] = node
-        if buffer_id == 0 and alloc.size > self._peak:
-            self._peak = alloc.size
-            self._peak_live = tuple(self.live.values())
+        if buffer_id == 0:
+            size = alloc.size
+            if size > self._peak:
+                self._peak = size
+                self._peak_live = tuple(self.live.values())
 
     def _free(self, node: Tensor) -> None:
+        """ggml_gallocr_free_node."""
         if node.flags & FLAG_OUTPUT:
             return
-        hn = self._get(node)
-        self.allocs[hn.buffer].free(hn.chunk, hn.offset, node.nbytes)
-        hn.allocated = False
+        self.allocs[node.buffer].free(node.chunk, node.offset, node.nbytes)
+        node.allocated = False
         self.live.pop(id(node), None)
 
     def reserve(  # noqa: C901 - ggml_gallocr_alloc_graph_impl's passes, in its order
@@ -218,47 +185,49 @@ class GraphAllocator:
         leaf_buffers: Sequence[int] | None = None,
     ) -> list[int]:
         """ggml_gallocr_reserve_n_size: the bytes of every buffer type's compute buffer for this graph."""
-        self.hash = {}
         self.live = {}
         self._peak, self._peak_live = 0, ()
         self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
+        for t in (*leafs, *nodes):  # the hash table's reset
+            for x in (t, *t.srcs, t.view_src):
+                if x is not None:
+                    x.n_children = x.n_views = 0
+                    x.allocated = False
 
         def nbuf(i: int) -> int:
             return node_buffers[i] if node_buffers is not None else 0
 
+        allocate = self._allocate
         for i, leaf in enumerate(leafs):
-            self._allocate(leaf, leaf_buffers[i] if leaf_buffers is not None else 0)
-        get = self._get
+            allocate(leaf, leaf_buffers[i] if leaf_buffers is not None else 0)
         for i, node in enumerate(nodes):
             if node.view_src is not None and node.op != "NONE":
-                get(node.view_src).n_views += 1
+                node.view_src.n_views += 1
             if node.flags & FLAG_INPUT:
-                self._allocate(node, nbuf(i))
+                allocate(node, nbuf(i))
             for src in node.srcs:
                 if src is None:
                     continue
-                get(src).n_children += 1
+                src.n_children += 1
                 if src.flags & FLAG_INPUT:
-                    self._allocate(src, nbuf(i))
+                    allocate(src, nbuf(i))
         for i, node in enumerate(nodes):
             b = nbuf(i)
             for parent in node.srcs:
-                if parent is not None:
-                    self._allocate(parent, b)
-            self._allocate(node, b)
+                if parent is not None and not parent.allocated:
+                    allocate(parent, b)
+            allocate(node, b)
             for parent in node.srcs:
                 if parent is None:
                     continue
-                p_hn = get(parent)
-                p_hn.n_children -= 1
-                if p_hn.n_children == 0 and p_hn.n_views == 0:
+                parent.n_children -= 1
+                if parent.n_children == 0 and parent.n_views == 0:
                     vs = parent.view_src
                     if vs is not None:
-                        vs_hn = get(vs)
-                        vs_hn.n_views -= 1
-                        if vs_hn.n_views == 0 and vs_hn.n_children == 0 and vs_hn.allocated:
+                        vs.n_views -= 1
+                        if vs.n_views == 0 and vs.n_children == 0 and vs.allocated:
                             self._free(vs)
-                    elif p_hn.allocated:
+                    elif parent.allocated:
                         self._free(parent)
         return [a.size for a in self.allocs]
 

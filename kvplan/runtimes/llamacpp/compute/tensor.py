@@ -54,6 +54,13 @@ class Tensor:
     flags: int = 0
     name: str = ""
     view_offs: int = 0
+    # the graph allocator's state for this tensor (ggml-alloc.c's hash_node), reset by each reserve
+    n_children: int = 0
+    n_views: int = 0
+    allocated: bool = False
+    buffer: int = 0
+    chunk: int = 0
+    offset: int = 0
 
     @property
     def is_view(self) -> bool:
