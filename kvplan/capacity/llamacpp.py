@@ -47,6 +47,7 @@ from kvplan.units import GIB
 #: buffer (an estimate; `llama-fit-params --fit-print on` reports the compute buffer, e.g. 266 MiB for an 8B model
 #: at ubatch 512); the part that grows with the context is compute_buffer() below
 DEFAULT_OVERHEAD_BYTES = 1 * GIB
+COMPUTE_BASIS = "llama.cpp's graph split over the devices (ports of its scheduler and allocator)"
 RUN_COMMAND = "llama-server"
 _MASK_BYTES = 2  # f16 KQ mask (flash attention); the f32 scores and mask without it are 4 B
 _SCORE_BYTES = 4
@@ -141,6 +142,9 @@ class Target:
     mtp: bool = False  # --mtp: the MTP draft context on the main model's weights (nextn layers' KV)
     first_gpu: int = 0  # the place of memory[0] among the GPUs (-sm none -mg N: the one GPU llama.cpp uses)
     split_none: bool = False  # -sm none: model->devices is the main GPU alone
+    #: the compute as llama.cpp's fit projects it (no_alloc: the graph callback's backend assignments are lost),
+    #: not as a context allocates it
+    fit_projection: bool = False
 
     def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         """Weights, KV / state, compute and overhead of every device for one configuration (raises where
@@ -192,11 +196,16 @@ class Target:
         for cache in p.caches:
             for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
                 kv[-1 if self.no_kv_offload else where[min(il, len(where) - 1)]] += b
-        if self.overhead is None:
+        computes = [0] * (n + 1)
+        exact = self.overhead is None and self._compute_exact(p, where, computes)
+        if exact:
+            basis, overhead = COMPUTE_BASIS, 0
+        elif self.overhead is None:
             compute, basis = compute_buffer(p)
+            computes = [compute] * n + [0]
             overhead = DEFAULT_OVERHEAD_BYTES
         else:
-            compute, basis, overhead = 0, "included in --overhead", self.overhead
+            basis, overhead = "included in --overhead", self.overhead
         gpus = tuple(
             DeviceUsage(
                 f"GPU{self.first_gpu + i}",
@@ -204,14 +213,41 @@ class Target:
                 _span([il for il in range(model.n_layer_all) if where[il] == i]),
                 w[i],
                 kv[i],
-                compute,
+                computes[i],
                 overhead,
             )
             for i in range(n)
         )
         host_layers = [il for il in range(model.n_layer_all) if where[il] == -1]
-        host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], 0, 0)
+        host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], computes[-1], 0)
         return Placement(settings, p, gpus, host, basis)
+
+    def _compute_exact(self, p: MemoryPlan, where: list[int], out: list[int]) -> bool:
+        """Each device's compute buffer and the host's, from llama.cpp's graph split over this placement (False
+        where kvplan has no graph for the architecture, or the backend's rules are not ported)."""
+        from kvplan.runtimes.llamacpp.compute import Placement as Devices
+        from kvplan.runtimes.llamacpp.compute import device_compute_buffers
+
+        if p.context.backend is not Backend.CPU or self.draft is not None or self.mtp or self.split_none:
+            return False
+        rules = [(re.compile(pat), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
+                 for pat, b in self.overrides]  # fmt: skip
+        rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
+        n = len(self.memory)
+        devices = Devices(
+            n_devices=n,
+            where=tuple(where),
+            rules=tuple(rules),
+            kv_on_host=self.no_kv_offload,
+            pipeline_parallel=n > 1 and all(d != -1 for d in where) and not rules and not self.no_kv_offload,
+            pins=not self.fit_projection,
+        )
+        got = device_compute_buffers(p, devices)
+        if got is None:
+            return False
+        for i, c in enumerate(got):
+            out[i] = c.bytes
+        return True
 
     def _place_tensors(self, weights: Weights, where: list[int], w: list[int]) -> None:
         """Tensor by tensor, as llama.cpp's loader does with buffer overrides: the first -ot pattern a tensor's

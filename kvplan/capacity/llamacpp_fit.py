@@ -96,6 +96,7 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
     n_ctx_min: int = 4096,
 ) -> FitChoice:
     model = target.model
+    target = dataclasses.replace(target, fit_projection=True)  # common_get_device_memory_data's projections
     nd = len(target.memory)
     margins = [(margins_mib[i] if i < len(margins_mib) else margins_mib[-1]) * MIB for i in range(nd)]
     free = list(target.memory)

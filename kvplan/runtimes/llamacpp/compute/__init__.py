@@ -12,6 +12,7 @@ from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
 from kvplan.runtimes.llamacpp.compute.archs import BUILDERS, Dims
 from kvplan.runtimes.llamacpp.compute.context import Reserve, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
+from kvplan.runtimes.llamacpp.compute.sched import HOST, Placement, Scheduler
 from kvplan.runtimes.llamacpp.plan import CacheKind, FlashAttn, MemoryPlan
 
 _WINDOWS = ("sliding window", "chunked window")
@@ -93,13 +94,25 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
 
+_GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
+_GRAPHS_KEPT = 16
+
+
 def graph_of(p: MemoryPlan) -> Graph | None:
-    """llama.cpp's worst-case graph for this plan, or None where kvplan has no builder for the architecture."""
+    """llama.cpp's worst-case graph for this plan, or None where kvplan has no builder for the architecture (the
+    last few built are kept: a fit places one plan many ways)."""
+    r = reserve_for(p)
+    key = (id(p.model), r)
+    hit = _GRAPHS.get(key)
+    if hit is not None and hit[0] is p.model:
+        return hit[1]
     build = BUILDERS.get(p.model.arch)
     dw = dims_of(p.model)
-    if build is None or dw is None:
-        return None
-    return build(dw[0], reserve_for(p), dw[1])
+    g = None if build is None or dw is None else build(dw[0], r, dw[1])
+    if len(_GRAPHS) >= _GRAPHS_KEPT:
+        del _GRAPHS[next(iter(_GRAPHS))]
+    _GRAPHS[key] = (p.model, g)
+    return g
 
 
 def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
@@ -116,3 +129,28 @@ def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
         alloc.peak_parts(),
         "llama.cpp's worst-case graph (graph_reserve) planned by a port of ggml's graph allocator",
     )
+
+
+def device_compute_buffers(p: MemoryPlan, placement: Placement) -> tuple[ComputeBuffer, ...] | None:
+    """llama.cpp's compute buffer on every device of a placement, then the host's (the CPU backend's), as its
+    scheduler splits the graph over them (sched.py: the CPU and RPC backends' rules), or None where kvplan has
+    no graph for the architecture."""
+    g = graph_of(p)
+    if g is None:
+        return None
+    sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens).reserve(g)
+    basis = "llama.cpp's worst-case graph split over the devices by a port of ggml's scheduler and allocator"
+    names = [f"GPU{i}" for i in range(placement.n_devices)] + ["CPU"]
+    return tuple(ComputeBuffer(names[i], size, alloc.peak_parts(i), basis) for i, size in enumerate(sizes))
+
+
+__all__ = [
+    "HOST",
+    "ComputeBuffer",
+    "Placement",
+    "cpu_compute_buffer",
+    "device_compute_buffers",
+    "dims_of",
+    "graph_of",
+    "reserve_for",
+]

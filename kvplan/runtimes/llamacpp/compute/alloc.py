@@ -125,10 +125,18 @@ class GraphAllocator:
 
     def __init__(self, bufts: Sequence[BufferType] = (CPU,)) -> None:
         self.bufts = tuple(bufts)
-        self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
+        self.allocs = self._new_allocs()
         self.live: dict[int, Tensor] = {}
-        self._peak = 0
-        self._peak_live: tuple[Tensor, ...] = ()
+        self._peak = [0] * len(self.bufts)
+        self._peak_live: list[tuple[Tensor, ...]] = [()] * len(self.bufts)
+
+    def _new_allocs(self) -> list[DynAllocator]:
+        """One allocator per buffer type (ggml_gallocr_new_n: a buffer type given twice shares one)."""
+        allocs: list[DynAllocator] = []
+        for i, b in enumerate(self.bufts):
+            same = next((j for j in range(i) if self.bufts[j] == b), None)
+            allocs.append(allocs[same] if same is not None else DynAllocator(b.alignment, b.max_size))
+        return allocs
 
     def _free_extra(self, node: Tensor, parent: Tensor) -> None:
         alloc = self.allocs[parent.buffer]
@@ -163,11 +171,10 @@ class GraphAllocator:
         alloc = self.allocs[buffer_id]
         node.chunk, node.offset = alloc.alloc(node.nbytes)
         self.live[id(node)] = node
-        if buffer_id == 0:
-            size = alloc.size
-            if size > self._peak:
-                self._peak = size
-                self._peak_live = tuple(self.live.values())
+        size = alloc.size
+        if size > self._peak[buffer_id]:
+            self._peak[buffer_id] = size
+            self._peak_live[buffer_id] = tuple(t for t in self.live.values() if self.allocs[t.buffer] is alloc)
 
     def _free(self, node: Tensor) -> None:
         """ggml_gallocr_free_node."""
@@ -186,8 +193,9 @@ class GraphAllocator:
     ) -> list[int]:
         """ggml_gallocr_reserve_n_size: the bytes of every buffer type's compute buffer for this graph."""
         self.live = {}
-        self._peak, self._peak_live = 0, ()
-        self.allocs = [DynAllocator(b.alignment, b.max_size) for b in self.bufts]
+        self._peak = [0] * len(self.bufts)
+        self._peak_live = [()] * len(self.bufts)
+        self.allocs = self._new_allocs()
         for t in (*leafs, *nodes):  # the hash table's reset
             for x in (t, *t.srcs, t.view_src):
                 if x is not None:
@@ -231,16 +239,16 @@ class GraphAllocator:
                         self._free(parent)
         return [a.size for a in self.allocs]
 
-    def peak_parts(self) -> tuple[tuple[str, int], ...]:
-        """What the first buffer held when it reached its size, by role (role_of), largest first; the rest is
-        free space the allocator could not reuse."""
+    def peak_parts(self, buffer_id: int = 0) -> tuple[tuple[str, int], ...]:
+        """What a buffer held when it reached its size, by role (role_of), largest first; the rest is free space
+        the allocator could not reuse."""
         parts: dict[str, int] = {}
-        for t in self._peak_live:
+        for t in self._peak_live[buffer_id]:
             role = role_of(t)
-            parts[role] = parts.get(role, 0) + _align(t.nbytes, self.allocs[0].alignment)
+            parts[role] = parts.get(role, 0) + _align(t.nbytes, self.allocs[buffer_id].alignment)
         held = sum(parts.values())
-        if self._peak > held:
-            parts["free blocks between them"] = self._peak - held
+        if self._peak[buffer_id] > held:
+            parts["free blocks between them"] = self._peak[buffer_id] - held
         return tuple(sorted(parts.items(), key=lambda kv: -kv[1]))
 
 

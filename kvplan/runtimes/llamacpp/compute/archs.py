@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvplan.runtimes.llamacpp.compute import ggml
-from kvplan.runtimes.llamacpp.compute.context import GraphContext, Reserve, Weights, _w
+from kvplan.runtimes.llamacpp.compute.context import OUTPUT_LAYER, GraphContext, Reserve, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 
 
@@ -56,34 +56,36 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     pos = g.inp_pos()
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
-    rope_factors = g.opt("rope_freqs", d.head_k // 2) if o.rope_factors else None
     for il in range(d.n_layer):
+        g.il = il
+        rope_factors = g.opt("rope_freqs", d.head_k // 2) if o.rope_factors else None  # each layer's own
         inp_sa = inp_l
-        cur = g.norm(inp_l, _w(d.n_embd, name="attn_norm"))
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
         if o.qk_norm:
-            q = g.norm(q, _w(d.head_k, name="attn_q_norm"))
+            q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
         q = ggml.rope(q, pos, rope_factors)
         if o.qk_norm:
-            k = g.norm(k, _w(d.head_k, name="attn_k_norm"))
+            k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
         k = ggml.rope(k, pos, rope_factors)
-        wo = _w(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         wo_b = g.opt("attn_output.bias", d.n_embd) if o.wo_bias else None
         cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_sa = ggml.get_rows(inp_sa, out_ids)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, _w(d.n_embd, name="ffn_norm"))
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         if d.n_expert:
             cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale)
         else:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         cur = ggml.binary("ADD", cur, ffn_inp)
         inp_l = cur
-    cur = g.norm(inp_l, _w(d.n_embd, name="output_norm"))
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
     ggml.set_output(cur)
-    cur = g.lora_mm(_w(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
     if o.output_bias:  # (llm_graph_result::set_outputs marks t_logits, the last of these)
         b = g.opt("output.bias", d.n_vocab)
         if b is not None:
@@ -104,12 +106,13 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights) -> Graph:
     kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
     out_ids = g.inp_out_ids()
     for il in range(d.n_layer):
-        cur = g.norm(inp_l, _w(d.n_embd, name="attn_norm"))
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q = ggml.rope(g.norm(q, _w(d.head_k, name="attn_q_norm")), pos, None)
-        k = ggml.rope(g.norm(k, _w(d.head_k, name="attn_k_norm")), pos, None)
+        q = ggml.rope(g.norm(q, g.wt(d.head_k, name="attn_q_norm")), pos, None)
+        k = ggml.rope(g.norm(k, g.wt(d.head_k, name="attn_k_norm")), pos, None)
         q = ggml.unary(q, "SCALE")
-        wo = _w(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         layer_kv = kv_swa if iswa and d.swa[il] else kv
         cur = g.attn_kv(
             layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v, iswa=iswa
@@ -117,17 +120,61 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights) -> Graph:
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_l = ggml.get_rows(inp_l, out_ids)
-        cur = g.norm(cur, _w(d.n_embd, name="attn_post_norm"))
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
         sa_out = ggml.binary("ADD", cur, inp_l)
-        cur = g.norm(sa_out, _w(d.n_embd, name="ffn_norm"))
+        cur = g.norm(sa_out, g.wt(d.n_embd, name="ffn_norm"))
         cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
-        cur = g.norm(cur, _w(d.n_embd, name="ffn_post_norm"))
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)  # build_norm(..., -1)
         inp_l = ggml.binary("ADD", cur, sa_out)
-    cur = g.norm(inp_l, _w(d.n_embd, name="output_norm"))
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
     ggml.set_output(cur)
-    cur = g.lora_mm(_w(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
     if d.final_softcap:
         cur = ggml.unary(ggml.unary(ggml.unary(cur, "SCALE")), "SCALE")
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
+def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_openai_moe::graph (src/models/openai-moe.cpp): gpt-oss, iSWA attention with sinks, experts
+    with biases, softmax over the selected experts, SwiGLU-OAI."""
+    g = GraphContext(r, w)
+    iswa = any(d.swa)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    n_v = d.head_v * d.n_head_kv
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
+    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    out_ids = g.inp_out_ids()
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = ggml.rope(q, pos, None)
+        k = ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        layer_kv = kv_swa if iswa and d.swa[il] else kv
+        wo_b, wo_s, sinks = (
+            g.wt(d.n_embd, name="attn_output.bias"),
+            g.opt("attn_output.scale", 1),
+            g.wt(d.n_head, name="attn_sinks"),
+        )
+        cur = g.attn_kv(layer_kv, il, wo, wo_b, wo_s, q, k, v, d.n_head_kv, d.head_k, d.head_v, sinks=sinks, iswa=iswa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="attn_post_norm"))
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, gating="softmax_weight", norm_w=False,
+                        w_scale=d.expert_weights_scale, act="swiglu_oai", gate_inp_b=True, expert_bias=True,
+                        scales=False)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    ggml.set_output(inp_l)  # res->t_h_nextn (set_outputs marks it)
+    cur = ggml.get_rows(inp_l, out_ids)
+    cur = g.norm(cur, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
     ggml.set_output(cur)
     g.gf.expand(cur)
     return g.gf
@@ -139,4 +186,5 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen3": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "gemma3": build_gemma3,
+    "gpt-oss": build_openai_moe,
 }

@@ -9,7 +9,16 @@ from dataclasses import dataclass, field
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
 from kvplan.runtimes.llamacpp.compute import ggml
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
-from kvplan.runtimes.llamacpp.compute.tensor import Tensor
+from kvplan.runtimes.llamacpp.compute.tensor import (
+    INPUT_LAYER,
+    OUTPUT_LAYER,
+    PIN_CPU_WITHOUT_KV_OFFLOAD,
+    USAGE_CACHE,
+    USAGE_WEIGHTS,
+    Tensor,
+)
+
+__all__ = ["OUTPUT_LAYER", "GraphContext", "KVInputs", "Reserve", "Weights"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +65,6 @@ class Weights:
         return self.all_optional or name in self.present
 
 
-def _w(ne0: int, ne1: int = 1, ne2: int = 1, name: str = "") -> Tensor:
-    return ggml.weight("f16", (ne0, ne1, ne2), name)
-
-
 class GraphContext:
     """llm_graph_context for one reserve: builds into self.gf."""
 
@@ -68,23 +73,36 @@ class GraphContext:
         self.w = weights
         self.gf = Graph()
         self.n_tokens = r.n_tokens
+        #: the layer being built (INPUT_LAYER before the first, OUTPUT_LAYER after the last): its weights are
+        #: that layer's, its norms are pinned to that layer's device
+        self.il = INPUT_LAYER
 
     # --- weights
 
+    def wt(self, ne0: int, ne1: int = 1, ne2: int = 1, name: str = "") -> Tensor:
+        """A weight of the layer being built."""
+        t = ggml.weight("f16", (ne0, ne1, ne2), name)
+        t.usage, t.layer = USAGE_WEIGHTS, self.il
+        return t
+
     def opt(self, name: str, *ne: int) -> Tensor | None:
         """An optional tensor: a leaf when the model has it."""
-        return ggml.weight("f16", ne, name) if self.w.has(name) else None
+        if not self.w.has(name):
+            return None
+        t = ggml.weight("f16", ne, name)
+        t.usage, t.layer = USAGE_WEIGHTS, self.il
+        return t
 
     def output_scale(self) -> Tensor | None:
         """output.scale: loaded for an NVFP4 output only, so a metadata-only GGUF has none."""
-        return _w(1, name="output.scale") if "output.scale" in self.w.present else None
+        return self.wt(1, name="output.scale") if "output.scale" in self.w.present else None
 
     # --- inputs
 
     def inp_embd(self, n_embd: int, n_vocab: int, scale: float = 0.0) -> Tensor:
         tokens = ggml.inp("i32", (self.n_tokens,), "inp_tokens")
         embd = ggml.inp("f32", (n_embd, self.n_tokens), "inp_embd")
-        cur = ggml.get_rows(_w(n_embd, n_vocab, name="token_embd"), tokens)
+        cur = ggml.get_rows(self.wt(n_embd, n_vocab, name="token_embd"), tokens)
         cur.name = "token_embd"
         self.gf.expand(cur)  # ggml_build_forward_select: both paths, the tokens' first
         self.gf.expand(embd)
@@ -130,8 +148,15 @@ class GraphContext:
 
     # --- blocks
 
-    def norm(self, cur: Tensor, mw: Tensor | None, mb: Tensor | None = None, rms: bool = True) -> Tensor:
+    def norm(
+        self, cur: Tensor, mw: Tensor | None, mb: Tensor | None = None, rms: bool = True, with_il: bool = True
+    ) -> Tensor:
+        """build_norm (`with_il`: called with the layer's index, so the callback pins the norm to its device)."""
         cur = ggml.unary(cur, "RMS_NORM" if rms else "NORM")
+        if (
+            (mw is not None or mb is not None) and with_il and self.il >= 0
+        ):  # cb(cur, "norm", il): pinned to the layer's device
+            cur.pin = self.il
         if mw is not None:
             cur = ggml.binary("MUL", cur, mw)
         if mb is not None:
@@ -155,7 +180,7 @@ class GraphContext:
             ("attn_k", n_head_kv, head_k),
             ("attn_v", n_head_kv, head_v),
         ):
-            t = self.lora_mm(_w(n_embd, heads * head, name=name), cur, self.opt(name + ".scale", 1))
+            t = self.lora_mm(self.wt(n_embd, heads * head, name=name), cur, self.opt(name + ".scale", 1))
             b = self.opt(name + ".bias", heads * head)
             if b is not None:
                 t = ggml.binary("ADD", t, b)
@@ -208,6 +233,8 @@ class GraphContext:
         n_embd_v = head_v * n_head_kv
         cache_k = ggml.weight(r.type_k, (n_embd_k, kv_size, n_stream), f"cache_k_l{layer}")
         cache_v = ggml.weight(r.type_v, (n_embd_v, kv_size, n_stream), f"cache_v_l{layer}")
+        cache_k.usage = cache_v.usage = USAGE_CACHE
+        cache_k.layer = cache_v.layer = layer
         # cpy_k
         k_cur = ggml.view(k, (n_embd_k, k.ne[2]), (k.nb[2],), 0)
         kdst = ggml.reshape(cache_k, n_embd_k, kv_size * n_stream) if n_stream > 1 else cache_k
@@ -299,6 +326,7 @@ class GraphContext:
             kqv = ggml.mul_mat(v, kq)
             cur = ggml.permute(kqv, 0, 2, 1, 3)
             cur = ggml.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+            cur.pin = PIN_CPU_WITHOUT_KV_OFFLOAD
         self.gf.expand(cur)
         return cur
 
@@ -326,13 +354,14 @@ class GraphContext:
         act: str = "silu",
         gate_inp_b: bool = False,
         expert_bias: bool = False,
+        scales: bool = True,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
         mul_mat_id, weighting and the sum over the selected experts."""
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
-        logits = self.lora_mm(_w(n_embd, n_expert, name="ffn_gate_inp"), cur)
+        logits = self.lora_mm(self.wt(n_embd, n_expert, name="ffn_gate_inp"), cur)
         if gate_inp_b:
-            logits = ggml.binary("ADD", logits, _w(n_expert, name="ffn_gate_inp.bias"))
+            logits = ggml.binary("ADD", logits, self.wt(n_expert, name="ffn_gate_inp.bias"))
         if gating == "softmax":
             probs = ggml.soft_max(logits, None)
         elif gating == "sigmoid":
@@ -343,7 +372,7 @@ class GraphContext:
             raise NotImplementedError(f"expert gating {gating}")
         selection = probs
         if exp_probs_b:
-            selection = ggml.binary("ADD", probs, _w(n_expert, name="exp_probs_b"))
+            selection = ggml.binary("ADD", probs, self.wt(n_expert, name="exp_probs_b"))
         n_groups, n_group_used = expert_groups
         if n_groups > 1 and n_tokens > 0:
             per_group = n_expert // n_groups
@@ -374,23 +403,26 @@ class GraphContext:
             weights = ggml.unary(weights, "SCALE")
         self.gf.expand(weights)
         cur = ggml.reshape(cur, n_embd, 1, n_tokens)
-        up_w = _w(n_embd, n_ff, n_expert, name="ffn_up_exps")
-        up = self.lora_mm_id(up_w, cur, selected, self.opt("ffn_up_exps.scale", n_expert))
+        up_w = self.wt(n_embd, n_ff, n_expert, name="ffn_up_exps")
+        up = self.lora_mm_id(up_w, cur, selected, self.opt("ffn_up_exps.scale", n_expert) if scales else None)
         if expert_bias:
-            up = ggml.add_id(up, _w(n_ff, n_expert, name="ffn_up_exps.bias"), selected)
-        gate_w = _w(n_embd, n_ff, n_expert, name="ffn_gate_exps")
-        g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert))
+            up = ggml.add_id(up, self.wt(n_ff, n_expert, name="ffn_up_exps.bias"), selected)
+        gate_w = self.wt(n_embd, n_ff, n_expert, name="ffn_gate_exps")
+        g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert) if scales else None)
         if expert_bias:
-            g = ggml.add_id(g, _w(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
+            g = ggml.add_id(g, self.wt(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
         if act in ("silu", "gelu") or act == "swiglu_oai":
             cur = ggml.glu_split(g, up)
         else:
             raise NotImplementedError(f"expert activation {act}")
         experts = self.lora_mm_id(
-            _w(n_ff, n_embd, n_expert, name="ffn_down_exps"), cur, selected, self.opt("ffn_down_exps.scale", n_expert)
+            self.wt(n_ff, n_embd, n_expert, name="ffn_down_exps"),
+            cur,
+            selected,
+            self.opt("ffn_down_exps.scale", n_expert) if scales else None,
         )
         if expert_bias:
-            experts = ggml.add_id(experts, _w(n_embd, n_expert, name="ffn_down_exps.bias"), selected)
+            experts = ggml.add_id(experts, self.wt(n_embd, n_expert, name="ffn_down_exps.bias"), selected)
         experts = ggml.binary("MUL", experts, weights)
         self.gf.expand(experts)
         views = []
@@ -419,10 +451,10 @@ class GraphContext:
                 t = ggml.binary("MUL", t, s)
             return t
 
-        tmp = tail(ggml.mul_mat(_w(n_embd, n_ff, name="ffn_up"), cur), "ffn_up", n_ff)
-        g = tail(ggml.mul_mat(_w(n_embd, n_ff, name="ffn_gate"), cur), "ffn_gate", n_ff)
+        tmp = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name="ffn_up"), cur), "ffn_up", n_ff)
+        g = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name="ffn_gate"), cur), "ffn_gate", n_ff)
         cur = ggml.glu_split(g, tmp)
-        return tail(ggml.mul_mat(_w(n_ff, n_embd, name="ffn_down"), cur), "ffn_down", n_embd)
+        return tail(ggml.mul_mat(self.wt(n_ff, n_embd, name="ffn_down"), cur), "ffn_down", n_embd)
 
 
 def _n(t: Tensor) -> int:

@@ -9,6 +9,15 @@ from dataclasses import dataclass
 FLAG_INPUT = 1
 FLAG_OUTPUT = 2
 
+#: what a tensor with memory of its own is (ggml_backend_buffer_usage): a model weight or a cache
+USAGE_WEIGHTS = 1
+USAGE_CACHE = 2
+#: the layer of the input layer's tensors (the token embeddings) and of the output layer's
+INPUT_LAYER = -1
+OUTPUT_LAYER = -2
+#: a pin: the node runs on the CPU when the KV cache stays in host memory (-nkvo: build_attn_mha)
+PIN_CPU_WITHOUT_KV_OFFLOAD = -3
+
 #: ggml_op_can_inplace (ggml-alloc.c): ops whose result may take over a source's memory
 INPLACE_OPS = frozenset(
     {
@@ -54,6 +63,12 @@ class Tensor:
     flags: int = 0
     name: str = ""
     view_offs: int = 0
+    # where the scheduler finds it: for a tensor with memory of its own, its usage and layer (the placement puts
+    # the layer's weights and cache on a device); for a node llama.cpp assigns a backend to (the callback's
+    # ggml_backend_sched_set_tensor_backend), the layer whose device it is pinned to
+    usage: int = 0
+    layer: int = INPUT_LAYER
+    pin: int | None = None
     # the graph allocator's state for this tensor (ggml-alloc.c's hash_node), reset by each reserve
     n_children: int = 0
     n_views: int = 0

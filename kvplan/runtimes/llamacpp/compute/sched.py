@@ -1,0 +1,420 @@
+"""A port of ggml's backend scheduler (ggml/src/ggml-backend.cpp, llama.cpp 2026-10-01) as far as the compute
+buffers depend on it: ggml_backend_sched_split_graph assigns every node of llama.cpp's graph to a backend (pass 1:
+where its weights or its memory are, inputs on the CPU; pass 2: GPU backends expanded down and up over the nodes
+between, then any backend; pass 3: higher-priority backends of the same buffer type, unassigned nodes to the
+backend with the most supported inputs; pass 4: sources from their users and views from their sources), splits it
+where the backend changes, and copies each input of a split that lives in a buffer its backend cannot read into
+that backend's compute buffer (with pipeline parallelism, n_copies of each, and of every graph input); the graph
+copy it hands to ggml's allocator (ggml_gallocr_reserve_n) puts each split's input copies before its nodes. Each
+backend's compute buffer is then what the allocator reserves in that backend's buffer type.
+
+The backends are the devices in llama.cpp's order (model.devices), then the CPU, last (llama_context's
+constructor). llama.cpp's graph callback (llama_context::graph_get_cb) pins each layer's norms to the layer's
+device when every layer is offloaded or the batch is under 32 tokens; build_attn_mha pins the attention output
+to the CPU under -nkvo. The backend rules here are those of the CPU backend and of ggml's RPC backend (every op
+supported, no op offload, a device reads only its own buffers: the devices of llama-fit-params's oracle); other
+GPU backends differ in which ops they support and offload (not ported yet)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvplan.runtimes.llamacpp.compute.alloc import CPU, BufferType, GraphAllocator
+from kvplan.runtimes.llamacpp.compute.ggml import Graph
+from kvplan.runtimes.llamacpp.compute.tensor import (
+    FLAG_INPUT,
+    FLAG_OUTPUT,
+    INPUT_LAYER,
+    OUTPUT_LAYER,
+    PIN_CPU_WITHOUT_KV_OFFLOAD,
+    USAGE_CACHE,
+    USAGE_WEIGHTS,
+    Tensor,
+)
+
+#: GGML_SCHED_MAX_COPIES: the copies of each input with pipeline parallelism
+MAX_COPIES = 4
+_VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
+#: ops whose weights do not choose their backend (ggml_backend_sched_backend_id_from_cur)
+_NOT_BY_WEIGHT = frozenset({"ROPE", "FLASH_ATTN_EXT"})
+HOST = -1  # a placement's device index for host memory (the CPU backend)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where llama.cpp's loader put each layer's weights and caches: `where[il]` the device of layer il (HOST for
+    host memory; the last entry is the output layer's), `rules` the tensor buffer overrides (-ot and -ncmoe's
+    patterns, first match wins: GGUF tensor name pattern → device), `kv_on_host` for -nkvo."""
+
+    n_devices: int
+    where: tuple[int, ...]
+    rules: tuple[tuple[re.Pattern[str], int], ...] = ()
+    kv_on_host: bool = False
+    #: llama_context's pipeline parallelism: several devices, every layer offloaded, -sm layer, the KV offloaded,
+    #: no tensor overrides (and every device with async compute and events, as the RPC and CUDA backends have)
+    pipeline_parallel: bool = False
+    #: the backends llama.cpp assigns while it builds the graph (the callback's norms, -nkvo's attention output)
+    #: hold: so when a context allocates its buffers (ggml_backend_sched_reserve); the fit's no_alloc projection
+    #: (ggml_backend_sched_reserve_size, common_get_device_memory_data) resets the scheduler first and loses them
+    pins: bool = True
+
+    def device_of_layer(self, il: int) -> int:
+        if il == INPUT_LAYER:
+            return HOST  # the input layer stays in host memory (llama_model::load_tensors: dev_input)
+        return self.where[-1] if il == OUTPUT_LAYER else self.where[il]
+
+    @property
+    def full_offload(self) -> bool:
+        """model.n_gpu_layers() > n_layer_all: the output layer (and so every layer) on a device."""
+        return all(d != HOST for d in self.where)
+
+
+def gguf_name(t: Tensor) -> str:
+    """The tensor's name in the GGUF (blk.N.attn_q.weight, output.weight, token_embd.weight)."""
+    name = t.name if t.name.endswith((".bias", ".scale")) else t.name + ".weight"
+    return f"blk.{t.layer}.{name}" if t.layer >= 0 else name
+
+
+@dataclass
+class Split:
+    """ggml_backend_sched_split: a run of nodes on one backend and the sources it copies in."""
+
+    backend: int
+    i_start: int
+    i_end: int = 0
+    inputs: list[Tensor] | None = None
+
+
+@dataclass
+class SplitGraph:
+    """The scheduler's graph copy: nodes and leafs with their backends (the allocator's buffer ids), and the
+    sources of the nodes whose inputs were copied (ggml rewrites node->src in place; here they are applied for
+    the allocation and put back, so one graph serves every placement)."""
+
+    nodes: list[Tensor]
+    node_backends: list[int]
+    leafs: list[Tensor]
+    leaf_backends: list[int]
+    new_srcs: dict[int, tuple[Tensor | None, ...]]
+
+
+def _dup_layout(t: Tensor, name: str) -> Tensor:
+    """ggml_dup_tensor_layout: a tensor of the same type, shape and strides, with memory of its own."""
+    return Tensor("NONE", t.type, t.ne, t.nb, t.nbytes, name=name)
+
+
+def _view_dep(t: Tensor) -> Tensor:
+    """ggml_view_tensor(input) with src[0] = input: keeps the input alive until its copy is made."""
+    root = t.view_src if t.view_src is not None else t
+    return Tensor("NONE", t.type, t.ne, t.nb, t.nbytes, (t,), root, name=t.name + " (view)")
+
+
+class Scheduler:
+    """ggml_backend_sched over one graph and placement: `reserve` gives each backend's compute buffer bytes
+    (devices in order, then the CPU)."""
+
+    def __init__(
+        self,
+        placement: Placement,
+        n_tokens: int,
+        bufts: Sequence[BufferType] | None = None,
+        cpu_buft: BufferType = CPU,
+    ) -> None:
+        self.p = placement
+        n = placement.n_devices
+        self.n_backends = n + 1
+        self.cpu = n  # the last backend: the CPU
+        self.bufts = tuple(bufts) if bufts is not None else tuple(BufferType(f"RPC{i}") for i in range(n))
+        self.bufts += (cpu_buft,)
+        self.n_copies = MAX_COPIES if placement.pipeline_parallel else 1
+        self.pin_norms = placement.pins and (n_tokens < 32 or placement.full_offload)
+        self._home_cache: dict[int, int] = {}
+
+    # --- where memory is
+
+    def _backend_of_device(self, d: int) -> int:
+        return self.cpu if d == HOST else d
+
+    def home(self, t: Tensor) -> int:
+        """The backend whose buffer holds a tensor with memory of its own (ggml_backend_sched_backend_from_buffer:
+        the highest-priority backend that supports its buffer type — its device's, or the CPU for host memory)."""
+        key = id(t)
+        b = self._home_cache.get(key)
+        if b is None:
+            p = self.p
+            if t.usage == USAGE_CACHE:
+                d = HOST if p.kv_on_host else p.device_of_layer(t.layer)
+            else:
+                d = p.device_of_layer(t.layer)
+                if p.rules:
+                    name = gguf_name(t)
+                    d = next((dest for rule, dest in p.rules if rule.search(name)), d)
+            b = self._backend_of_device(d)
+            self._home_cache[key] = b
+        return b
+
+    def _buft_of(self, t: Tensor, ids: dict[int, int]) -> int | None:
+        """The backend whose buffer type holds t (allocated: its buffer's; else the backend assigned to it or to
+        its view source); buffer types are one per backend here, so a backend index stands for one."""
+        if t.external:
+            return self.home(t)
+        if t.view_src is not None and t.view_src.external:
+            return self.home(t.view_src)
+        b = ids.get(id(t), -1)
+        if b == -1 and t.view_src is not None:
+            b = ids.get(id(t.view_src), -1)
+        return None if b == -1 else b
+
+    def _supported(self, t: Tensor, backend: int, ids: dict[int, int]) -> bool:
+        """ggml_backend_sched_buffer_supported: the backend can read t where it is (its own buffer type)."""
+        b = self._buft_of(t, ids)
+        return b is not None and self.bufts[b] == self.bufts[backend]
+
+    def _from_cur(self, t: Tensor) -> int:
+        """ggml_backend_sched_backend_id_from_cur."""
+        if t.external:
+            return self.home(t)
+        vs = t.view_src
+        if vs is not None and vs.external:
+            return self.home(vs)
+        if t.flags & FLAG_INPUT:
+            return self.cpu
+        if t.op not in _NOT_BY_WEIGHT:
+            for src in t.srcs:
+                if src is not None and src.external and src.usage == USAGE_WEIGHTS:
+                    return self.home(src)  # (op offload: no backend here offloads)
+        return -1
+
+    # --- ggml_backend_sched_split_graph
+
+    def split(self, g: Graph) -> SplitGraph:
+        """ggml_backend_sched_split_graph: every tensor's backend, the splits and the graph copy."""
+        ids = self._assign(g)
+        splits, copies, new_srcs = self._splits(g.nodes, ids)
+        graph_inputs = self._graph_inputs(g.leafs, ids, copies)
+        return self._graph_copy(g, ids, splits, copies, graph_inputs, new_srcs)
+
+    def _pins(self, nodes: Sequence[Tensor], ids: dict[int, int]) -> None:
+        """The assignments made while the graph was built (ggml_backend_sched_set_tensor_backend)."""
+        for node in nodes:
+            pin = node.pin
+            if pin is None or not self.p.pins:
+                continue
+            if pin == PIN_CPU_WITHOUT_KV_OFFLOAD:
+                if self.p.kv_on_host:
+                    ids[id(node)] = self.cpu
+            elif self.pin_norms:
+                ids[id(node)] = self._backend_of_device(self.p.device_of_layer(pin))
+
+    def _assign(self, g: Graph) -> dict[int, int]:
+        """Passes 1 to 4: a backend for every leaf and node (tensor id → backend)."""
+        nodes = g.nodes
+        ids: dict[int, int] = {}
+        self._pins(nodes, ids)
+        for t in (*g.leafs, *nodes):  # pass 1: by where the memory or the weights are
+            if id(t) not in ids:
+                ids[id(t)] = self._from_cur(t)
+        real = [n for n in nodes if n.op not in _VIEW_OPS]
+        self._expand(real, ids)
+        self._upgrade(real, ids)
+        self._from_neighbours(nodes, ids)
+        return ids
+
+    def _expand(self, real: list[Tensor], ids: dict[int, int]) -> None:
+        """Pass 2: GPU backends expanded down and up over the unassigned nodes (the CPU skipped), then every
+        backend down and up (every op is supported by every backend here)."""
+        cpu = self.cpu
+        for order, skip_cpu in ((real, True), (real[::-1], True), (real, False), (real[::-1], False)):
+            cur = -1
+            for node in order:
+                b = ids[id(node)]
+                if b != -1:
+                    cur = -1 if skip_cpu and b == cpu else b
+                elif cur != -1:
+                    ids[id(node)] = cur
+
+    def _upgrade(self, real: list[Tensor], ids: dict[int, int]) -> None:
+        """Pass 3: a node moves to a higher-priority backend of the same buffer type that reads all its sources;
+        a node still unassigned goes to the backend that reads most of its sources."""
+        for node in real:
+            b = ids[id(node)]
+            if b == -1:
+                best_n = -1
+                for cand in range(self.n_backends):
+                    n_sup = sum(
+                        1
+                        for src in node.srcs
+                        if src is not None
+                        and (
+                            ids.get(id(src), -1) != -1
+                            or (src.view_src is not None and ids.get(id(src.view_src), -1) != -1)
+                        )
+                        and self._supported(src, cand, ids)
+                    )
+                    if n_sup > best_n:
+                        best_n = n_sup
+                        ids[id(node)] = cand
+                continue
+            for cand in range(b):
+                if self.bufts[cand] == self.bufts[b] and all(
+                    src is None or self._supported(src, cand, ids) for src in node.srcs
+                ):
+                    ids[id(node)] = cand
+                    break
+
+    @staticmethod
+    def _from_neighbours(nodes: list[Tensor], ids: dict[int, int]) -> None:
+        """Pass 4: views from their sources, sources from their users, the rest to the first backend."""
+        for node in nodes:
+            b = ids.get(id(node), -1)
+            if node.view_src is not None and b == -1:
+                b = ids.get(id(node.view_src), -1)
+                ids[id(node)] = b
+            for src in node.srcs:
+                if src is not None and ids.get(id(src), -1) == -1:
+                    ids[id(src)] = ids.get(id(src.view_src), -1) if src.view_src is not None else b
+            if b == -1:
+                ids[id(node)] = 0
+
+    def _needs_new_split(self, node: Tensor, cur_b: int, ids: dict[int, int]) -> bool:
+        """A weight of the node on another backend whose buffer this one cannot read starts a new split."""
+        return any(
+            src is not None
+            and src.external
+            and src.usage == USAGE_WEIGHTS
+            and ids[id(src)] != cur_b
+            and not self._supported(src, cur_b, ids)
+            for src in node.srcs
+        )
+
+    def _splits(
+        self, nodes: list[Tensor], ids: dict[int, int]
+    ) -> tuple[list[Split], dict[tuple[int, int], list[Tensor]], dict[int, tuple[Tensor | None, ...]]]:
+        """Pass 5: the splits (where the backend changes), and a copy in each split's backend of every source it
+        cannot read where it is (n_copies of them, marked input and output with pipeline parallelism)."""
+        first = next((n for n in nodes if n.op not in _VIEW_OPS), None)
+        split = Split(ids[id(first)] if first is not None else 0, 0, inputs=[])
+        splits = [split]
+        copies: dict[tuple[int, int], list[Tensor]] = {}
+        new_srcs: dict[int, tuple[Tensor | None, ...]] = {}
+        cur_b = split.backend
+        start = nodes.index(first) if first is not None else len(nodes)
+        for i in range(start, len(nodes)):
+            node = nodes[i]
+            if node.op in _VIEW_OPS:
+                continue
+            nb = ids[id(node)]
+            if nb != cur_b or (split.inputs and self._needs_new_split(node, cur_b, ids)):
+                split.i_end = i
+                split = Split(nb, i, inputs=[])
+                splits.append(split)
+                cur_b = nb
+            srcs = list(node.srcs)
+            changed = False
+            for j, src in enumerate(srcs):
+                if src is None or ids[id(src)] == cur_b or self._supported(src, cur_b, ids):
+                    continue
+                made = copies.get((id(src), cur_b))
+                if made is None:
+                    made = [_dup_layout(src, f"{cur_b}#{src.name}#{c}") for c in range(self.n_copies)]
+                    if self.n_copies > 1:
+                        for cp in made:
+                            cp.flags |= FLAG_INPUT | FLAG_OUTPUT
+                    copies[(id(src), cur_b)] = made
+                    assert split.inputs is not None
+                    split.inputs.append(src)
+                srcs[j] = made[0]
+                changed = True
+            if changed:
+                new_srcs[id(node)] = tuple(srcs)
+        split.i_end = len(nodes)
+        return splits, copies, new_srcs
+
+    def _graph_inputs(
+        self, leafs: list[Tensor], ids: dict[int, int], copies: dict[tuple[int, int], list[Tensor]]
+    ) -> list[tuple[Tensor, list[Tensor]]]:
+        """Pass 6 (pipeline parallelism): n_copies of every graph input, the first the input itself, all marked
+        input and output."""
+        out: list[tuple[Tensor, list[Tensor]]] = []
+        if self.n_copies == 1:
+            return out
+        for leaf in leafs:
+            if not leaf.flags & FLAG_INPUT:
+                continue
+            key = (id(leaf), ids[id(leaf)])
+            if key not in copies:
+                made = [leaf] + [_dup_layout(leaf, f"{key[1]}#{leaf.name}#{c}") for c in range(1, self.n_copies)]
+                for cp in made:
+                    cp.flags |= FLAG_INPUT | FLAG_OUTPUT
+                copies[key] = made
+            out.append((leaf, copies[key]))
+        return out
+
+    def _graph_copy(
+        self,
+        g: Graph,
+        ids: dict[int, int],
+        splits: list[Split],
+        copies: dict[tuple[int, int], list[Tensor]],
+        graph_inputs: list[tuple[Tensor, list[Tensor]]],
+        new_srcs: dict[int, tuple[Tensor | None, ...]],
+    ) -> SplitGraph:
+        """The graph the allocator is given: each split's inputs (a view keeping the source alive, then its copy)
+        before the split's nodes; the leafs: the copies (pipeline parallelism), then the graph's own."""
+        out = SplitGraph([], [], [], [], new_srcs)
+        for s in splits:
+            assert s.inputs is not None
+            for inp in s.inputs:
+                out.nodes += (_view_dep(inp), copies[(id(inp), s.backend)][0])
+                out.node_backends += (ids[id(inp)], s.backend)
+            for j in range(s.i_start, s.i_end):
+                out.nodes.append(g.nodes[j])
+                out.node_backends.append(ids[id(g.nodes[j])])
+        if self.n_copies > 1:
+            for leaf, made in graph_inputs:
+                out.leafs += made
+                out.leaf_backends += [ids[id(leaf)]] * len(made)
+            for s in splits:
+                assert s.inputs is not None
+                for inp in s.inputs:
+                    made = copies[(id(inp), s.backend)]
+                    out.leafs += made
+                    out.leaf_backends += [s.backend] * len(made)
+        for leaf in g.leafs:
+            out.leafs.append(leaf)
+            out.leaf_backends.append(ids[id(leaf)])
+        self.n_splits = len(splits)
+        return out
+
+    def reserve(self, g: Graph) -> tuple[list[int], GraphAllocator]:
+        """ggml_backend_sched_reserve_size: the compute buffer of every backend (devices, then the CPU)."""
+        flags = {id(t): t.flags for t in g.leafs}  # (pass 6 marks the graph's inputs: the graph is reused)
+        saved = {}
+        by_id = {id(n): n for n in g.nodes}
+        try:
+            sg = self.split(g)
+            for key, srcs in sg.new_srcs.items():
+                node = by_id[key]
+                saved[key] = node.srcs
+                node.srcs = srcs
+            alloc = GraphAllocator(self.bufts)
+            sizes = alloc.reserve(sg.leafs, sg.nodes, sg.node_backends, sg.leaf_backends)
+        finally:
+            for key, srcs in saved.items():
+                by_id[key].srcs = srcs
+            for t in g.leafs:
+                t.flags = flags[id(t)]
+        return sizes, alloc
+
+
+def compute_buffers(
+    g: Graph, placement: Placement, n_tokens: int, bufts: Sequence[BufferType] | None = None
+) -> tuple[list[int], GraphAllocator]:
+    """Each device's compute buffer, then the CPU's, for llama.cpp's graph on this placement."""
+    return Scheduler(placement, n_tokens, bufts).reserve(g)
+
+
+def rules_from(patterns: Sequence[tuple[str, int]]) -> tuple[tuple[re.Pattern[str], int], ...]:
+    return tuple((re.compile(p), d) for p, d in patterns)
