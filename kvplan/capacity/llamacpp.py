@@ -48,6 +48,11 @@ from kvplan.units import GIB
 #: at ubatch 512); the part that grows with the context is compute_buffer() below
 DEFAULT_OVERHEAD_BYTES = 1 * GIB
 COMPUTE_BASIS = "llama.cpp's graph split over the devices (ports of its scheduler and allocator)"
+#: what a GPU's total memory holds that llama.cpp does not see free, where the compute is kvplan's own: an
+#: estimate from public startup logs (total − free reported before loading: RTX 4090 24,563 − 23,040 MiB,
+#: llama.cpp issue #27680 and Ollama issue #8923; H100 80 GB 79.65 − 78.6 GiB, Ollama issue #8098): 1.05 to
+#: 1.49 GiB, so 1 GiB, as before; give --memory (the free memory) or --overhead where you know better
+DEVICE_RESERVE_BYTES = 1 * GIB
 RUN_COMMAND = "llama-server"
 _MASK_BYTES = 2  # f16 KQ mask (flash attention); the f32 scores and mask without it are 4 B
 _SCORE_BYTES = 4
@@ -145,6 +150,9 @@ class Target:
     #: the compute as llama.cpp's fit projects it (no_alloc: the graph callback's backend assignments are lost),
     #: not as a context allocates it
     fit_projection: bool = False
+    #: per GPU, the memory a --gpu preset's total holds that llama.cpp never sees free (CUDA context, driver,
+    #: display): DEVICE_RESERVE_BYTES for a preset; 0 for --memory, which is the free memory llama.cpp sees
+    device_reserve: int = 0
 
     def place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         """Weights, KV / state, compute and overhead of every device for one configuration (raises where
@@ -197,9 +205,9 @@ class Target:
             for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
                 kv[-1 if self.no_kv_offload else where[min(il, len(where) - 1)]] += b
         computes = [0] * (n + 1)
-        exact = self.overhead is None and self._compute_exact(p, where, computes)
-        if exact:
-            basis, overhead = COMPUTE_BASIS, 0
+        exact = self._compute_exact(p, where, computes) if self.overhead is None else None
+        if exact is not None:
+            basis, overhead = exact, self.device_reserve
         elif self.overhead is None:
             compute, basis = compute_buffer(p)
             computes = [compute] * n + [0]
@@ -222,14 +230,15 @@ class Target:
         host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], computes[-1], 0)
         return Placement(settings, p, gpus, host, basis)
 
-    def _compute_exact(self, p: MemoryPlan, where: list[int], out: list[int]) -> bool:
-        """Each device's compute buffer and the host's, from llama.cpp's graph split over this placement (False
-        where kvplan has no graph for the architecture, or the backend's rules are not ported)."""
+    def _compute_exact(self, p: MemoryPlan, where: list[int], out: list[int]) -> str | None:
+        """Each device's compute buffer and the host's, from llama.cpp's graph split over this placement, and its
+        basis (None where kvplan has no graph for the architecture)."""
         from kvplan.runtimes.llamacpp.compute import Placement as Devices
         from kvplan.runtimes.llamacpp.compute import device_compute_buffers
+        from kvplan.runtimes.llamacpp.compute.sched import CUDA, RPC
 
-        if p.context.backend is not Backend.CPU or self.draft is not None or self.mtp or self.split_none:
-            return False
+        if self.draft is not None or self.mtp or self.split_none:
+            return None
         rules = [(re.compile(pat), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
                  for pat, b in self.overrides]  # fmt: skip
         rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
@@ -242,12 +251,14 @@ class Target:
             pipeline_parallel=n > 1 and all(d != -1 for d in where) and not rules and not self.no_kv_offload,
             pins=not self.fit_projection,
         )
-        got = device_compute_buffers(p, devices)
+        backend_rules = RPC if p.context.backend is Backend.CPU else CUDA
+        sizes = {name: b for name, _il, b in self.weights.tensors}
+        got = device_compute_buffers(p, devices, backend_rules, sizes)
         if got is None:
-            return False
+            return None
         for i, c in enumerate(got):
             out[i] = c.bytes
-        return True
+        return COMPUTE_BASIS if backend_rules.recorded else f"{COMPUTE_BASIS}; CUDA's rules from its source"
 
     def _place_tensors(self, weights: Weights, where: list[int], w: list[int]) -> None:
         """Tensor by tensor, as llama.cpp's loader does with buffer overrides: the first -ot pattern a tensor's
@@ -515,6 +526,7 @@ class LlamaCppRuntime:
             o.mtp,
             first,
             o.split_mode == "none",
+            device_reserve=DEVICE_RESERVE_BYTES if req.hardware is not None and req.hardware.model is not None else 0,
         )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:
@@ -584,8 +596,15 @@ class LlamaCppRuntime:
             overhead_basis=(
                 "given (--overhead)"
                 if target.overhead is not None
-                else "estimate: CUDA context + llama.cpp's fixed compute buffer; measure with "
-                "llama-fit-params --fit-print on and pass --overhead"
+                else (
+                    "the CUDA context and driver's share of a --gpu preset's total (an estimate from public logs); "
+                    "give --memory with the free memory llama.cpp reports to leave it out"
+                    if target.device_reserve
+                    else "none: --memory is the free memory llama.cpp sees"
+                )
+                if placement.compute_basis.startswith(COMPUTE_BASIS)
+                else "estimate: CUDA context + llama.cpp's fixed compute buffer (kvplan has no graph for this "
+                "architecture yet); measure with llama-fit-params --fit-print on and pass --overhead"
             ),
             trained_ctx=model.n_ctx_train,
             capped_by_trained=capped,

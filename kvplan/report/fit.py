@@ -380,14 +380,31 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
     run line that reproduces them)."""
     doc = fit_document(ev, units)
     measured = req.overhead is not None
-    basis = (
-        "the compute per GPU given (--overhead): llama.cpp's own fit makes these choices when that is the compute "
-        "buffer it measures (proven on llama.cpp's recorded fits)"
-        if measured
-        else "kvplan's compute and overhead estimate per GPU: llama.cpp's choices can differ by a layer or a few "
-        "hundred tokens where its compute buffers differ; measure them with llama-fit-params --fit-print on and "
-        "pass --overhead for its exact choice"
-    )
+    from kvplan.capacity.llamacpp import COMPUTE_BASIS
+
+    placement = getattr(getattr(ev.fit, "detail", None), "placement", None)
+    graph = getattr(placement, "compute_basis", "")
+    if measured:
+        basis = (
+            "the compute per GPU given (--overhead): llama.cpp's own fit makes these choices when that is the "
+            "compute buffer it measures (proven on llama.cpp's recorded fits)"
+        )
+    elif graph == COMPUTE_BASIS:
+        basis = (
+            "kvplan's compute per device, llama.cpp's graph split over the devices as its fit measures it in every "
+            "projection (the CPU backend's buffer rules: 297 of 297 recorded fits chosen alike)"
+        )
+    elif graph.startswith(COMPUTE_BASIS):
+        basis = (
+            "kvplan's compute per GPU, llama.cpp's graph split over the GPUs with CUDA's rules read from its source "
+            "(not recorded on a GPU); measure with llama-fit-params --fit-print on and pass --overhead to check"
+        )
+    else:
+        basis = (
+            "kvplan's compute and overhead estimate per GPU (no graph for this architecture yet): llama.cpp's "
+            "choices can differ by a layer or a few hundred tokens where its compute buffers differ; measure them "
+            "with llama-fit-params --fit-print on and pass --overhead for its exact choice"
+        )
     why = []
     if any(choice.short_of_all):
         need = ", ".join(f"{format_size(b, units)} more on GPU{i}" for i, b in enumerate(choice.short_of_all) if b)

@@ -109,8 +109,8 @@ def test_cuda_buffer_rules() -> None:
     assert plan(m, s).total_bytes - cpu == 27 * (2507264 - raw)
 
 
-def _fit(name: str, memory: tuple[int, ...], **options: object):
-    req = Request(name, llamacpp=LlamaCppOptions(**options), hardware=parse_memory(memory))  # type: ignore[arg-type]
+def _fit(name: str, memory: tuple[int, ...], overhead: int | None = None, **options: object):
+    req = Request(name, llamacpp=LlamaCppOptions(**options), hardware=parse_memory(memory), overhead=overhead)  # type: ignore[arg-type]
     m = load_model(name)
     return fit.RUNTIME.fit(dataclasses.replace(m, n_params=m.n_params or 8_000_000_000), req)
 
@@ -132,12 +132,12 @@ def test_does_not_fit_names_the_binding_constraint() -> None:
     # weights: 8 B × q4_k_m do not fit in 4 GiB at all
     r = _fit("llama-3.1-8b", (4 * GIB,))
     assert r.mode is Mode.MAX_CTX and not r.fits and r.shortfall.constraint is Constraint.WEIGHTS
-    # overhead: the weights fit, the 1 GiB overhead estimate does not
+    # overhead: the weights fit, a 1 GiB --overhead does not
     w = model_weights(load_model("llama-3.1-8b"), "q4_k_m", None).total_bytes
-    r = _fit("llama-3.1-8b", (w + 512 * MIB,), ctx_size=4096)
+    r = _fit("llama-3.1-8b", (w + 512 * MIB,), GIB, ctx_size=4096)
     assert r.shortfall.constraint is Constraint.OVERHEAD
-    # compute: with flash attention off the f32 KQ scores of 128k cells (33 × 131072 × 512 × 4 B = 8.25 GiB)
-    # do not fit in the 4 GiB left after the weights and the 1 GiB overhead
+    # compute: with flash attention off the f32 KQ scores of 128k cells (32 heads × 131072 × 512 × 4 B = 8 GiB)
+    # do not fit in the 5 GiB left after the weights
     r = _fit("llama-3.1-8b", (w + 5 * GIB,), ctx_size=131072, flash_attn=FlashAttn.OFF)
     assert r.shortfall.constraint is Constraint.COMPUTE
 

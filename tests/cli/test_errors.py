@@ -102,18 +102,18 @@ def test_json_is_always_json() -> None:
 
 def test_does_not_fit_says_why_and_what_would() -> None:
     # 32.76 B parameters (counted) × q4_k_m = 18.69 GiB of weights fit on a 24,564 MiB card (23.99 GiB); with the
-    # 1 GiB overhead and the 128 MiB KQ mask (131072 cells × ubatch 512 × 2 B), 4.18 GiB are left: 128k tokens of f16
-    # KV (32 GiB) do not fit
+    # preset's 1 GiB CUDA context estimate and llama.cpp's compute buffer (the logits, 151,936 × ubatch 512 × 4 B,
+    # then the KQ mask), 4.00 GiB are left: 128k tokens of f16 KV (32 GiB) do not fit
     r = kv("fit", "qwen3-32b", "--gpu", "RTX-4090", "-c", "128k", "--fit", "off")
     assert r.exit_code == 1
     first = r.stdout.splitlines()[0]
     assert first == (
         "llama.cpp: does not fit: 1 sequence of 131,072 tokens on RTX-4090 with f16 KV: the KV cache (32.00 GiB) "
-        "exceeds the 4.18 GiB left on GPU0 after weights, compute and overhead"
+        "exceeds the 4.00 GiB left on GPU0 after weights, compute and overhead"
     )
-    # the longest context: 4.302 GiB after weights and overhead ÷ (256 KiB of KV + 1 KiB of mask per token) = 17,552
-    # tokens, 17,408 in steps of 256
-    assert "would fit: -c 17408 -np 1 (the longest context: 1 sequence of 17,408 tokens)" in r.stdout
+    # the longest context: 4.302 GiB after weights and overhead, less the compute buffer (its 297 MiB of logits and
+    # the rest of the graph at that context), ÷ 256 KiB of KV per token: 16,384 tokens in steps of 256
+    assert "would fit: -c 16384 -np 1 (the longest context: 1 sequence of 16,384 tokens)" in r.stdout
     assert "run:" not in r.stdout
     engine = kv("fit", "llama-3.1-70b", "--engine", "sglang", "--gpu", "L4", "--params", "70B")
     assert engine.exit_code == 1 and "the weights (130.39 GiB) exceed" in engine.stdout and "run:" not in engine.stdout

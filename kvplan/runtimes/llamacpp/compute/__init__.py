@@ -5,6 +5,7 @@ tests/fixtures/oracle/compute_graph.json); other architectures have no graph her
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kvplan.model import ModelDescription
@@ -12,7 +13,7 @@ from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
 from kvplan.runtimes.llamacpp.compute.archs import BUILDERS, Dims
 from kvplan.runtimes.llamacpp.compute.context import Reserve, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
-from kvplan.runtimes.llamacpp.compute.sched import HOST, Placement, Scheduler
+from kvplan.runtimes.llamacpp.compute.sched import CUDA, HOST, RPC, DeviceRules, Placement, Scheduler
 from kvplan.runtimes.llamacpp.plan import CacheKind, FlashAttn, MemoryPlan
 
 _WINDOWS = ("sliding window", "chunked window")
@@ -131,22 +132,29 @@ def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
     )
 
 
-def device_compute_buffers(p: MemoryPlan, placement: Placement) -> tuple[ComputeBuffer, ...] | None:
+def device_compute_buffers(
+    p: MemoryPlan, placement: Placement, rules: DeviceRules = RPC, weight_bytes: Mapping[str, int] | None = None
+) -> tuple[ComputeBuffer, ...] | None:
     """llama.cpp's compute buffer on every device of a placement, then the host's (the CPU backend's), as its
-    scheduler splits the graph over them (sched.py: the CPU and RPC backends' rules), or None where kvplan has
-    no graph for the architecture."""
+    scheduler splits the graph over them with the devices' `rules` (RPC: the CPU backend's, recorded; CUDA: read
+    from ggml-cuda), or None where kvplan has no graph for the architecture."""
     g = graph_of(p)
     if g is None:
         return None
-    sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens).reserve(g)
+    sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens, rules, weight_bytes).reserve(g)
     basis = "llama.cpp's worst-case graph split over the devices by a port of ggml's scheduler and allocator"
+    if not rules.recorded:
+        basis += f" ({rules.name} rules derived from its source, not recorded)"
     names = [f"GPU{i}" for i in range(placement.n_devices)] + ["CPU"]
     return tuple(ComputeBuffer(names[i], size, alloc.peak_parts(i), basis) for i, size in enumerate(sizes))
 
 
 __all__ = [
+    "CUDA",
     "HOST",
+    "RPC",
     "ComputeBuffer",
+    "DeviceRules",
     "Placement",
     "cpu_compute_buffer",
     "device_compute_buffers",

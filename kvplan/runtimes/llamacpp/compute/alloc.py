@@ -109,12 +109,37 @@ class DynAllocator:
 
 @dataclass(frozen=True, slots=True)
 class BufferType:
-    """What the allocator needs of a backend buffer type: its alignment and maximum buffer size (CPU: 32, no
-    limit; ggml_backend_buft_get_alloc_size is the tensor's bytes for every buffer type ported)."""
+    """What the allocator needs of a backend buffer type: its alignment, maximum buffer size and allocation size
+    (ggml_backend_buft_get_alloc_size: the tensor's bytes, except where `fa_f16_copies` says otherwise)."""
 
     name: str
     alignment: int = 32
     max_size: int = SIZE_MAX
+    #: CUDA's buffer type (ggml_backend_cuda_buffer_type_get_alloc_size → ggml_cuda_flash_attn_ext_get_alloc_size):
+    #: a FLASH_ATTN_EXT result also holds f16 copies of a K and V that are not f16, 128-byte aligned, where the
+    #: MMA or tile kernel runs (batches of prompt tokens)
+    fa_f16_copies: bool = False
+
+    def alloc_size(self, t: Tensor) -> int:
+        if not self.fa_f16_copies or t.op != "FLASH_ATTN_EXT":
+            return t.nbytes
+        size = t.nbytes
+        k, v = t.srcs[1], t.srcs[2]
+        if k is not None and k.type != "f16":
+            size = _align(size, 128) + _elements(k) * 2
+        if v is not None and v.type != "f16":
+            v_is_k_view = (
+                k is not None
+                and v.view_src is not None
+                and (v.view_src is k or (v.view_src is k.view_src and v.view_offs == k.view_offs))
+            )
+            if not v_is_k_view:
+                size = _align(size, 128) + _elements(v) * 2
+        return size
+
+
+def _elements(t: Tensor) -> int:
+    return t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]
 
 
 CPU = BufferType("CPU")
@@ -140,8 +165,8 @@ class GraphAllocator:
 
     def _free_extra(self, node: Tensor, parent: Tensor) -> None:
         alloc = self.allocs[parent.buffer]
-        psize = _align(parent.nbytes, alloc.alignment)
-        nsize = _align(node.nbytes, alloc.alignment)
+        psize = _align(self.bufts[parent.buffer].alloc_size(parent), alloc.alignment)
+        nsize = _align(self.bufts[node.buffer].alloc_size(node), alloc.alignment)
         if psize > nsize:
             alloc.free(parent.chunk, parent.offset + nsize, psize - nsize)
 
@@ -169,7 +194,7 @@ class GraphAllocator:
                     return
         node.buffer = buffer_id
         alloc = self.allocs[buffer_id]
-        node.chunk, node.offset = alloc.alloc(node.nbytes)
+        node.chunk, node.offset = alloc.alloc(self.bufts[buffer_id].alloc_size(node))
         self.live[id(node)] = node
         size = alloc.size
         if size > self._peak[buffer_id]:
@@ -180,7 +205,7 @@ class GraphAllocator:
         """ggml_gallocr_free_node."""
         if node.flags & FLAG_OUTPUT:
             return
-        self.allocs[node.buffer].free(node.chunk, node.offset, node.nbytes)
+        self.allocs[node.buffer].free(node.chunk, node.offset, self.bufts[node.buffer].alloc_size(node))
         node.allocated = False
         self.live.pop(id(node), None)
 
@@ -245,7 +270,8 @@ class GraphAllocator:
         parts: dict[str, int] = {}
         for t in self._peak_live[buffer_id]:
             role = role_of(t)
-            parts[role] = parts.get(role, 0) + _align(t.nbytes, self.allocs[buffer_id].alignment)
+            size = self.bufts[buffer_id].alloc_size(t)
+            parts[role] = parts.get(role, 0) + _align(size, self.allocs[buffer_id].alignment)
         held = sum(parts.values())
         if self._peak[buffer_id] > held:
             parts["free blocks between them"] = self._peak[buffer_id] - held

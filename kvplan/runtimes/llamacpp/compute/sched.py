@@ -18,7 +18,7 @@ GPU backends differ in which ops they support and offload (not ported yet)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kvplan.runtimes.llamacpp.compute.alloc import CPU, BufferType, GraphAllocator
@@ -40,6 +40,42 @@ _VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
 #: ops whose weights do not choose their backend (ggml_backend_sched_backend_id_from_cur)
 _NOT_BY_WEIGHT = frozenset({"ROPE", "FLASH_ATTN_EXT"})
 HOST = -1  # a placement's device index for host memory (the CPU backend)
+
+
+@dataclass(frozen=True)
+class DeviceRules:
+    """How a device backend differs from the CPU's rules, as far as its compute buffer tells: its buffer
+    alignment, whether it takes over ops on weights in host memory (op offload: ggml_backend_offload_op, a batch
+    of at least `offload_min_batch` rows), and its allocation sizes. `recorded`: proven against llama.cpp here
+    (the RPC devices of the oracle); else read from the backend's source."""
+
+    name: str
+    alignment: int = 32
+    offload_min_batch: int | None = None
+    fa_f16_copies: bool = False
+    recorded: bool = False
+
+    def buffer_type(self, i: int) -> BufferType:
+        return BufferType(f"{self.name}{i}", self.alignment, fa_f16_copies=self.fa_f16_copies)
+
+
+#: a ggml RPC server's device (ggml-rpc.cpp): the CPU backend's buffers behind it, every op supported, no op offload
+RPC = DeviceRules("RPC", 32, recorded=True)
+#: ggml-cuda.cu (also HIP/ROCm, built from the same source): 128-byte buffers, op offload from 32 rows
+#: (ggml_backend_cuda_device_offload_op, get_op_batch_size; GGML_OP_OFFLOAD_MIN_BATCH), the flash-attention
+#: result's f16 K/V copies; its graph_optimize's allocation dependencies (MoE fusions) are not modelled
+CUDA = DeviceRules("CUDA", 128, 32, fa_f16_copies=True)
+
+
+def op_batch_size(t: Tensor) -> int:
+    """get_op_batch_size (ggml-cuda.cu)."""
+    if t.op == "GET_ROWS":
+        return 0
+    if t.op == "MUL_MAT":
+        return t.ne[1]
+    if t.op in ("MUL_MAT_ID", "ROPE", "ROPE_BACK"):
+        return t.ne[2]
+    return t.ne[1] * t.ne[2] * t.ne[3]
 
 
 @dataclass(frozen=True)
@@ -119,15 +155,20 @@ class Scheduler:
         self,
         placement: Placement,
         n_tokens: int,
-        bufts: Sequence[BufferType] | None = None,
-        cpu_buft: BufferType = CPU,
+        rules: DeviceRules = RPC,
+        weight_bytes: Mapping[str, int] | None = None,
     ) -> None:
         self.p = placement
         n = placement.n_devices
         self.n_backends = n + 1
         self.cpu = n  # the last backend: the CPU
-        self.bufts = tuple(bufts) if bufts is not None else tuple(BufferType(f"RPC{i}") for i in range(n))
-        self.bufts += (cpu_buft,)
+        self.rules = rules
+        #: the real bytes of the model's weights by GGUF name (a weight copied into a device's buffer under op
+        #: offload is its bytes; the graph's weights are shapes only)
+        self.weight_bytes = weight_bytes or {}
+        # the CPU backend's buffer type: the host buffer of the first device where it has one (CUDA_Host), with
+        # the CPU's alignment and sizes either way
+        self.bufts = (*(rules.buffer_type(i) for i in range(n)), CPU)
         self.n_copies = MAX_COPIES if placement.pipeline_parallel else 1
         self.pin_norms = placement.pins and (n_tokens < 32 or placement.full_offload)
         self._home_cache: dict[int, int] = {}
@@ -184,7 +225,12 @@ class Scheduler:
         if t.op not in _NOT_BY_WEIGHT:
             for src in t.srcs:
                 if src is not None and src.external and src.usage == USAGE_WEIGHTS:
-                    return self.home(src)  # (op offload: no backend here offloads)
+                    b = self.home(src)
+                    # a weight in host memory: the first device that offloads the op takes it (op_offload)
+                    m = self.rules.offload_min_batch
+                    if b == self.cpu and m is not None and self.p.n_devices and op_batch_size(t) >= m:
+                        return 0
+                    return b
         return -1
 
     # --- ggml_backend_sched_split_graph
@@ -278,6 +324,13 @@ class Scheduler:
             if b == -1:
                 ids[id(node)] = 0
 
+    def _copy_of(self, src: Tensor, name: str) -> Tensor:
+        """A split's copy of a source; a weight's is its real size."""
+        cp = _dup_layout(src, name)
+        if src.external and src.usage == USAGE_WEIGHTS:
+            cp.nbytes = self.weight_bytes.get(gguf_name(src), src.nbytes)
+        return cp
+
     def _needs_new_split(self, node: Tensor, cur_b: int, ids: dict[int, int]) -> bool:
         """A weight of the node on another backend whose buffer this one cannot read starts a new split."""
         return any(
@@ -318,7 +371,7 @@ class Scheduler:
                     continue
                 made = copies.get((id(src), cur_b))
                 if made is None:
-                    made = [_dup_layout(src, f"{cur_b}#{src.name}#{c}") for c in range(self.n_copies)]
+                    made = [self._copy_of(src, f"{cur_b}#{src.name}#{c}") for c in range(self.n_copies)]
                     if self.n_copies > 1:
                         for cp in made:
                             cp.flags |= FLAG_INPUT | FLAG_OUTPUT
@@ -407,13 +460,6 @@ class Scheduler:
             for t in g.leafs:
                 t.flags = flags[id(t)]
         return sizes, alloc
-
-
-def compute_buffers(
-    g: Graph, placement: Placement, n_tokens: int, bufts: Sequence[BufferType] | None = None
-) -> tuple[list[int], GraphAllocator]:
-    """Each device's compute buffer, then the CPU's, for llama.cpp's graph on this placement."""
-    return Scheduler(placement, n_tokens, bufts).reserve(g)
 
 
 def rules_from(patterns: Sequence[tuple[str, int]]) -> tuple[tuple[re.Pattern[str], int], ...]:
