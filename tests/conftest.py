@@ -41,7 +41,7 @@ ORACLES = frozenset(
         "test_vllm_scheduler.py",
     }
 )
-SAMPLE = 10
+SAMPLE = 20
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

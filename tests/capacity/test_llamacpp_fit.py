@@ -196,9 +196,9 @@ def test_compute_buffer_grows_with_flash_attention_off() -> None:
 @pytest.mark.parametrize(
     ("name", "gib", "ctx", "kw"),
     [
-        ("llama-3.1-8b", 24, 32768, {}),
+        pytest.param("llama-3.1-8b", 24, 32768, {}, marks=pytest.mark.slow),
         ("llama-3.1-8b", 80, 1024, {}),  # more sequences than the default batch allows: refusals above 2048/1024
-        ("gemma-3-27b", 48, 8192, {}),
+        pytest.param("gemma-3-27b", 48, 8192, {}, marks=pytest.mark.slow),
         ("minimax-m1", 300, 4096, {"n_ubatch": 512}),  # 64: MiniMax-01 refuses counts that do not divide the ubatch
         ("qwen3-next-80b-a3b", 96, 16384, {"kv_unified": True}),
     ],
