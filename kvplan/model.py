@@ -180,7 +180,17 @@ class GraphFacts:
     n_ff_exp: int = 0
     expert_weights_scale: float = 0.0
     final_logit_softcap: bool = False
-    #: the model's tensors, as "attn_q.bias" (layer 0's, without "blk.0.") or "output.scale"
+    #: MoE layout beyond the widths: the leading dense layers, the shared experts (each n_ff_exp wide), whether
+    #: the selected experts' weights are normalised, and the gating function (llama_expert_gating_func_type:
+    #: 0 the architecture's default, 1 softmax, 2 sigmoid, 3 softmax over the selected)
+    n_layer_dense_lead: int = 0
+    n_expert_shared: int = 0
+    expert_weights_norm: bool = False
+    expert_gating: int = 0
+    #: multi-section RoPE (rope.dimension_sections): positions n_tokens × 4 (n_pos_per_embd)
+    mrope: bool = False
+    #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
+    #: "output.scale"
     tensors: frozenset[str] = frozenset()
     #: a metadata-only GGUF: llama.cpp's loader creates every optional tensor (llama_model_init_from_user)
     all_optional: bool = False

@@ -355,10 +355,24 @@ class Target:
     def max_gpu_layers(self, settings: LlamaCppSettings) -> int | None:
         """The most layers (-ngl) that fit on the GPUs with this configuration; None if even 0 does not."""
         p = plan(self.model, settings)
-        for ngl in range(self.model.n_layer_all + 1, -1, -1):
-            if dataclasses.replace(self, n_gpu_layers=ngl).place(settings, p).fits:
-                return ngl
-        return None
+
+        def fits(ngl: int) -> bool:
+            return dataclasses.replace(self, n_gpu_layers=ngl).place(settings, p).fits
+
+        # bisection: a layer more on the GPUs never needs less of their memory (its weights and KV move there;
+        # the compute buffer's share of a layer is far smaller), as the context and sequence searches assume
+        lo, hi = 0, self.model.n_layer_all + 1
+        if fits(hi):
+            return hi
+        if not fits(lo):
+            return None
+        while hi - lo > 1:  # fits(lo), not fits(hi)
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
 
 def _span(layers: list[int]) -> tuple[int, int] | None:

@@ -31,12 +31,19 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
         else:
             tokens = kv.get("tokenizer.ggml.tokens")
             n_vocab = tokens.count if isinstance(tokens, ArrayValue) else 0
+        lead = _int(kv, f"{arch}.leading_dense_block_count", 0)
         present = set()
         for name in tensor_shapes:
-            if name.startswith("blk.") and not name.startswith("blk.0."):
-                continue
-            present.add(name.removeprefix("blk.0.").removesuffix(".weight"))
+            if name.startswith("blk."):
+                block, _, rest = name.removeprefix("blk.").partition(".")
+                if block not in ("0", str(lead)):  # the first layer, and the first MoE layer after dense ones
+                    continue
+                name = rest
+            present.add(name.removesuffix(".weight"))
         softcap = kv.get(f"{arch}.final_logit_softcapping")
+        norm = kv.get(f"{arch}.expert_weights_norm", False)
+        sections = kv.get(f"{arch}.rope.dimension_sections")
+        secs = list(sections.values or ()) if isinstance(sections, ArrayValue) else []
         return GraphFacts(
             n_vocab=n_vocab,
             n_ff=_int(kv, f"{arch}.feed_forward_length", 0),
@@ -45,6 +52,11 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             n_ff_exp=_int(kv, f"{arch}.expert_feed_forward_length", 0),
             expert_weights_scale=float(kv.get(f"{arch}.expert_weights_scale", 0.0) or 0.0),  # type: ignore[arg-type]
             final_logit_softcap=isinstance(softcap, float) and softcap != 0.0,
+            n_layer_dense_lead=lead,
+            n_expert_shared=_int(kv, f"{arch}.expert_shared_count", 0),
+            expert_weights_norm=norm is True,
+            expert_gating=_int(kv, f"{arch}.expert_gating_func", 0),
+            mrope=len(secs) >= 2 and all(isinstance(x, int) and x > 0 for x in secs[:2]),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )

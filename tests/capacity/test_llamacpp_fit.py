@@ -265,3 +265,23 @@ def test_an_mtp_draft_context_in_fit() -> None:
     assert "--spec-type" in args and args[args.index("--spec-type") + 1] == "draft-mtp"
     again = kv("fit", "glm-4.5-air", "--gpu", "H100-80GBx2", *args, "-o", "json").json()
     assert again["devices"] == mtp["devices"]
+
+
+@pytest.mark.parametrize(("gib", "ctx"), [(5, 4096), (7, 32768), (9, 131072)])
+def test_the_most_gpu_layers_is_what_checking_every_count_finds(gib: int, ctx: int) -> None:
+    """max_gpu_layers bisects (a layer more on the GPU never needs less of its memory, compute buffer
+    included): the answer is the largest -ngl that fits when every count from all layers down is tried."""
+    req = Request("llama-3.1-8b", llamacpp=LlamaCppOptions(ctx_size=ctx), hardware=parse_memory((gib * GIB,)))
+    m = load_model("llama-3.1-8b")
+    m = dataclasses.replace(m, n_params=m.n_params or 8_000_000_000)
+    target = fit.RUNTIME.target(m, req)
+    settings = fit.RUNTIME.base_settings(req)
+    scanned = next(
+        (
+            n
+            for n in range(m.n_layer_all + 1, -1, -1)
+            if dataclasses.replace(target, n_gpu_layers=n).place(settings).fits
+        ),
+        None,
+    )
+    assert target.max_gpu_layers(settings) == scanned and scanned not in (None, m.n_layer_all + 1)

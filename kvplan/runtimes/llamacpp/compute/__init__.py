@@ -65,9 +65,9 @@ def reserve_for(p: MemoryPlan) -> Reserve:
 def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     """The builder's dimensions for a model whose graph facts are known and whose layers share one shape."""
     g = m.graph
-    if g is None or not m.layers or m.mla or m.n_layer_nextn:
+    if g is None or not m.layers or m.mla or (m.n_layer_nextn and m.arch not in _TRUNK_ONLY):
         return None
-    layers = m.layers[: m.n_layer_all]
+    layers = m.layers[: m.n_layer]  # the nextn block is the MTP graph's, not the trunk's
     first = layers[0]
     if any((la.n_head, la.n_head_kv, la.head_k, la.head_v) != (first.n_head, first.n_head_kv, first.head_k,
                                                                 first.head_v) for la in layers):  # fmt: skip
@@ -79,7 +79,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     d = Dims(
         n_embd=m.n_embd,
         n_vocab=g.n_vocab,
-        n_layer=m.n_layer_all,
+        n_layer=m.n_layer,
         n_head=first.n_head,
         n_head_kv=first.n_head_kv,
         head_k=first.head_k,
@@ -91,10 +91,17 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         expert_weights_scale=g.expert_weights_scale,
         swa=tuple(la.swa for la in layers),
         final_softcap=g.final_logit_softcap,
+        n_layer_dense_lead=g.n_layer_dense_lead,
+        n_expert_shared=g.n_expert_shared,
+        expert_weights_norm=g.expert_weights_norm,
+        expert_gating=g.expert_gating,
+        mrope=g.mrope,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
 
+#: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
+_TRUNK_ONLY = frozenset({"glm4moe"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 

@@ -29,6 +29,11 @@ class Dims:
     expert_weights_scale: float = 0.0
     swa: tuple[bool, ...] = ()  # per layer: attends through the window (iSWA models)
     final_softcap: bool = False
+    n_layer_dense_lead: int = 0
+    n_expert_shared: int = 0
+    expert_weights_norm: bool = False
+    expert_gating: int = 0  # llama_expert_gating_func_type (0: the architecture's default)
+    mrope: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +185,56 @@ def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+_GATING = {1: "softmax", 2: "sigmoid", 3: "softmax_weight"}
+
+
+def build_glm4_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_glm4_moe::graph (src/models/glm4-moe.cpp): GLM-4.5 — the leading dense layers, then routed
+    experts (sigmoid gating with the expert-probability bias) plus the shared experts; Q/K norms where the model
+    has them; the trunk's layers only (the nextn block is the MTP graph's)."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos(4 if d.mrope else 1)
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+    out_ids = g.inp_out_ids()
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        qn, kn = g.opt("attn_q_norm", d.head_k), g.opt("attn_k_norm", d.head_k)
+        if qn is not None:
+            q = g.norm(q, qn)
+        if kn is not None:
+            k = g.norm(k, kn)
+        q = ggml.rope(q, pos, None)
+        k = ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="attn_post_norm"))
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            n_ff_exp = d.n_ff_exp or d.n_ff // d.n_expert_used
+            routed = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, gating=_GATING.get(d.expert_gating,
+                               "sigmoid"), norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
+                               exp_probs_b=True, scales=False)  # fmt: skip
+            shared = g.ffn_par(cur, d.n_embd, n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", routed, shared)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)  # res->t_h_nextn and res->t_embd
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
@@ -187,4 +242,5 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "gemma3": build_gemma3,
     "gpt-oss": build_openai_moe,
+    "glm4moe": build_glm4_moe,
 }

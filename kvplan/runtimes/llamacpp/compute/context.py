@@ -111,8 +111,8 @@ class GraphContext:
         self.gf.expand(cur)
         return cur
 
-    def inp_pos(self) -> Tensor:
-        return ggml.inp("i32", (self.n_tokens,), "inp_pos")
+    def inp_pos(self, n_pos_per_embd: int = 1) -> Tensor:
+        return ggml.inp("i32", (self.n_tokens * n_pos_per_embd,), "inp_pos")
 
     def inp_out_ids(self) -> Tensor:
         return ggml.inp("i32", (self.r.n_outputs,), "out_ids")
@@ -372,7 +372,7 @@ class GraphContext:
             raise NotImplementedError(f"expert gating {gating}")
         selection = probs
         if exp_probs_b:
-            selection = ggml.binary("ADD", probs, self.wt(n_expert, name="exp_probs_b"))
+            selection = ggml.binary("ADD", probs, self.wt(n_expert, name="exp_probs_b.bias"))
         n_groups, n_group_used = expert_groups
         if n_groups > 1 and n_tokens > 0:
             per_group = n_expert // n_groups
@@ -438,9 +438,11 @@ class GraphContext:
             out = ggml.cont(out)
         return out
 
-    def ffn_par(self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True) -> Tensor:
+    def ffn_par(
+        self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True, suffix: str = ""
+    ) -> Tensor:
         """build_ffn with up, gate (parallel) and down, SiLU (SwiGLU): each with the bias and scale the
-        architecture passes when the model has them."""
+        architecture passes when the model has them (`suffix` "_shexp": the shared experts' tensors)."""
 
         def tail(t: Tensor, name: str, n: int) -> Tensor:
             b = self.opt(name + ".bias", n) if bias else None
@@ -451,10 +453,11 @@ class GraphContext:
                 t = ggml.binary("MUL", t, s)
             return t
 
-        tmp = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name="ffn_up"), cur), "ffn_up", n_ff)
-        g = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name="ffn_gate"), cur), "ffn_gate", n_ff)
+        up, gate, down = "ffn_up" + suffix, "ffn_gate" + suffix, "ffn_down" + suffix
+        tmp = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff)
+        g = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=gate), cur), gate, n_ff)
         cur = ggml.glu_split(g, tmp)
-        return tail(ggml.mul_mat(self.wt(n_ff, n_embd, name="ffn_down"), cur), "ffn_down", n_embd)
+        return tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd)
 
 
 def _n(t: Tensor) -> int:
