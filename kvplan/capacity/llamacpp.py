@@ -205,7 +205,8 @@ class Target:
             for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
                 kv[-1 if self.no_kv_offload else where[min(il, len(where) - 1)]] += b
         computes = [0] * (n + 1)
-        exact = self._compute_exact(p, where, computes) if self.overhead is None else None
+        parts: list[tuple[tuple[str, int], ...]] = [()] * (n + 1)
+        exact = self._compute_exact(p, where, computes, parts) if self.overhead is None else None
         if exact is not None:
             basis, overhead = exact, self.device_reserve
         elif self.overhead is None:
@@ -223,14 +224,17 @@ class Target:
                 kv[i],
                 computes[i],
                 overhead,
+                parts[i],
             )
             for i in range(n)
         )
         host_layers = [il for il in range(model.n_layer_all) if where[il] == -1]
-        host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], computes[-1], 0)
+        host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], computes[-1], 0, parts[-1])
         return Placement(settings, p, gpus, host, basis)
 
-    def _compute_exact(self, p: MemoryPlan, where: list[int], out: list[int]) -> str | None:
+    def _compute_exact(
+        self, p: MemoryPlan, where: list[int], out: list[int], parts: list[tuple[tuple[str, int], ...]]
+    ) -> str | None:
         """Each device's compute buffer and the host's, from llama.cpp's graph split over this placement, and its
         basis (None where kvplan has no graph for the architecture)."""
         from kvplan.runtimes.llamacpp.compute import Placement as Devices
@@ -257,7 +261,7 @@ class Target:
         if got is None:
             return None
         for i, c in enumerate(got):
-            out[i] = c.bytes
+            out[i], parts[i] = c.bytes, c.parts
         return COMPUTE_BASIS if backend_rules.recorded else f"{COMPUTE_BASIS}; CUDA's rules from its source"
 
     def _place_tensors(self, weights: Weights, where: list[int], w: list[int]) -> None:
@@ -331,18 +335,8 @@ class Target:
             k = accepted(n)
             return k >= 1 and placed[k] is not None
 
-        if not fits(1):
-            return None
-        lo, hi = 1, LLAMA_MAX_SEQ
-        if fits(hi):
-            return placed[accepted(hi)]
-        while hi - lo > 1:  # fits(lo), not fits(hi)
-            mid = (lo + hi) // 2
-            if fits(mid):
-                lo = mid
-            else:
-                hi = mid
-        return placed[accepted(lo)]
+        best = largest(1, LLAMA_MAX_SEQ, fits)
+        return None if best is None else placed[accepted(best)]
 
     def cheapest_cache_types(self, settings: LlamaCppSettings) -> Placement | None:
         """The first (least lossy) K/V type pair with which ``settings`` fits."""
@@ -361,18 +355,23 @@ class Target:
 
         # bisection: a layer more on the GPUs never needs less of their memory (its weights and KV move there;
         # the compute buffer's share of a layer is far smaller), as the context and sequence searches assume
-        lo, hi = 0, self.model.n_layer_all + 1
-        if fits(hi):
-            return hi
-        if not fits(lo):
-            return None
-        while hi - lo > 1:  # fits(lo), not fits(hi)
-            mid = (lo + hi) // 2
-            if fits(mid):
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        return largest(0, self.model.n_layer_all + 1, fits)
+
+
+def largest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
+    """The largest n in [lo, hi] with fits(n), for a fits that holds up to a point and not beyond (bisection);
+    None if not even lo fits."""
+    if fits(hi):
+        return hi
+    if not fits(lo):
+        return None
+    while hi - lo > 1:  # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _span(layers: list[int]) -> tuple[int, int] | None:

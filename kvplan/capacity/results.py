@@ -37,6 +37,9 @@ class DeviceUsage:
     kv_bytes: int
     compute_bytes: int  # the part of the compute buffer that grows with the context
     overhead_bytes: int  # CUDA context, the fixed compute buffer, profiled activations (an estimate unless given)
+    #: what the compute buffer held at its peak, by role (logits, feed-forward, attention scores, inputs, copies
+    #: of other devices' tensors, …), where kvplan has llama.cpp's graph
+    compute_parts: tuple[tuple[str, int], ...] = ()
 
     @property
     def used_bytes(self) -> int:
@@ -61,6 +64,7 @@ class DeviceUsage:
             "kv_bytes": self.kv_bytes,
             "compute_bytes": self.compute_bytes,
             "overhead_bytes": self.overhead_bytes,
+            "compute_parts": dict(self.compute_parts),
             "used_bytes": self.used_bytes,
             "free_bytes": self.free_bytes,
         }

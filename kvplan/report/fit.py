@@ -144,6 +144,10 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
     notes = []
     if f.placement.compute_basis:
         notes.append(f"compute per GPU: {f.placement.compute_basis}")
+    for dev in f.placement.devices:
+        if dev.compute_parts:
+            held = ", ".join(f"{role} {format_size(b, units)}" for role, b in dev.compute_parts[:4])
+            notes.append(f"compute on {dev.name} at its peak: {held}")
     notes.append(
         f"KV / state: the exact llama.cpp layout ({p.context.backend.value} buffer rules), "
         f"{format_size(p.total_bytes, units)} in all"

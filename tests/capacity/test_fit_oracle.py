@@ -323,6 +323,16 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses(
     same -c, -ngl, -ts and -ot, byte for byte as llama-fit-params prints them — on 249 of the 252 single-device
     fits (context lowered, layers moved, MoE experts and parts of one layer sent to the host) and 89 of the 126
     on two to four devices."""
+    compute = next(v[2] for name, v in sorted(recorded["fit_projection"].items()) if name.startswith("RPC"))
+    mine, theirs = _choices(recorded, models, f"{compute}MiB")
+    assert mine == theirs
+
+
+def _choices(
+    recorded: dict[str, Any], models: dict[tuple[str, str], ModelDescription], overhead: str | None
+) -> tuple[str, str]:
+    """The arguments kvplan's port of common_fit_params chooses for a recorded fit (with `overhead` as
+    --overhead, or nothing measured), and llama-fit-params's, devices named alike."""
     from kvplan.capacity.llamacpp_fit import choose
     from kvplan.capacity.request import Origin, Raw
     from kvplan.options.build import build_request
@@ -330,12 +340,12 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses(
     case = recorded["case"]
     model = models[(case["model"], case["type"])]
     args = dict(zip(case["args"][::2], case["args"][1::2], strict=True))
-    compute = next(v[2] for name, v in sorted(recorded["fit_projection"].items()) if name.startswith("RPC"))
     raw = {
         "memory": Raw(",".join(f"{m}MiB" for m in case["devices"]), Origin("--memory")),
-        "overhead": Raw(f"{compute}MiB", Origin("--overhead")),
         "backend": Raw("cpu", Origin("--backend")),
     }
+    if overhead is not None:
+        raw["overhead"] = Raw(overhead, Origin("--overhead"))
     if "-c" in args:
         raw["ctx_size"] = Raw(args["-c"], Origin("-c"))
     req = build_request(model.source, raw, need_hardware=True)
@@ -343,7 +353,7 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses(
     theirs = recorded["fit"]
     for i, endpoint in enumerate(recorded["rpc"]):  # llama.cpp names an RPC buffer by its endpoint
         theirs = theirs.replace(f"RPC0[{endpoint}]", f"GPU{i}")
-    assert choice.args() == theirs
+    return choice.args(), theirs
 
 
 #: the fit oracle's models: their llama.cpp architecture
@@ -379,25 +389,8 @@ def test_kvplan_chooses_what_llama_cpp_fit_chooses_with_nothing_measured(
     and -ot as llama-fit-params — every recorded fit of the architectures kvplan has the graph of (324 of 324:
     Llama-3.1-8B, Qwen3-30B-A3B, Gemma-3-12B, gpt-oss-20b and -120b, GLM-4.5-Air, one to four devices; the
     single --overhead of the test above cannot stand for compute that differs by device)."""
-    from kvplan.capacity.llamacpp_fit import choose
-    from kvplan.capacity.request import Origin, Raw
-    from kvplan.options.build import build_request
-
-    case = recorded["case"]
-    model = models[(case["model"], case["type"])]
-    args = dict(zip(case["args"][::2], case["args"][1::2], strict=True))
-    raw = {
-        "memory": Raw(",".join(f"{m}MiB" for m in case["devices"]), Origin("--memory")),
-        "backend": Raw("cpu", Origin("--backend")),
-    }
-    if "-c" in args:
-        raw["ctx_size"] = Raw(args["-c"], Origin("-c"))
-    req = build_request(model.source, raw, need_hardware=True)
-    choice, _ = choose(model, dataclasses.replace(req, loaded=model), (int(args.get("-fitt", 1024)),), 4096)
-    theirs = recorded["fit"]
-    for i, endpoint in enumerate(recorded["rpc"]):
-        theirs = theirs.replace(f"RPC0[{endpoint}]", f"GPU{i}")
-    assert choice.args() == theirs
+    mine, theirs = _choices(recorded, models, None)
+    assert mine == theirs
 
 
 def test_fit_on_in_the_cli(tmp_path: Path) -> None:

@@ -280,9 +280,11 @@ class GraphAllocator:
 
 def role_of(t: Tensor) -> str:
     """A compute tensor's role, by the op and weight that produced it."""
+    name = t.name
+    if "#" in name:  # the scheduler's copy of a split's input (sched.py): of a weight, or of another device's tensor
+        return "weights copied in" if t.usage else "copies from other devices"
     if t.flags & FLAG_INPUT:
         return "inputs"
-    name = t.name
     if name == "output":
         return "logits"
     if name.startswith("ffn"):

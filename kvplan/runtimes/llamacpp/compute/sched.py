@@ -329,6 +329,7 @@ class Scheduler:
         cp = _dup_layout(src, name)
         if src.external and src.usage == USAGE_WEIGHTS:
             cp.nbytes = self.weight_bytes.get(gguf_name(src), src.nbytes)
+            cp.usage = USAGE_WEIGHTS  # (a copy in the compute buffer: only its role reads this)
         return cp
 
     def _needs_new_split(self, node: Tensor, cur_b: int, ids: dict[int, int]) -> bool:
