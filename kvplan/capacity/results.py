@@ -64,7 +64,6 @@ class DeviceUsage:
             "kv_bytes": self.kv_bytes,
             "compute_bytes": self.compute_bytes,
             "overhead_bytes": self.overhead_bytes,
-            "compute_parts": dict(self.compute_parts),
             "used_bytes": self.used_bytes,
             "free_bytes": self.free_bytes,
         }

@@ -177,7 +177,19 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
     if host.layers:
         notes.append(f"layers {host.layers[0]}–{host.layers[1]} and their KV run from host memory (-ngl): slower")
     data: dict[str, Any] = {
-        "llamacpp": {"runtime": {"engine": "llama.cpp", **p.context.to_dict()}, "memory": p.memory_dict()}
+        "llamacpp": {
+            "runtime": {"engine": "llama.cpp", **p.context.to_dict()},
+            "memory": p.memory_dict(),
+            "compute": [
+                {
+                    "device": x.name,
+                    "bytes": x.compute_bytes,
+                    "parts": dict(x.compute_parts),
+                    "basis": f.placement.compute_basis,
+                }
+                for x in (*f.placement.gpus, f.placement.host)
+            ],
+        }
     }
     if d is not None:
         data["llamacpp"]["draft"] = {
