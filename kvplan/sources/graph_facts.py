@@ -67,6 +67,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
 #: config.json model types whose conversion writes Q/K/V biases (llama.cpp's convert_hf_to_gguf.py: Qwen2's
 #: attention always has them; others when attention_bias is true)
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe"})
+_NORM_TYPES = ("glm4_moe", "glm4v_moe", "deepseek_v2", "deepseek_v3")
 
 
 def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
@@ -75,8 +76,10 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     text = cfg.get("text_config")
     c: Mapping[str, object] = text if isinstance(text, Mapping) else cfg
     vocab, ff = c.get("vocab_size"), c.get("intermediate_size")
-    if not isinstance(vocab, int) or not isinstance(ff, int):
+    if not isinstance(ff, int):
         return None
+    if not isinstance(vocab, int):
+        vocab = 0  # no vocabulary: the widths stand, no graph is built (compute.dims_of)
 
     def num(*keys: str) -> int:
         for k in keys:
@@ -86,16 +89,27 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         return 0
 
     model_type = str(c.get("model_type") or cfg.get("model_type") or "")
+    named = cfg.get("architectures")
+    archs = [str(a) for a in named] if isinstance(named, list) else []
     tensors = set()
     if c.get("attention_bias") is True or model_type in _QKV_BIAS_TYPES:
         tensors |= {"attn_q.bias", "attn_k.bias", "attn_v.bias"}
     softcap = c.get("final_logit_softcapping")
+    scale = c.get("routed_scaling_factor")
     return GraphFacts(
         n_vocab=vocab,
         n_ff=ff,
         n_expert=num("num_local_experts", "num_experts", "n_routed_experts"),
         n_expert_used=num("num_experts_per_tok"),
-        n_ff_exp=num("moe_intermediate_size"),
+        # gpt-oss's intermediate_size is its experts' width (the converter writes expert_feed_forward_length)
+        n_ff_exp=num("moe_intermediate_size") or (ff if model_type == "gpt_oss" or "GptOssForCausalLM" in archs else 0),
+        expert_weights_scale=float(scale)
+        if isinstance(scale, (int, float)) and model_type.startswith(_NORM_TYPES)
+        else 0.0,
         final_logit_softcap=isinstance(softcap, (int, float)) and softcap != 0,
+        n_layer_dense_lead=num("first_k_dense_replace"),
+        n_expert_shared=num("n_shared_experts"),
+        # written only by the converters of the architectures that read them (DeepSeek-V2/V3, GLM-4.5)
+        expert_weights_norm=c.get("norm_topk_prob") is True and model_type.startswith(_NORM_TYPES),
         tensors=frozenset(tensors),
     )
