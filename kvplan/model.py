@@ -189,6 +189,14 @@ class GraphFacts:
     expert_gating: int = 0
     #: multi-section RoPE (rope.dimension_sections): positions n_tokens × 4 (n_pos_per_embd)
     mrope: bool = False
+    #: MLA (DeepSeek-V2/V3): the rotary width, the compressed KV rank and the heads' widths once decompressed
+    n_rot: int = 0
+    kv_lora_rank: int = 0
+    head_k_mla: int = 0
+    head_v_mla: int = 0
+    q_lora_rank: int = 0
+    #: expert groups (n_expert_groups, n_group_used: DeepSeek-V3's node-limited routing)
+    expert_groups: tuple[int, int] = (0, 0)
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

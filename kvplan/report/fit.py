@@ -408,7 +408,7 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
     elif graph == COMPUTE_BASIS:
         basis = (
             "kvplan's compute per device, llama.cpp's graph split over the devices as its fit measures it in every "
-            "projection (the CPU backend's buffer rules: 324 of 324 recorded fits chosen alike)"
+            "projection (the CPU backend's buffer rules: 351 of 351 recorded fits chosen alike)"
         )
     elif graph.startswith(COMPUTE_BASIS):
         basis = (

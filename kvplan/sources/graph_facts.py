@@ -57,6 +57,12 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             expert_weights_norm=norm is True,
             expert_gating=_int(kv, f"{arch}.expert_gating_func", 0),
             mrope=len(secs) >= 2 and all(isinstance(x, int) and x > 0 for x in secs[:2]),
+            n_rot=_int(kv, f"{arch}.rope.dimension_count", 0),
+            kv_lora_rank=_int(kv, f"{arch}.attention.kv_lora_rank", 0),
+            head_k_mla=_int(kv, f"{arch}.attention.key_length_mla", 0),
+            head_v_mla=_int(kv, f"{arch}.attention.value_length_mla", 0),
+            q_lora_rank=_int(kv, f"{arch}.attention.q_lora_rank", 0),
+            expert_groups=(_int(kv, f"{arch}.expert_group_count", 0), _int(kv, f"{arch}.expert_group_used_count", 0)),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -96,6 +102,9 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         tensors |= {"attn_q.bias", "attn_k.bias", "attn_v.bias"}
     softcap = c.get("final_logit_softcapping")
     scale = c.get("routed_scaling_factor")
+    # the DeepSeek-style MoE configs (DeepSeek-V2/V3, GLM-4.5, Kimi, Youtu: n_routed_experts), whose converters
+    # write the weight norm and scale; Qwen's norm_topk_prob is not written (its graph always normalises)
+    deepseek_like = "n_routed_experts" in c or model_type.startswith(_NORM_TYPES)
     return GraphFacts(
         n_vocab=vocab,
         n_ff=ff,
@@ -103,13 +112,11 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_expert_used=num("num_experts_per_tok"),
         # gpt-oss's intermediate_size is its experts' width (the converter writes expert_feed_forward_length)
         n_ff_exp=num("moe_intermediate_size") or (ff if model_type == "gpt_oss" or "GptOssForCausalLM" in archs else 0),
-        expert_weights_scale=float(scale)
-        if isinstance(scale, (int, float)) and model_type.startswith(_NORM_TYPES)
-        else 0.0,
+        expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and deepseek_like else 0.0,
         final_logit_softcap=isinstance(softcap, (int, float)) and softcap != 0,
         n_layer_dense_lead=num("first_k_dense_replace"),
         n_expert_shared=num("n_shared_experts"),
         # written only by the converters of the architectures that read them (DeepSeek-V2/V3, GLM-4.5)
-        expert_weights_norm=c.get("norm_topk_prob") is True and model_type.startswith(_NORM_TYPES),
+        expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like,
         tensors=frozenset(tensors),
     )

@@ -65,7 +65,7 @@ def reserve_for(p: MemoryPlan) -> Reserve:
 def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     """The builder's dimensions for a model whose graph facts are known and whose layers share one shape."""
     g = m.graph
-    if g is None or not m.layers or m.mla or (m.n_layer_nextn and m.arch not in _TRUNK_ONLY):
+    if g is None or not m.layers or (m.mla and not g.kv_lora_rank) or (m.n_layer_nextn and m.arch not in _TRUNK_ONLY):
         return None
     layers = m.layers[: m.n_layer]  # the nextn block is the MTP graph's, not the trunk's
     first = layers[0]
@@ -96,12 +96,18 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         expert_weights_norm=g.expert_weights_norm,
         expert_gating=g.expert_gating,
         mrope=g.mrope,
+        n_rot=g.n_rot,
+        kv_lora_rank=g.kv_lora_rank,
+        head_k_mla=g.head_k_mla,
+        head_v_mla=g.head_v_mla,
+        q_lora_rank=g.q_lora_rank,
+        expert_groups=g.expert_groups,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
 
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
-_TRUNK_ONLY = frozenset({"glm4moe"})
+_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 

@@ -34,6 +34,12 @@ class Dims:
     expert_weights_norm: bool = False
     expert_gating: int = 0  # llama_expert_gating_func_type (0: the architecture's default)
     mrope: bool = False
+    n_rot: int = 0
+    kv_lora_rank: int = 0
+    head_k_mla: int = 0
+    head_v_mla: int = 0
+    q_lora_rank: int = 0
+    expert_groups: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +241,73 @@ def build_glm4_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_deepseek2::graph (src/models/deepseek2.cpp), MLA with the absorption optimisation: Q through
+    its low-rank pair (or one matrix, the lite models), the compressed KV and its rotary part concatenated into
+    a K-only cache, attention as MQA and decompressed by wv_b; dense lead layers, then sigmoid-routed experts
+    (expert groups where the model has them) plus the shared experts; the trunk without its nextn block."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv = g.attn_inp_k(r.kv_size)
+    out_ids = g.inp_out_ids()
+    hk, rope, rank = d.head_k_mla, d.n_rot, d.kv_lora_rank
+    nope = hk - rope
+    n_tok = r.n_tokens
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if d.q_lora_rank:
+            q = ggml.mul_mat(g.wt(d.n_embd, d.q_lora_rank, name="attn_q_a"), cur)
+            q = g.norm(q, g.wt(d.q_lora_rank, name="attn_q_a_norm"))
+            q = ggml.mul_mat(g.wt(d.q_lora_rank, hk * d.n_head, name="attn_q_b"), q)
+        else:
+            q = ggml.mul_mat(g.wt(d.n_embd, hk * d.n_head, name="attn_q"), cur)
+        q = ggml.reshape(q, hk, d.n_head, n_tok)
+        kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
+        row = ggml.row_size(kv_pe.type, rank + rope)
+        kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
+        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
+        k_pe = ggml.rope(k_pe, pos, None)
+        kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+        q_nope = ggml.view(q, (nope, d.n_head, n_tok), (q.nb[1], q.nb[2]), 0)
+        q_pe = ggml.view(q, (rope, d.n_head, n_tok), (q.nb[1], q.nb[2]), ggml.row_size(q.type, nope))
+        q_pe = ggml.rope(q_pe, pos, None)
+        q_nope = ggml.permute(q_nope, 0, 2, 1, 3)
+        q_abs = ggml.mul_mat(g.wt(nope, rank, d.n_head, name="attn_k_b"), q_nope)
+        q_abs = ggml.permute(q_abs, 0, 2, 1, 3)
+        q_cur = ggml.concat(q_abs, q_pe, 0)
+        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+        k_cur = ggml.concat(kv_c, k_pe, 0)
+        wo = g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output")
+        v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
+        cur = g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv)
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            gating = _GATING.get(d.expert_gating, "softmax")
+            routed = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, gating=gating,
+                               norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
+                               exp_probs_b=w.has("exp_probs_b.bias"), expert_groups=d.expert_groups,
+                               scales=False, gate_up=w.has("ffn_gate_up_exps"))  # fmt: skip
+            shared = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", routed, shared)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)  # res->t_h_nextn and res->t_embd
+    cur = ggml.mul_mat(g.wt(d.n_embd, d.n_vocab, name="output"), cur)
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
@@ -243,4 +316,5 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "gemma3": build_gemma3,
     "gpt-oss": build_openai_moe,
     "glm4moe": build_glm4_moe,
+    "deepseek2": build_deepseek2,
 }

@@ -131,6 +131,56 @@ class GraphContext:
             kv_size, k_idxs, v_idxs, mask, self._rot(r.type_k, head_k, True), self._rot(r.type_v, head_v, False)
         )
 
+    def attn_inp_k(self, kv_size: int) -> KVInputs:
+        """build_attn_inp_k_impl: a K-only cache (MLA: V is a view of K) — its row indices and KQ mask."""
+        r = self.r
+        k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
+        n_stream = 1 if r.kv_unified else r.n_seqs
+        mask = ggml.inp(
+            "f16" if r.flash_attn else "f32", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
+        )
+        return KVInputs(kv_size, k_idxs, k_idxs, mask, None, None)
+
+    def attn_k(
+        self,
+        kv: KVInputs,
+        layer: int,
+        wo: Tensor,
+        wo_s: Tensor | None,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        v_mla: Tensor | None,
+        head_k: int,
+        n_head_kv: int,
+    ) -> Tensor:
+        """build_attn over llm_graph_input_attn_k: Q, V then K expanded, K stored, V read as K's first
+        v.ne[0] columns, attention decompressed by v_mla."""
+        r = self.r
+        gf = self.gf
+        gf.expand(q)
+        gf.expand(v)
+        gf.expand(k)
+        kv_size, n_stream = kv.kv_size, r.n_stream
+        n_embd_k = head_k * n_head_kv
+        cache_k = ggml.weight(r.type_k, (n_embd_k, kv_size, n_stream), f"cache_k_l{layer}")
+        cache_k.usage, cache_k.layer = USAGE_CACHE, layer
+        k_cur = ggml.view(k, (n_embd_k, k.ne[2]), (k.nb[2],), 0)
+        kdst = ggml.reshape(cache_k, n_embd_k, kv_size * n_stream) if n_stream > 1 else cache_k
+        gf.expand(ggml.set_rows(kdst, k_cur, kv.k_idxs))
+        kk = ggml.view(
+            cache_k,
+            (head_k, n_head_kv, kv_size, n_stream),
+            (
+                ggml.row_size(r.type_k, head_k),
+                ggml.row_size(r.type_k, n_embd_k),
+                ggml.row_size(r.type_k, n_embd_k * kv_size),
+            ),
+            0,
+        )
+        vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
+        return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, kv.mask, None, v_mla), wo_s)
+
     @staticmethod
     def _rot(type_: str, head: int, grow: bool) -> Tensor | None:
         """build_input_k_rot / build_input_v_rot: a Hadamard rotation input for quantized caches."""
@@ -297,7 +347,14 @@ class GraphContext:
         return cur
 
     def attn_mha(
-        self, q: Tensor, k: Tensor, v: Tensor, kq_b: Tensor | None, mask: Tensor, sinks: Tensor | None
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        kq_b: Tensor | None,
+        mask: Tensor,
+        sinks: Tensor | None,
+        v_mla: Tensor | None = None,
     ) -> Tensor:
         v_trans = v.nb[1] > v.nb[2]
         n_stream = k.ne[3]
@@ -315,6 +372,11 @@ class GraphContext:
             if v.type == "f32":
                 v = ggml.cast(v, "f16")
             cur = ggml.flash_attn_ext(q, k, v, mask, sinks)
+            if v_mla is not None:
+                cur = ggml.permute(cur, 0, 2, 1, 3)
+                cur = ggml.mul_mat(v_mla, cur)
+                cur = ggml.permute(cur, 0, 2, 1, 3)
+                cur = ggml.cont(cur)
             cur = ggml.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
         else:
             kq = ggml.mul_mat(k, q)
@@ -324,6 +386,8 @@ class GraphContext:
             if not v_trans:
                 v = ggml.cont(ggml.transpose(v))
             kqv = ggml.mul_mat(v, kq)
+            if v_mla is not None:
+                kqv = ggml.mul_mat(v_mla, kqv)
             cur = ggml.permute(kqv, 0, 2, 1, 3)
             cur = ggml.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
             cur.pin = PIN_CPU_WITHOUT_KV_OFFLOAD
@@ -355,6 +419,7 @@ class GraphContext:
         gate_inp_b: bool = False,
         expert_bias: bool = False,
         scales: bool = True,
+        gate_up: bool = False,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
         mul_mat_id, weighting and the sum over the selected experts."""
@@ -403,14 +468,20 @@ class GraphContext:
             weights = ggml.unary(weights, "SCALE")
         self.gf.expand(weights)
         cur = ggml.reshape(cur, n_embd, 1, n_tokens)
-        up_w = self.wt(n_embd, n_ff, n_expert, name="ffn_up_exps")
-        up = self.lora_mm_id(up_w, cur, selected, self.opt("ffn_up_exps.scale", n_expert) if scales else None)
-        if expert_bias:
-            up = ggml.add_id(up, self.wt(n_ff, n_expert, name="ffn_up_exps.bias"), selected)
-        gate_w = self.wt(n_embd, n_ff, n_expert, name="ffn_gate_exps")
-        g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert) if scales else None)
-        if expert_bias:
-            g = ggml.add_id(g, self.wt(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
+        if gate_up:  # the merged gate_up tensor: one mul_mat_id, split into gate and up views
+            gu = self.lora_mm_id(self.wt(n_embd, 2 * n_ff, n_expert, name="ffn_gate_up_exps"), cur, selected,
+                                 self.opt("ffn_up_exps.scale", n_expert) if scales else None)  # fmt: skip
+            g = ggml.view(gu, (n_ff, gu.ne[1], gu.ne[2]), (gu.nb[1], gu.nb[2]), 0)
+            up = ggml.view(gu, (n_ff, gu.ne[1], gu.ne[2]), (gu.nb[1], gu.nb[2]), n_ff * gu.nb[0])
+        else:
+            up_w = self.wt(n_embd, n_ff, n_expert, name="ffn_up_exps")
+            up = self.lora_mm_id(up_w, cur, selected, self.opt("ffn_up_exps.scale", n_expert) if scales else None)
+            if expert_bias:
+                up = ggml.add_id(up, self.wt(n_ff, n_expert, name="ffn_up_exps.bias"), selected)
+            gate_w = self.wt(n_embd, n_ff, n_expert, name="ffn_gate_exps")
+            g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert) if scales else None)
+            if expert_bias:
+                g = ggml.add_id(g, self.wt(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
         if act in ("silu", "gelu") or act == "swiglu_oai":
             cur = ggml.glu_split(g, up)
         else:
