@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan.runtimes.llamacpp.compute import ggml
 from kvplan.runtimes.llamacpp.compute.context import OUTPUT_LAYER, GraphContext, Reserve, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
+from kvplan.runtimes.llamacpp.compute.tensor import Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,17 @@ def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
 _GATING = {1: "softmax", 2: "sigmoid", 3: "softmax_weight"}
 
 
+def _dense_or_shared_moe(g: GraphContext, d: Dims, il: int, cur: Tensor, n_ff_exp: int, **moe: Any) -> Tensor:
+    """The FFN of GLM-4.5 and DeepSeek: a dense FFN in the leading layers, else the routed experts (build_moe_ffn
+    with the weight norm and scale the model has) plus its shared experts on the same input."""
+    if il < d.n_layer_dense_lead:
+        return g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+    routed = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, norm_w=d.expert_weights_norm,
+                       w_scale=d.expert_weights_scale, **moe)  # fmt: skip
+    shared = g.ffn_par(cur, d.n_embd, n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+    return ggml.binary("ADD", routed, shared)
+
+
 def build_glm4_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_glm4_moe::graph (src/models/glm4-moe.cpp): GLM-4.5 — the leading dense layers, then routed
     experts (sigmoid gating with the expert-probability bias) plus the shared experts; Q/K norms where the model
@@ -222,15 +235,9 @@ def build_glm4_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
             inp_sa = ggml.get_rows(inp_sa, out_ids)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="attn_post_norm"))
-        if il < d.n_layer_dense_lead:
-            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
-        else:
-            n_ff_exp = d.n_ff_exp or d.n_ff // d.n_expert_used
-            routed = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, gating=_GATING.get(d.expert_gating,
-                               "sigmoid"), norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
-                               exp_probs_b=True, scales=False)  # fmt: skip
-            shared = g.ffn_par(cur, d.n_embd, n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
-            cur = ggml.binary("ADD", routed, shared)
+        n_ff_exp = d.n_ff_exp or d.n_ff // d.n_expert_used
+        cur = _dense_or_shared_moe(g, d, il, cur, n_ff_exp, gating=_GATING.get(d.expert_gating, "sigmoid"),
+                                   exp_probs_b=True, scales=False)  # fmt: skip
         inp_l = ggml.binary("ADD", cur, ffn_inp)
     g.il = OUTPUT_LAYER
     cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
@@ -288,16 +295,9 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
             inp_sa = ggml.get_rows(inp_sa, out_ids)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
-        if il < d.n_layer_dense_lead:
-            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
-        else:
-            gating = _GATING.get(d.expert_gating, "softmax")
-            routed = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, gating=gating,
-                               norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
-                               exp_probs_b=w.has("exp_probs_b.bias"), expert_groups=d.expert_groups,
-                               scales=False, gate_up=w.has("ffn_gate_up_exps"))  # fmt: skip
-            shared = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
-            cur = ggml.binary("ADD", routed, shared)
+        cur = _dense_or_shared_moe(g, d, il, cur, d.n_ff_exp or d.n_ff, gating=_GATING.get(d.expert_gating, "softmax"),
+                                   exp_probs_b=w.has("exp_probs_b.bias"), expert_groups=d.expert_groups,
+                                   scales=False, gate_up=w.has("ffn_gate_up_exps"))  # fmt: skip
         inp_l = ggml.binary("ADD", cur, ffn_inp)
     g.il = OUTPUT_LAYER
     cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))

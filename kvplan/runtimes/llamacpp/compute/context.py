@@ -123,23 +123,24 @@ class GraphContext:
         k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
         v_rows = r.n_tokens if r.flash_attn else r.n_tokens * n_embd_v_gqa_max
         v_idxs = ggml.inp("i64", (v_rows,), "attn_inp_v_idxs")
-        n_stream = 1 if r.kv_unified else r.n_seqs
-        mask = ggml.inp(
-            "f16" if r.flash_attn else "f32", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
-        )
         return KVInputs(
-            kv_size, k_idxs, v_idxs, mask, self._rot(r.type_k, head_k, True), self._rot(r.type_v, head_v, False)
+            kv_size, k_idxs, v_idxs, self._kq_mask(kv_size), self._rot(r.type_k, head_k, True),
+            self._rot(r.type_v, head_v, False),
+        )  # fmt: skip
+
+    def _kq_mask(self, kv_size: int) -> Tensor:
+        """build_attn_inp_kq_mask: f16 with flash attention, f32 without; one block of rows per stream."""
+        r = self.r
+        n_stream = 1 if r.kv_unified else r.n_seqs
+        return ggml.inp(
+            "f16" if r.flash_attn else "f32", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
         )
 
     def attn_inp_k(self, kv_size: int) -> KVInputs:
         """build_attn_inp_k_impl: a K-only cache (MLA: V is a view of K) — its row indices and KQ mask."""
         r = self.r
         k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
-        n_stream = 1 if r.kv_unified else r.n_seqs
-        mask = ggml.inp(
-            "f16" if r.flash_attn else "f32", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
-        )
-        return KVInputs(kv_size, k_idxs, k_idxs, mask, None, None)
+        return KVInputs(kv_size, k_idxs, k_idxs, self._kq_mask(kv_size), None, None)
 
     def attn_k(
         self,
@@ -161,25 +162,32 @@ class GraphContext:
         gf.expand(q)
         gf.expand(v)
         gf.expand(k)
-        kv_size, n_stream = kv.kv_size, r.n_stream
-        n_embd_k = head_k * n_head_kv
-        cache_k = ggml.weight(r.type_k, (n_embd_k, kv_size, n_stream), f"cache_k_l{layer}")
-        cache_k.usage, cache_k.layer = USAGE_CACHE, layer
-        k_cur = ggml.view(k, (n_embd_k, k.ne[2]), (k.nb[2],), 0)
-        kdst = ggml.reshape(cache_k, n_embd_k, kv_size * n_stream) if n_stream > 1 else cache_k
-        gf.expand(ggml.set_rows(kdst, k_cur, kv.k_idxs))
-        kk = ggml.view(
-            cache_k,
-            (head_k, n_head_kv, kv_size, n_stream),
-            (
-                ggml.row_size(r.type_k, head_k),
-                ggml.row_size(r.type_k, n_embd_k),
-                ggml.row_size(r.type_k, n_embd_k * kv_size),
-            ),
-            0,
-        )
+        cache_k = self._cache(r.type_k, head_k * n_head_kv, kv.kv_size, f"cache_k_l{layer}", layer)
+        gf.expand(self._cpy(cache_k, k, kv.k_idxs))
+        kk = self._get(cache_k, head_k, n_head_kv)
         vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
         return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, kv.mask, None, v_mla), wo_s)
+
+    def _cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
+        """One layer's K or V cache tensor: [n_embd, cells, streams], in the layer's cache buffer."""
+        t = ggml.weight(type_, (n_embd, kv_size, self.r.n_stream), name)
+        t.usage, t.layer = USAGE_CACHE, layer
+        return t
+
+    def _cpy(self, cache: Tensor, cur: Tensor, idxs: Tensor) -> Tensor:
+        """llama_kv_cache::cpy_k (and cpy_v with flash attention): the batch's rows set into the cache."""
+        n_embd, kv_size, n_stream = cache.ne[0], cache.ne[1], cache.ne[2]
+        rows = ggml.view(cur, (n_embd, cur.ne[2]), (cur.nb[2],), 0)
+        dst = ggml.reshape(cache, n_embd, kv_size * n_stream) if n_stream > 1 else cache
+        return ggml.set_rows(dst, rows, idxs)
+
+    @staticmethod
+    def _get(cache: Tensor, head: int, n_head_kv: int) -> Tensor:
+        """llama_kv_cache::get_k (and get_v untransposed): [head, heads, cells, streams]."""
+        n_embd, kv_size, n_stream = cache.ne[0], cache.ne[1], cache.ne[2]
+        t = cache.type
+        strides = (ggml.row_size(t, head), ggml.row_size(t, n_embd), ggml.row_size(t, n_embd * kv_size))
+        return ggml.view(cache, (head, n_head_kv, kv_size, n_stream), strides, 0)
 
     @staticmethod
     def _rot(type_: str, head: int, grow: bool) -> Tensor | None:
@@ -279,22 +287,14 @@ class GraphContext:
             gf.expand(v)
             gf.expand(k)
         kv_size, n_stream = kv.kv_size, r.n_stream
-        n_embd_k = head_k * n_head_kv
         n_embd_v = head_v * n_head_kv
-        cache_k = ggml.weight(r.type_k, (n_embd_k, kv_size, n_stream), f"cache_k_l{layer}")
-        cache_v = ggml.weight(r.type_v, (n_embd_v, kv_size, n_stream), f"cache_v_l{layer}")
-        cache_k.usage = cache_v.usage = USAGE_CACHE
-        cache_k.layer = cache_v.layer = layer
-        # cpy_k
-        k_cur = ggml.view(k, (n_embd_k, k.ne[2]), (k.nb[2],), 0)
-        kdst = ggml.reshape(cache_k, n_embd_k, kv_size * n_stream) if n_stream > 1 else cache_k
-        gf.expand(ggml.set_rows(kdst, k_cur, kv.k_idxs))
+        cache_k = self._cache(r.type_k, head_k * n_head_kv, kv_size, f"cache_k_l{layer}", layer)
+        cache_v = self._cache(r.type_v, n_embd_v, kv_size, f"cache_v_l{layer}", layer)
+        gf.expand(self._cpy(cache_k, k, kv.k_idxs))
         # cpy_v
         v_trans = not r.flash_attn
         if not v_trans:
-            v_cur = ggml.view(v, (n_embd_v, v.ne[2]), (v.nb[2],), 0)
-            vdst = ggml.reshape(cache_v, n_embd_v, kv_size * n_stream) if n_stream > 1 else cache_v
-            gf.expand(ggml.set_rows(vdst, v_cur, kv.v_idxs))
+            gf.expand(self._cpy(cache_v, v, kv.v_idxs))
         else:
             if ggml.row_size(v.type, n_embd_v) == v.nb[2]:
                 v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
@@ -305,27 +305,9 @@ class GraphContext:
             v_cur = ggml.reshape(v_cur, 1, v_cur.ne[0] * v_cur.ne[1] * v_cur.ne[2] * v_cur.ne[3])
             gf.expand(ggml.set_rows(v_view, v_cur, kv.v_idxs))
         # get_k / get_v
-        kk = ggml.view(
-            cache_k,
-            (head_k, n_head_kv, kv_size, n_stream),
-            (
-                ggml.row_size(r.type_k, head_k),
-                ggml.row_size(r.type_k, n_embd_k),
-                ggml.row_size(r.type_k, n_embd_k * kv_size),
-            ),
-            0,
-        )
+        kk = self._get(cache_k, head_k, n_head_kv)
         if not v_trans:
-            vv = ggml.view(
-                cache_v,
-                (head_v, n_head_kv, kv_size, n_stream),
-                (
-                    ggml.row_size(r.type_v, head_v),
-                    ggml.row_size(r.type_v, n_embd_v),
-                    ggml.row_size(r.type_v, n_embd_v * kv_size),
-                ),
-                0,
-            )
+            vv = self._get(cache_v, head_v, n_head_kv)
         else:
             vv = ggml.view(
                 cache_v,
