@@ -243,9 +243,7 @@ class Target:
 
         if self.draft is not None or self.mtp or self.split_none:
             return None
-        rules = [(re.compile(pat), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
-                 for pat, b in self.overrides]  # fmt: skip
-        rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
+        rules = self._override_rules()
         n = len(self.memory)
         devices = Devices(
             n_devices=n,
@@ -264,13 +262,19 @@ class Target:
             out[i], parts[i] = c.bytes, c.parts
         return COMPUTE_BASIS if backend_rules.recorded else f"{COMPUTE_BASIS}; CUDA's rules from its source"
 
+    def _override_rules(self) -> list[tuple[re.Pattern[str], int]]:
+        """The tensor buffer overrides in llama.cpp's order: -ot's (pattern → GPU index, -1 for the host), then
+        -ncmoe / -cmoe's experts to the host."""
+        rules = [(re.compile(p), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
+                 for p, b in self.overrides]  # fmt: skip
+        rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
+        return rules
+
     def _place_tensors(self, weights: Weights, where: list[int], w: list[int]) -> None:
         """Tensor by tensor, as llama.cpp's loader does with buffer overrides: the first -ot pattern a tensor's
         name matches (re.search, as std::regex_search) decides its buffer; then -ncmoe / -cmoe (patterns of
         their own, after the user's); else its layer's device."""
-        rules = [(re.compile(p), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
-                 for p, b in self.overrides]  # fmt: skip
-        rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
+        rules = self._override_rules()
         for name, il, b in weights.tensors:
             home = -1 if il == -1 else where[-1] if il == -2 else where[il]
             dest = next((d for rule, d in rules if rule.search(name)), home)
@@ -356,6 +360,24 @@ class Target:
         # bisection: a layer more on the GPUs never needs less of their memory (its weights and KV move there;
         # the compute buffer's share of a layer is far smaller), as the context and sequence searches assume
         return largest(0, self.model.n_layer_all + 1, fits)
+
+
+def _overhead_basis(target: Target, placement: Placement) -> str:
+    """What the overhead row stands for: given, the preset's CUDA context estimate, nothing (--memory is free
+    memory), or — without llama.cpp's graph — the old estimate that covers the compute buffer too."""
+    if target.overhead is not None:
+        return "given (--overhead)"
+    if not placement.compute_basis.startswith(COMPUTE_BASIS):
+        return (
+            "estimate: CUDA context + llama.cpp's fixed compute buffer (kvplan has no graph for this architecture "
+            "yet); measure with llama-fit-params --fit-print on and pass --overhead"
+        )
+    if target.device_reserve:
+        return (
+            "the CUDA context and driver's share of a --gpu preset's total (an estimate from public logs); give "
+            "--memory with the free memory llama.cpp reports to leave it out"
+        )
+    return "none: --memory is the free memory llama.cpp sees"
 
 
 def largest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
@@ -606,19 +628,7 @@ class LlamaCppRuntime:
             if fits
             else (),
             weights_basis=target.weights.basis,
-            overhead_basis=(
-                "given (--overhead)"
-                if target.overhead is not None
-                else (
-                    "the CUDA context and driver's share of a --gpu preset's total (an estimate from public logs); "
-                    "give --memory with the free memory llama.cpp reports to leave it out"
-                    if target.device_reserve
-                    else "none: --memory is the free memory llama.cpp sees"
-                )
-                if placement.compute_basis.startswith(COMPUTE_BASIS)
-                else "estimate: CUDA context + llama.cpp's fixed compute buffer (kvplan has no graph for this "
-                "architecture yet); measure with llama-fit-params --fit-print on and pass --overhead"
-            ),
+            overhead_basis=_overhead_basis(target, placement),
             trained_ctx=model.n_ctx_train,
             capped_by_trained=capped,
             shared=ctx.kv_unified and ctx.n_seq > 1,

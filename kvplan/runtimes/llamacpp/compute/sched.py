@@ -461,7 +461,3 @@ class Scheduler:
             for t in g.leafs:
                 t.flags = flags[id(t)]
         return sizes, alloc
-
-
-def rules_from(patterns: Sequence[tuple[str, int]]) -> tuple[tuple[re.Pattern[str], int], ...]:
-    return tuple((re.compile(p), d) for p, d in patterns)
