@@ -4,7 +4,7 @@ and, when a budget fails, the nearest configuration that passes every budget (ea
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.capacity.budgets import Finding, Outcome, evaluate, outcome_of
 from kvplan.capacity.llamacpp_settings import CACHE_TYPE_LADDER, settings_for
@@ -13,9 +13,11 @@ from kvplan.capacity.results import FitResult
 from kvplan.errors import RefusedConfigError, UnsupportedError
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, FlashAttn, LlamaCppSettings, MemoryPlan, plan, plan_mtp_draft
-from kvplan.runtimes.llamacpp.compute import ComputeBuffer, cpu_compute_buffer
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS
 from kvplan.runtimes.names import CACHE_DTYPE_BYTES
+
+if TYPE_CHECKING:
+    from kvplan.runtimes.llamacpp.compute import ComputeBuffer
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,11 @@ def estimate(model: ModelDescription, req: Request) -> Estimate:
         draft = plan_mtp_draft(model, settings, o.cache_type_k_draft or "f16", o.cache_type_v_draft or "f16")
     if req.draft is not None:
         draft = plan(req.draft, draft_settings(settings, o))
-    compute = cpu_compute_buffer(main) if main.context.backend is Backend.CPU else None
+    compute = None
+    if main.context.backend is Backend.CPU:  # (the graph's modules only where it is built)
+        from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer
+
+        compute = cpu_compute_buffer(main)
     return Estimate(model, main, draft, req.draft, compute)
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.capacity.deployment import Evaluation
 from kvplan.model import MemoryKind, ModelDescription, SwaType
 from kvplan.report import budgets as budget_report
 from kvplan.report.document import ALL_FORMATS, Cell, Column, Document, Format, Kind, Table
 from kvplan.runtimes.llamacpp import MemoryPlan
-from kvplan.runtimes.llamacpp.compute import ComputeBuffer
 from kvplan.units import Units, format_size
+
+if TYPE_CHECKING:
+    from kvplan.runtimes.llamacpp.compute import ComputeBuffer
 
 CACHE_COLUMNS = (
     Column("cache", "Cache"),
