@@ -197,6 +197,8 @@ class GraphFacts:
     q_lora_rank: int = 0
     #: expert groups (n_expert_groups, n_group_used: DeepSeek-V3's node-limited routing)
     expert_groups: tuple[int, int] = (0, 0)
+    #: the shared expert's width where the model states one (expert_shared_feed_forward_length: Qwen3-Next)
+    n_ff_shexp: int = 0
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -3,6 +3,8 @@
 tests/fixtures/oracle/compute_graph.json, the proof of issue 24's exact compute buffers.
 
 usage: python scripts/record_compute_graph.py ORACLE_DIR [REAL_GGUF]
+       python scripts/record_compute_graph.py ORACLE_DIR --arch ARCH   (re-record one architecture's cases, keep
+                                                                        the others as recorded)
 
 ORACLE_DIR is a build of ../shared/oracle/build.sh. The models: every fixture GGUF of those architectures
 (tests/fixtures/oracle/tiny: llama.cpp's test-llama-archs; real/: realistic shapes; file/: Gemma 3 270M's
@@ -38,10 +40,17 @@ SETTINGS = [
 
 def main() -> None:
     harness = str(Path(sys.argv[1]) / "harness")
+    only = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--arch" else None
     cases = []
+    kept: list[dict[str, object]] = []
     files = sorted(OUT.glob("tiny/*.gguf")) + sorted(OUT.glob("real/*.gguf")) + sorted(OUT.glob("file/*.gguf"))
+    if only:
+        mine = {str(f.relative_to(OUT)) for f in files if read_gguf(f, check_data_bounds=False).architecture == only}
+        old = json.loads((OUT / "compute_graph.json").read_text())["cases"]
+        kept = [c for c in old if c["gguf"] not in mine]
     for gguf in files:
-        if read_gguf(gguf, check_data_bounds=False).architecture not in BUILDERS:
+        arch = read_gguf(gguf, check_data_bounds=False).architecture
+        if arch not in BUILDERS or (only and arch != only):
             continue
         for s in SETTINGS:
             got = run(harness, str(gguf), s)
@@ -49,7 +58,8 @@ def main() -> None:
                 print("llama.cpp failed:", gguf.name, s, got["error"])
                 continue
             cases.append({"gguf": str(gguf.relative_to(OUT)), **got})
-    if len(sys.argv) > 2:
+    cases = kept + cases
+    if len(sys.argv) > 2 and not only:
         for s in SETTINGS:
             cases.append({"gguf": "REAL:gemma-3-270m-q4_k_m.gguf", **run(harness, sys.argv[2], s, from_file=True)})
     doc = {"llama_cpp": "llama.cpp vendored in llama-cpp-python 0.3.36 (2026-10-01)", "backend": "CPU", "cases": cases}

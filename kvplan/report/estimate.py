@@ -166,7 +166,9 @@ def compute_line(c: ComputeBuffer | None, p: MemoryPlan, units: Units) -> str:
     if c is None:
         if p.context.backend.value != "cpu":
             return "not modelled for these buffer rules yet (the CPU backend's is)"
-        return f"not modelled for {p.model.arch} yet"
+        from kvplan.runtimes.llamacpp.compute import no_graph_reason
+
+        return f"not modelled: {no_graph_reason(p)}"
     parts = ", ".join(f"{k} {format_size(v, units)}" for k, v in c.parts if v)
     exact = f" ({c.bytes:,} bytes)" if units is not Units.BYTES else " bytes"
     return f"{format_size(c.bytes, units)}{exact} on the CPU backend, at its peak: {parts}"

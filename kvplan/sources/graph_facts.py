@@ -63,6 +63,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             head_v_mla=_int(kv, f"{arch}.attention.value_length_mla", 0),
             q_lora_rank=_int(kv, f"{arch}.attention.q_lora_rank", 0),
             expert_groups=(_int(kv, f"{arch}.expert_group_count", 0), _int(kv, f"{arch}.expert_group_used_count", 0)),
+            n_ff_shexp=_int(kv, f"{arch}.expert_shared_feed_forward_length", 0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -100,6 +101,8 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     tensors = set()
     if c.get("attention_bias") is True or model_type in _QKV_BIAS_TYPES:
         tensors |= {"attn_q.bias", "attn_k.bias", "attn_v.bias"}
+    if model_type == "qwen3_next":  # the converter splits in_proj_qkvz into attn_qkv and attn_gate (Qwen3NextModel)
+        tensors |= {"attn_qkv", "attn_gate"}
     softcap = c.get("final_logit_softcapping")
     scale = c.get("routed_scaling_factor")
     # the DeepSeek-style MoE configs (DeepSeek-V2/V3, GLM-4.5, Kimi, Youtu: n_routed_experts), whose converters
@@ -118,5 +121,6 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_expert_shared=num("n_shared_experts"),
         # written only by the converters of the architectures that read them (DeepSeek-V2/V3, GLM-4.5)
         expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like,
+        n_ff_shexp=num("shared_expert_intermediate_size"),
         tensors=frozenset(tensors),
     )

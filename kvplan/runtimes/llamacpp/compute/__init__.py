@@ -46,6 +46,7 @@ def reserve_for(p: MemoryPlan) -> Reserve:
     if n_tokens % c.n_seq:
         n_tokens = (n_tokens + c.n_seq - 1) // c.n_seq * c.n_seq
     attn = [x for x in p.caches if x.kind is CacheKind.ATTENTION]
+    recr = [x for x in p.caches if x.kind is CacheKind.RECURRENT]
     swa = [x for x in attn if x.name in _WINDOWS]
     full = [x for x in attn if x.name not in _WINDOWS]
     return Reserve(
@@ -59,6 +60,9 @@ def reserve_for(p: MemoryPlan) -> Reserve:
         n_stream=c.n_stream,
         kv_size=full[0].cells if full else 0,
         kv_size_swa=swa[0].cells if swa else 0,
+        rs_size=recr[0].cells // (1 + c.n_rs_seq) if recr else 0,
+        type_r=recr[0].type_k if recr else "f32",
+        type_s=(recr[0].type_v or "f32") if recr else "f32",
     )
 
 
@@ -102,12 +106,24 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         head_v_mla=g.head_v_mla,
         q_lora_rank=g.q_lora_rank,
         expert_groups=g.expert_groups,
+        recurrent=tuple(la.recurrent for la in layers),
+        ssm=_ssm(m),
+        n_ff_shexp=g.n_ff_shexp,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
 
+def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
+    rp = m.recurrent_params
+    if rp is None:
+        return (0, 0, 0, 0, 0)
+    return (rp.d_conv, rp.d_inner, rp.d_state, rp.n_group, rp.n_head)
+
+
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
-_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2"})
+_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next"})
+#: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)
+_NO_SNAPSHOTS = frozenset({"qwen3next"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 
@@ -121,12 +137,24 @@ def graph_of(p: MemoryPlan) -> Graph | None:
     if hit is not None and hit[0] is p.model:
         return hit[1]
     build = BUILDERS.get(p.model.arch)
+    if p.context.n_rs_seq and p.model.arch in _NO_SNAPSHOTS:
+        build = None
     dw = dims_of(p.model)
     g = None if build is None or dw is None else build(dw[0], r, dw[1])
     if len(_GRAPHS) >= _GRAPHS_KEPT:
         del _GRAPHS[next(iter(_GRAPHS))]
     _GRAPHS[key] = (p.model, g)
     return g
+
+
+def no_graph_reason(p: MemoryPlan) -> str:
+    """Why graph_of(p) is None, in a reader's words."""
+    m = p.model
+    if m.arch not in BUILDERS:
+        return f"no graph for {m.arch} yet"
+    if p.context.n_rs_seq and m.arch in _NO_SNAPSHOTS:
+        return "no graph with kept recurrent snapshots (n_rs_seq) yet"
+    return "the model's vocabulary or feed-forward widths are not known (a GGUF or config.json gives them)"
 
 
 def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
@@ -173,5 +201,6 @@ __all__ = [
     "device_compute_buffers",
     "dims_of",
     "graph_of",
+    "no_graph_reason",
     "reserve_for",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.runtimes.llamacpp.compute import ggml
-from kvplan.runtimes.llamacpp.compute.context import OUTPUT_LAYER, GraphContext, Reserve, Weights
+from kvplan.runtimes.llamacpp.compute.context import OUTPUT_LAYER, GraphContext, KVInputs, Reserve, RSInputs, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 from kvplan.runtimes.llamacpp.compute.tensor import Tensor
 
@@ -42,6 +42,10 @@ class Dims:
     head_v_mla: int = 0
     q_lora_rank: int = 0
     expert_groups: tuple[int, int] = (0, 0)
+    recurrent: tuple[bool, ...] = ()  # per layer: a recurrent (state) layer of a hybrid
+    #: the recurrent layers' hparams: ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_dt_rank
+    ssm: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+    n_ff_shexp: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +312,185 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def _l2_norm(x: Tensor) -> Tensor:
+    """build_gdn_l2_norm: a scaled RMS norm (no weight, no callback)."""
+    return ggml.unary(ggml.unary(x, "RMS_NORM"), "SCALE")
+
+
+class _Qwen3Next:
+    """llama_model_qwen3next::graph (src/models/qwen3next.cpp over delta-net-base.cpp): gated delta-net layers
+    (the fused GATED_DELTA_NET op, which llama.cpp's probe keeps on where the layer's device runs it) and gated
+    full-attention layers, each followed by the routed experts plus a sigmoid-gated shared expert."""
+
+    def __init__(self, d: Dims, r: Reserve, w: Weights) -> None:
+        self.d, self.r, self.w = d, r, w
+        self.g = GraphContext(r, w)
+        d_conv, d_inner, d_state, n_group, dt_rank = d.ssm
+        self.head_k, self.nk, self.nv = d_state, n_group, dt_rank
+        self.head_v = d_inner // dt_rank
+        self.n_seqs = r.n_seqs
+        self.n_seq_tokens = r.n_tokens // r.n_seqs
+        self.conv_channels = d_inner + 2 * n_group * d_state
+        self.n_embd_r = (d_conv - 1) * self.conv_channels
+        self.n_embd_s = d_state * d_inner
+        self.d_conv = d_conv
+
+    def build(self) -> Graph:
+        d, g = self.d, self.g
+        inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+        rs = g.rs_inp()
+        kv = g.attn_inp_kv(self.r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+        pos = g.inp_pos()
+        out_ids = g.inp_out_ids()
+        for il in range(d.n_layer):
+            g.il = il
+            inp_sa = inp_l
+            cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+            g.gf.expand(cur)
+            cur = self.linear_attn(rs, cur, il) if d.recurrent[il] else self.attn(kv, cur, pos, il)
+            cur = ggml.binary("ADD", cur, inp_sa)
+            ffn_residual = cur
+            cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
+            cur = self.ffn(cur)
+            inp_l = ggml.binary("ADD", cur, ffn_residual)
+        g.il = OUTPUT_LAYER
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), with_il=False)
+        ggml.set_output(cur)  # res->t_h_nextn
+        cur = ggml.get_rows(cur, out_ids)  # embeddings_nextn_masked is false
+        ggml.set_output(cur)  # res->t_embd
+        cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+        ggml.set_output(cur)
+        g.gf.expand(cur)
+        return g.gf
+
+    def attn(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
+        """build_layer_attn: Q and its gate from one projection, Q/K norms, RoPE, attention, the sigmoid gate."""
+        d, g = self.d, self.g
+        hd, n_tok = d.head_k, self.r.n_tokens
+        outs = []
+        for name, width in (("attn_q", 2 * hd * d.n_head), ("attn_k", hd * d.n_head_kv), ("attn_v", hd * d.n_head_kv)):
+            t = g.lora_mm(g.wt(d.n_embd, width, name=name), cur, g.opt(name + ".scale", 1))
+            b = g.opt(name + ".bias", width)
+            outs.append(ggml.binary("ADD", t, b) if b is not None else t)
+        q_full = ggml.reshape(outs[0], 2 * hd, d.n_head, n_tok, 1)
+        strides = (q_full.nb[1], q_full.nb[2], q_full.nb[3])
+        q = ggml.view(q_full, (hd, d.n_head, n_tok, 1), strides, 0)
+        gate = ggml.view(q_full, (hd, d.n_head, n_tok, 1), strides, hd * 4)
+        k = ggml.reshape(outs[1], hd, d.n_head_kv, n_tok)
+        v = ggml.reshape(outs[2], hd, d.n_head_kv, n_tok)
+        q = g.norm(q, g.wt(hd, name="attn_q_norm"))
+        k = g.norm(k, g.wt(hd, name="attn_k_norm"))
+        q = ggml.rope(q, pos, None)
+        k = ggml.rope(k, pos, None)
+        cur = g.attn_kv(kv, il, None, None, None, q, k, v, d.n_head_kv, hd, hd)
+        gate = ggml.unary(ggml.cont(gate, hd * d.n_head, n_tok))
+        cur = ggml.binary("MUL", cur, gate)
+        return g.lora_mm(g.wt(hd * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+
+    def qkvz(self, cur: Tensor) -> tuple[Tensor, Tensor]:
+        """build_qkvz: the fused attn_qkv / attn_gate pair, or the legacy ssm_in split into its four parts."""
+        d, g = self.d, self.g
+        hk, hv, nk, nv = self.head_k, self.head_v, self.nk, self.nv
+        nst, ns = self.n_seq_tokens, self.n_seqs
+        key_dim, value_dim = hk * nk, hv * nv
+        if self.w.has("attn_qkv"):
+            mixed = ggml.mul_mat(g.wt(d.n_embd, 2 * key_dim + value_dim, name="attn_qkv"), cur)
+            mixed = ggml.reshape(mixed, mixed.ne[0], nst, ns)
+            z = ggml.mul_mat(g.wt(d.n_embd, value_dim, name="attn_gate"), cur)
+            return mixed, z
+        qkvz = ggml.mul_mat(g.wt(d.n_embd, 2 * key_dim + 2 * value_dim, name="ssm_in"), cur)
+        per = hv * nv // nk
+        qkvz = ggml.reshape(qkvz, 2 * hk + 2 * per, nk, nst, ns)
+        strides = (qkvz.nb[1], qkvz.nb[2], qkvz.nb[3])
+        query = ggml.view(qkvz, (hk, nk, nst, ns), strides, 0)
+        key = ggml.view(qkvz, (hk, nk, nst, ns), strides, hk * 4)
+        value = ggml.view(qkvz, (per, nk, nst, ns), strides, 2 * hk * 4)
+        z = ggml.cont(ggml.view(qkvz, (per, nk, nst, ns), strides, (2 * hk + per) * 4))
+        q_flat = ggml.cont(query, key_dim, nst, ns)
+        k_flat = ggml.cont(key, key_dim, nst, ns)
+        v_flat = ggml.cont(value, value_dim, nst, ns)
+        return ggml.concat(ggml.concat(q_flat, k_flat, 0), v_flat, 0), z
+
+    def linear_attn(self, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
+        """build_layer_attn_linear: projections, beta and the decay gate, the conv state, the delta net, the
+        gated norm and the output projection."""
+        d, g, r = self.d, self.g, self.r
+        hk, hv, nk, nv = self.head_k, self.head_v, self.nk, self.nv
+        nst, ns = self.n_seq_tokens, self.n_seqs
+        qkv_mixed, z = self.qkvz(cur)
+        ba = ggml.mul_mat(g.wt(d.n_embd, 2 * nv, name="ssm_ba"), cur)
+        ba = ggml.reshape(ba, 2 * nv // nk, nk, nst, ns)
+        strides = (ba.nb[1], ba.nb[2], ba.nb[3])
+        b = ggml.view(ba, (nv // nk, nk, nst, ns), strides, 0)
+        a = ggml.view(ba, (nv // nk, nk, nst, ns), strides, nv // nk * 4)
+        beta = ggml.unary(ggml.cont(b))
+        alpha = ggml.cont(a, nv, nst, ns)
+        alpha = ggml.binary("ADD", alpha, g.wt(nv, name="ssm_dt.bias"))
+        gate = ggml.binary("MUL", ggml.unary(alpha), g.wt(nv, name="ssm_a"))
+        beta = ggml.reshape(beta, 1, nv, nst, ns)
+        gate = ggml.reshape(gate, 1, nv, nst, ns)
+        conv_all = g.rs_cache(r.type_r, self.n_embd_r, f"cache_r_l{il}", il)
+        ssm_all = g.rs_cache(r.type_s, self.n_embd_s, f"cache_s_l{il}", il)
+        conv_input = self.conv_state(rs, conv_all, qkv_mixed)
+        state = g.rs(rs, ssm_all, self.n_embd_s)
+        state = ggml.reshape(state, hv, hv, nv, ns)
+        conv = ggml.unary(ggml.ssm_conv(conv_input, g.wt(self.d_conv, self.conv_channels, name="ssm_conv1d")))
+        row = ggml.row_size("f32", self.conv_channels)
+        strides4 = (hk * 4, row, row * nst)
+        q = ggml.view(conv, (hk, nk, nst, ns), strides4, 0)
+        k = ggml.view(conv, (hk, nk, nst, ns), strides4, hk * nk * 4)
+        v = ggml.view(conv, (hv, nv, nst, ns), (hv * 4, row, row * nst), 2 * hk * nk * 4)
+        q, k = _l2_norm(q), _l2_norm(k)
+        if nk != nv:
+            rf = nv // nk
+            q = ggml.repeat(ggml.reshape(q, hk, 1, nk, nst * ns), hk, rf, nk, nst * ns)
+            k = ggml.repeat(ggml.reshape(k, hk, 1, nk, nst * ns), hk, rf, nk, nst * ns)
+            q = ggml.reshape(q, hk, nk * rf, nst, ns)
+            k = ggml.reshape(k, hk, nk * rf, nst, ns)
+        out = self.recurrent_attn(ssm_all, q, k, v, gate, beta, state)
+        z = ggml.reshape(z, hv, nv, nst, ns)
+        normed = g.norm(out, g.wt(hv, name="ssm_norm"))
+        out = ggml.binary("MUL", normed, ggml.unary(z))
+        out = ggml.reshape(out, hv * nv, nst, ns)
+        cur = ggml.mul_mat(g.wt(hv * nv, d.n_embd, name="ssm_out"), out)
+        return ggml.reshape(cur, d.n_embd, nst * ns)
+
+    def conv_state(self, rs: RSInputs, conv_all: Tensor, qkv_mixed: Tensor) -> Tensor:
+        """build_conv_state (n_rs_seq 0): the conv states before the batch, its last d_conv - 1 columns stored."""
+        g, ns = self.g, self.n_seqs
+        states = g.rs(rs, conv_all, self.n_embd_r)
+        states = ggml.reshape(states, self.d_conv - 1, self.conv_channels, ns)
+        conv_input = ggml.concat(states, ggml.transpose(qkv_mixed), 0)
+        last = ggml.view(conv_input, (self.d_conv - 1, self.conv_channels, ns), (conv_input.nb[1], conv_input.nb[2]),
+                         ggml.row_size(conv_input.type, conv_input.ne[0] - states.ne[0]))  # fmt: skip
+        update = ggml.view(conv_all, (self.n_embd_r, ns), (conv_all.nb[1],), 0)
+        g.gf.expand(ggml.cpy(last, update))
+        return conv_input
+
+    def recurrent_attn(self, ssm_all: Tensor, q: Tensor, k: Tensor, v: Tensor, gate: Tensor, beta: Tensor,
+                       state: Tensor) -> Tensor:  # fmt: skip
+        """build_recurrent_attn without kept snapshots: the fused delta net, its new state stored."""
+        s_v, h_v, n_tok, ns = v.ne
+        res = ggml.gated_delta_net(q, k, v, gate, beta, state, 1)
+        f = 4
+        out = ggml.view(res, (s_v, h_v, n_tok, ns), (f * s_v, f * s_v * h_v, f * s_v * h_v * n_tok), 0)
+        new_state = ggml.view(res, (s_v, s_v, h_v, ns), (f * s_v, f * s_v * s_v, f * s_v * s_v * h_v),
+                              f * s_v * h_v * n_tok * ns)  # fmt: skip
+        dst = ggml.view(ssm_all, (self.n_embd_s, ns), (ssm_all.nb[1],), 0)
+        self.g.gf.expand(ggml.cpy(new_state, dst))
+        return out
+
+    def ffn(self, cur: Tensor) -> Tensor:
+        """build_layer_ffn: the routed experts plus the shared expert gated by a sigmoid."""
+        d, g = self.d, self.g
+        moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff // d.n_expert_used,
+                        w_scale=d.expert_weights_scale, gate_up=self.w.has("ffn_gate_up_exps"))  # fmt: skip
+        shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp or d.n_ff, bias=False, suffix="_shexp")
+        shared_gate = ggml.unary(g.lora_mm(g.wt(d.n_embd, name="ffn_gate_inp_shexp"), cur))
+        shexp = ggml.binary("MUL", shexp, shared_gate)
+        return ggml.binary("ADD", moe, shexp)
+
+
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
@@ -317,4 +500,5 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "gpt-oss": build_openai_moe,
     "glm4moe": build_glm4_moe,
     "deepseek2": build_deepseek2,
+    "qwen3next": lambda d, r, w: _Qwen3Next(d, r, w).build(),
 }

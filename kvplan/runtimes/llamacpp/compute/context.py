@@ -18,7 +18,7 @@ from kvplan.runtimes.llamacpp.compute.tensor import (
     Tensor,
 )
 
-__all__ = ["OUTPUT_LAYER", "GraphContext", "KVInputs", "Reserve", "Weights"]
+__all__ = ["OUTPUT_LAYER", "GraphContext", "KVInputs", "RSInputs", "Reserve", "Weights"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,9 @@ class Reserve:
     n_stream: int  # KV streams (1 when unified)
     kv_size: int = 0  # the full-attention cache's cells per stream (n_kv of the reserve graph: init_full)
     kv_size_swa: int = 0  # the sliding-window cache's
+    rs_size: int = 0  # the recurrent state's rows (mem_size: one per sequence)
+    type_r: str = "f32"  # the recurrent caches' types (conv state r, SSM / delta-net state s)
+    type_s: str = "f32"
 
 
 @dataclass(slots=True)
@@ -49,6 +52,15 @@ class KVInputs:
     mask: Tensor
     k_rot: Tensor | None
     v_rot: Tensor | None
+
+
+@dataclass(slots=True)
+class RSInputs:
+    """A recurrent cache's graph inputs (llm_graph_input_rs): the state-copy indices and their two views."""
+
+    s_copy: Tensor
+    s_copy_main: Tensor
+    s_copy_extra: Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +139,35 @@ class GraphContext:
             kv_size, k_idxs, v_idxs, self._kq_mask(kv_size), self._rot(r.type_k, head_k, True),
             self._rot(r.type_v, head_v, False),
         )  # fmt: skip
+
+    def rs_inp(self) -> RSInputs:
+        """build_rs_inp_impl over init_full() (n_rs = the cache's size, head 0)."""
+        n_rs, n_seqs = self.r.rs_size, self.r.n_seqs
+        s_copy = ggml.inp("i32", (n_rs,), "rs_s_copy")
+        main = ggml.view(s_copy, (n_seqs,), (), 0)
+        extra = ggml.view(s_copy, (n_rs - n_seqs,), (), n_seqs * s_copy.nb[0])
+        return RSInputs(s_copy, main, extra)
+
+    def rs_cache(self, type_: str, n_embd: int, name: str, layer: int) -> Tensor:
+        """One layer's recurrent cache tensor (cache_r_l / cache_s_l): [n_embd, rows], in the layer's cache
+        buffer."""
+        t = ggml.weight(type_, (n_embd, self.r.rs_size), name)
+        t.usage, t.layer = USAGE_CACHE, layer
+        return t
+
+    def rs(self, inp: RSInputs, s: Tensor, state_size: int) -> Tensor:
+        """llm_graph_context::build_rs over init_full() (rs_head 0, rs_z 0): the zeroed first state, the
+        sequences' states gathered, the rest copied back in place."""
+        n_seqs, n_rs = self.r.n_seqs, self.r.rs_size
+        states = ggml.reshape(s, state_size, s.ne[1])
+        zero = ggml.view(states, (state_size,), (), 0)
+        self.gf.expand(ggml.scale_inplace(zero))
+        out = ggml.get_rows(states, inp.s_copy_main)
+        self.gf.expand(out)
+        extra = ggml.get_rows(states, inp.s_copy_extra)
+        dst = ggml.view(s, (state_size, n_rs - n_seqs), (s.nb[1],), n_seqs * s.nb[1])
+        self.gf.expand(ggml.cpy(extra, dst))
+        return out
 
     def _kq_mask(self, kv_size: int) -> Tensor:
         """build_attn_inp_kq_mask: f16 with flash attention, f32 without; one block of rows per stream."""

@@ -280,3 +280,20 @@ def repeat(a: Tensor, *ne: int) -> Tensor:
 
 def add_id(a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
     return dup(a, "ADD_ID", (a, b, ids))
+
+
+def scale_inplace(a: Tensor) -> Tensor:
+    """ggml_scale_inplace: a SCALE op viewing `a`."""
+    return view_tensor(a, "SCALE", (a,))
+
+
+def ssm_conv(sx: Tensor, c: Tensor) -> Tensor:
+    """ggml_ssm_conv: f32 [d_inner, n_t, n_s], n_t = sx.ne0 - d_conv + 1."""
+    return new("f32", (c.ne[1], sx.ne[0] - c.ne[0] + 1, sx.ne[2]), "SSM_CONV", (sx, c))
+
+
+def gated_delta_net(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, state: Tensor, snapshots: int) -> Tensor:
+    """ggml_gated_delta_net: f32 [S_v * H, n_tokens * n_seqs + K * S_v * n_seqs] (the output, then the states)."""
+    s_v, heads, n_tokens, n_seqs = v.ne
+    rows = n_tokens * n_seqs + snapshots * s_v * n_seqs
+    return new("f32", (s_v * heads, rows), "GATED_DELTA_NET", (q, k, v, g, beta, state))
