@@ -2,10 +2,12 @@
 published parameter count, from sources read here (make_catalog.py merges it into model_specs/).
 
 usage: python scripts/extract_checkpoints.py MAXTEXT_REPO MLC_REPO KERAS_HUB_REPO TORCHTUNE_REPO THUNDER_REPO
+       MBRIDGE_REPO
 
-The four are git checkouts (or bare mirrors) of AI-Hypercomputer/maxtext, mlc-ai/mlc-llm, keras-team/keras-hub and
+The six are git checkouts (or bare mirrors) of AI-Hypercomputer/maxtext, mlc-ai/mlc-llm, keras-team/keras-hub and
 pytorch/torchtune (its model builders: the checkpoints' shapes as keyword arguments) and
-kevinstephano/thunder_model_blocks (a verbatim config.json of Mistral-Nemo);
+kevinstephano/thunder_model_blocks (a verbatim config.json of Mistral-Nemo) and NVIDIA-NeMo/Megatron-Bridge (its unit
+tests' HF config dicts: Qwen3-Next-80B-A3B's);
 the files read and the commits recorded are below. Configs are HF config.json copies: MaxText's
 ``hf_model_configs.py`` (``transformers.*Config(...)`` literals; the class defaults a literal leaves out are
 transformers', from kvplan/facts/hf_archs.py) and MLC's ``MODEL_PRESETS``. Keras Hub's presets state each
@@ -65,6 +67,10 @@ SMOLLM2 = {"smollm2-1.7b": "smollm2_1_7b"}
 THUNDER = {"mistral-nemo-12b": "thunder_model_blocks/mistral/mistral_config.py"}
 #: catalog name → MaxText's own model config (src/maxtext/configs/models/*.yml) and the HF model_type it describes
 MAXTEXT_YML = {"kimi-k2": ("src/maxtext/configs/models/kimi-k2-1t.yml", "deepseek_v3")}
+#: catalog name → (Megatron-Bridge test file, the fixture function returning the checkpoint's HF config dict)
+MBRIDGE = {
+    "qwen3-next-80b-a3b": ("tests/unit_tests/models/qwen/test_qwen3_next_bridge.py", "qwen3_next_80b_a3b_config_dict"),
+}
 #: MaxText's config keys → config.json's (its DeepSeek decoder: MLA, dense then MoE layers, no MTP layer)
 _MAXTEXT_KEYS = {"base_emb_dim": "hidden_size", "base_num_query_heads": "num_attention_heads",
                  "base_num_kv_heads": "num_key_value_heads", "base_mlp_dim": "intermediate_size",
@@ -109,6 +115,9 @@ FORMATS = {
                     "model-facts.yaml (DeepSeek-V3's format)"},
     "deepseek-v3.2-exp": {"format": "fp8", "block": [128, 128], "source": "deepseek-ai/DeepSeek-V3.2-Exp: FP8 "
                           "weights, per model-facts.yaml (DeepSeek-V3's format)"},
+    "kimi-k2": {"format": "fp8", "block": [128, 128], "source": "moonshotai/Kimi-K2-Instruct: 'Our model checkpoints "
+                "are stored in the block-fp8 format' (MoonshotAI/Kimi-K2 README.md, the spec's kimi_repo source); "
+                "a DeepseekV3ForCausalLM checkpoint, DeepSeek-V3's 128×128 block scales"},
 }  # fmt: skip
 KEYS = (
     "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
@@ -116,6 +125,8 @@ KEYS = (
     "num_experts", "num_local_experts", "decoder_sparse_step", "mlp_only_layers", "first_k_dense_replace",
     "n_routed_experts", "n_shared_experts", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim", "num_nextn_predict_layers", "topk_method", "index_n_heads", "index_head_dim",
+    "num_experts_per_tok", "shared_expert_intermediate_size", "full_attention_interval", "linear_conv_kernel_dim",
+    "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim",
 )  # fmt: skip
 VISION_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size", "num_channels")
 
@@ -199,8 +210,19 @@ def subset(cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: cfg[k] for k in KEYS if cfg.get(k) not in (None, [])}
 
 
+def mbridge_config(repo: str, path: str, fixture: str) -> tuple[dict[str, Any], str]:
+    """The dict literal a Megatron-Bridge test fixture returns."""
+    text, commit = git_show(repo, path)
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name == fixture:
+            ret = next(n for n in ast.walk(node) if isinstance(n, ast.Return))
+            assert ret.value is not None
+            return dict(ast.literal_eval(ret.value)), f"NVIDIA-NeMo/Megatron-Bridge:{path}@{commit} ({fixture})"
+    raise SystemExit(f"{path}: no fixture {fixture}")
+
+
 def main() -> None:  # noqa: C901 - one loop per source
-    maxtext_repo, mlc_repo, keras_repo, torchtune_repo, thunder_repo = sys.argv[1:6]
+    maxtext_repo, mlc_repo, keras_repo, torchtune_repo, thunder_repo, mbridge_repo = sys.argv[1:7]
     mx_text, mx_commit = git_show(maxtext_repo, MAXTEXT_FILE)
     mlc_text, mlc_commit = git_show(mlc_repo, MLC_FILE)
     mx, mlc, keras = maxtext_configs(mx_text), mlc_presets(mlc_text), keras_counts(keras_repo)
@@ -243,6 +265,11 @@ def main() -> None:  # noqa: C901 - one loop per source
         cfg = json.loads(re.search(r"r" + "'''" + r"(.*?)" + "'''", text, re.S).group(1))  # type: ignore[union-attr]
         out[name] = {"config": subset(cfg), "config_source": f"kevinstephano/thunder_model_blocks:{path}@{commit} "
                      f"({cfg.get('_name_or_path')}'s config.json)"}  # fmt: skip
+    for name, (path, fixture) in MBRIDGE.items():
+        cfg, where = mbridge_config(mbridge_repo, path, fixture)
+        out[name] = {"config": subset(cfg), "config_source": where + " — the checkpoint's MTP block (mtp.*), which "
+                     "the config does not state, counted as one layer: llama.cpp's converter finds it in the "
+                     "checkpoint (_QwenMtpMixin) and its Qwen3-Next MTP graph takes exactly one"}  # fmt: skip
     for name in ("gemma-3-4b", "gemma-3-12b", "gemma-3-27b"):
         out[name]["config"]["text_config"]["vocab_size"] = 262208
         out[name]["config_source"] += (

@@ -8,7 +8,8 @@ stores them in its own format, everything else stays in the checkpoint's dtype.
 
 Families counted: Llama, Mistral, Qwen2 / Qwen2.5, Qwen3, Qwen3-MoE, Mixtral, OLMo-2, Phi-3, Gemma 2, Gemma 3
 (text, and the SigLIP vision tower of the multimodal checkpoints), gpt-oss, DeepSeek-V2 / V3 / V3.2 (MLA, MoE, the
-V3.2 indexer and the checkpoint's MTP layers). Other families answer None (the caller says the count is not known).
+V3.2 indexer and the checkpoint's MTP layers), Qwen3-Next (gated delta-net and gated attention, its MTP block).
+Other families answer None (the caller says the count is not known).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ ARCH_MODEL_TYPES = {
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
+    "Qwen3NextForCausalLM": "qwen3_next",
 }
 _TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
 #: a decoder layer's module path, as the checkpoint names its tensors
@@ -104,6 +106,8 @@ def count_params(config: Mapping[str, Any]) -> ParamCount | None:
             return _with_siglip(counted, _Cfg(vision), _Cfg(text).int("hidden_size"))
         if model_type in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
             return _deepseek(_Cfg(config), model_type)
+        if model_type == "qwen3_next":
+            return _qwen3_next(_Cfg(config))
         if isinstance(model_type, str) and model_type in _DENSE:
             return _decoder(_Cfg(config), model_type)
     except KeyError:
@@ -252,3 +256,79 @@ def _deepseek(c: _Cfg, family: str) -> ParamCount:
         + f", vocabulary {vocab:,}"
     )
     return k.result(vocab * d, vocab * d, basis)
+
+
+def _qwen3_next(c: _Cfg) -> ParamCount:
+    """Qwen3NextForCausalLM (modeling_qwen3_next.py) and the checkpoint's ``mtp.*`` block: gated delta-net layers
+    (in_proj_qkvz, in_proj_ba, a depthwise conv1d, dt_bias, A_log, a gated norm over a value head, out_proj) and
+    every full_attention_interval-th layer gated attention (q_proj twice as wide: the query and its gate; per-head
+    q/k norms); each layer's sparse MoE with a shared expert and its one-output sigmoid gate. The MTP block (as
+    llama.cpp's converter reads the checkpoint, _QwenMtpMixin: mtp.fc, mtp.pre_fc_norm_embedding / _hidden,
+    mtp.norm and mtp.layers.N, a full-attention layer with the MoE; it shares the embedding and the head) counts
+    mtp_num_hidden_layers, 1 where the config leaves it out as Qwen3-Next's does."""
+    d, vocab = c.int("hidden_size"), c.int("vocab_size")
+    n_trunk = c.int("num_hidden_layers")
+    n_mtp = c.int("mtp_num_hidden_layers", 1)
+    n_head = c.int("num_attention_heads")
+    n_kv = c.int("num_key_value_heads", n_head)
+    hd = c.int("head_dim", 0) or d // n_head
+    interval = c.int("full_attention_interval", 4)
+    listed = c.cfg.get("layer_types")
+    if isinstance(listed, list) and len(listed) == n_trunk:
+        n_full = sum(1 for t in listed if t == "full_attention")
+    else:
+        n_full = sum(1 for i in range(n_trunk) if interval and (i + 1) % interval == 0)
+    n_linear = n_trunk - n_full
+    n_attn = n_full + n_mtp  # the MTP layers attend in full
+    n_layer = n_trunk + n_mtp
+    nk, nv = c.int("linear_num_key_heads"), c.int("linear_num_value_heads")
+    kd, vd = nk * c.int("linear_key_head_dim"), nv * c.int("linear_value_head_dim")
+    k = _Counter()
+    k.linear(f"{L}.linear_attn.in_proj_qkvz", 2 * kd + 2 * vd, d, n_linear)
+    k.linear(f"{L}.linear_attn.in_proj_ba", 2 * nv, d, n_linear)
+    k.linear(f"{L}.linear_attn.out_proj", d, vd, n_linear)
+    conv = 2 * kd + vd
+    k.add((conv * c.int("linear_conv_kernel_dim") + 2 * nv + c.int("linear_value_head_dim")) * n_linear)
+    k.linear(f"{L}.self_attn.q_proj", 2 * n_head * hd, d, n_attn)
+    k.linear(f"{L}.self_attn.k_proj", n_kv * hd, d, n_attn)
+    k.linear(f"{L}.self_attn.v_proj", n_kv * hd, d, n_attn)
+    k.linear(f"{L}.self_attn.o_proj", d, n_head * hd, n_attn)
+    if c.flag("attention_bias", False):
+        k.add((2 * n_head * hd + 2 * n_kv * hd) * n_attn)
+    k.add(2 * hd * n_attn)  # q_norm, k_norm
+    k.add(2 * d * n_layer)  # input, post-attention norms
+    step = c.int("decoder_sparse_step", 1)
+    only_listed = c.cfg.get("mlp_only_layers")
+    only = {i for i in only_listed[: 1 << 16] if isinstance(i, int)} if isinstance(only_listed, list) else set()
+    n_sparse = sum(1 for i in range(n_trunk) if i not in only and step > 0 and (i + 1) % step == 0) + n_mtp
+    n_dense = n_layer - n_sparse
+    ff, moe_ff, sh_ff = (
+        c.int("intermediate_size"),
+        c.int("moe_intermediate_size"),
+        c.int("shared_expert_intermediate_size"),
+    )
+    n_exp = c.int("num_experts")
+    for name, out_f, in_f in (("gate_proj", ff, d), ("up_proj", ff, d), ("down_proj", d, ff)):
+        k.linear(f"{L}.mlp.{name}", out_f, in_f, n_dense)
+    for name, out_f, in_f, s_out, s_in in (
+        ("gate_proj", moe_ff, d, sh_ff, d),
+        ("up_proj", moe_ff, d, sh_ff, d),
+        ("down_proj", d, moe_ff, d, sh_ff),
+    ):
+        k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_sparse, expert=True)
+        k.linear(f"{L}.mlp.shared_expert.{name}", s_out, s_in, n_sparse)
+    k.linear(f"{L}.mlp.gate", n_exp, d, n_sparse, quantized=False)
+    k.linear(f"{L}.mlp.shared_expert_gate", 1, d, n_sparse, quantized=False)
+    k.add(d)  # the final norm
+    tied = c.flag("tie_word_embeddings", False)
+    if not tied:
+        k.linear("lm_head", vocab, d, 1, quantized=False)
+    if n_mtp:
+        k.linear("mtp.fc", d, 2 * d, n_mtp, quantized=False)
+        k.add(3 * d * n_mtp)  # pre_fc_norm_embedding, pre_fc_norm_hidden, norm
+    basis = (
+        f"Qwen3NextForCausalLM's tensors: {n_trunk} layers ({n_linear} gated delta-net, {n_full} gated attention)"
+        + (f" + {n_mtp} MTP layer{'s' if n_mtp > 1 else ''}" if n_mtp else "")
+        + f", vocabulary {vocab:,}"
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)

@@ -64,6 +64,24 @@ def test_hand_worked_llama() -> None:
     assert tied is not None and tied.total == 1352 - 80 and tied.output == 0
 
 
+def test_hand_worked_qwen3_next() -> None:
+    """4 layers (3 gated delta-net, then 1 gated attention) + the MTP block, hidden 8, vocabulary 10, by hand:
+    a delta-net layer: in_proj_qkvz (2·4 + 2·8) × 8 = 192, in_proj_ba 4 × 8 = 32, out_proj 64, conv1d 16 × 4 = 64,
+    dt_bias 2 + A_log 2, norm 4 → 360; an attention layer (the MTP's too): q (with its gate) 16 × 8 = 128, k 32,
+    v 32, o 64, q/k norms 8 → 264; every layer: norms 16, router 16, experts 2 × 3 × 32 = 192, shared expert 96,
+    its gate 8 → 328; embedding 80, head 80, final norm 8; MTP fc 128 and three norms 24."""
+    cfg = {"model_type": "qwen3_next", "hidden_size": 8, "num_hidden_layers": 4, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 16, "vocab_size": 10,
+           "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 4,
+           "linear_value_head_dim": 4, "linear_conv_kernel_dim": 4, "num_experts": 2, "moe_intermediate_size": 4,
+           "shared_expert_intermediate_size": 4}  # fmt: skip
+    counted = count_params(cfg)
+    assert counted is not None
+    assert counted.total == 3 * 360 + 2 * 264 + 5 * 328 + 80 + 80 + 8 + 128 + 24 == 3568
+    no_mtp = count_params({**cfg, "mtp_num_hidden_layers": 0})
+    assert no_mtp is not None and no_mtp.total == 3568 - 264 - 328 - 152
+
+
 def test_gpt_oss_published_config_counts_its_keras_figure() -> None:
     m = load_hf_config(str(FIXTURES / "checkpoints" / "gpt-oss-20b"))
     assert m.n_params == 20_914_757_184
@@ -120,7 +138,9 @@ _KEYS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads"
          "n_routed_experts", "n_shared_experts", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
          "qk_rope_head_dim", "v_head_dim", "num_nextn_predict_layers", "text_config", "vision_config",
          "quantization_config", "torch_dtype", "rope_scaling", "rope_parameters", "model_max_length",
-         "max_position_embeddings")  # fmt: skip
+         "max_position_embeddings", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+         "linear_value_head_dim", "linear_conv_kernel_dim", "shared_expert_intermediate_size", "layer_types",
+         "full_attention_interval", "mtp_num_hidden_layers")  # fmt: skip
 
 
 def _hostile_values():  # type: ignore[no-untyped-def]
@@ -128,8 +148,9 @@ def _hostile_values():  # type: ignore[no-untyped-def]
 
     leaf = st.one_of(
         st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True),
-        st.text(max_size=20), st.sampled_from(["llama", "qwen3_moe", "gpt_oss", "deepseek_v3", "gemma3", "mxfp4",
-                                               "fp8", "awq", "gptq", "compressed-tensors", "longrope", "yarn"]),
+        st.text(max_size=20), st.sampled_from(["llama", "qwen3_moe", "gpt_oss", "deepseek_v3", "gemma3", "qwen3_next",
+                                               "mxfp4", "fp8", "awq", "gptq", "compressed-tensors", "longrope",
+                                               "yarn"]),
     )  # fmt: skip
     names = st.sampled_from((*_KEYS, "quant_method", "weight_block_size", "config_groups", "weights", "num_bits",
                              "type", "group_size", "factor", "rope_type", "modules_to_not_convert"))  # fmt: skip
@@ -193,6 +214,9 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["gpt-oss-20b"]["weights"] == "mxfp4" and rows["deepseek-v3"]["weights"] == "fp8"
     assert rows["olmo-2-7b"]["weights"] == "fp32" and rows["llama-2-7b"]["weights"] == "fp16"
     assert rows["command-r-v01"]["params_exact"] is False
-    assert sum(r["params_exact"] for r in rows.values()) == 48
+    assert sum(r["params_exact"] for r in rows.values()) == 49
+    # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
+    assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
+    assert rows["kimi-k2"]["weights"] == "fp8"
     table = kv("models").stdout
     assert "≈35.00 B" in table and "20.91 B" in table
