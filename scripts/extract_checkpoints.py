@@ -102,6 +102,8 @@ KERAS = {
     "gpt-oss-20b": ("gpt_oss", "gpt_oss_20b_en"), "gpt-oss-120b": ("gpt_oss", "gpt_oss_120b_en"),
     "smollm3-3b": ("smollm3", "smollm3_3b_en"), "phi-3-mini-4k": ("phi3", "phi3_mini_4k_instruct_en"),
     "phi-3-mini-128k": ("phi3", "phi3_mini_128k_instruct_en"),
+    # Gemma 3n: the multimodal checkpoints (text, vision and audio towers), as Keras Hub's presets count them
+    "gemma-3n-e2b": ("gemma3n", "gemma3n_e2b_it"), "gemma-3n-e4b": ("gemma3n", "gemma3n_e4b_it"),
 }  # fmt: skip
 #: the checkpoint's storage format where it is not its torch_dtype (sources: model-facts.yaml's torch_dtype notes)
 FORMATS = {
