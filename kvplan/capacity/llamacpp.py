@@ -274,11 +274,13 @@ class Target:
         """Tensor by tensor, as llama.cpp's loader does with buffer overrides: the first -ot pattern a tensor's
         name matches (re.search, as std::regex_search) decides its buffer; then -ncmoe / -cmoe (patterns of
         their own, after the user's); else its layer's device."""
+        from kvplan.runtimes.llamacpp.overrides import destinations
+
         rules = self._override_rules()
+        moved = destinations(rules, weights.names) if rules else {}
         for name, il, b in weights.tensors:
             home = -1 if il == -1 else where[-1] if il == -2 else where[il]
-            dest = next((d for rule, d in rules if rule.search(name)), home)
-            w[dest] += b
+            w[moved.get(name, home)] += b
 
     def fitting(self, settings: LlamaCppSettings) -> Placement | None:
         """The placement if llama.cpp accepts the settings and every GPU has room, else None."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 
 from kvplan.errors import BadInputError, RefusedConfigError
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
@@ -76,6 +77,11 @@ class Weights:
     @property
     def total_bytes(self) -> int:
         return self.input_bytes + sum(self.layer_bytes) + self.output_bytes
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """The tensors' names, one tuple per Weights (the override patterns' matches are kept per tuple)."""
+        return tuple(name for name, _il, _b in self.tensors)
 
 
 def estimate_bytes(n_params: int, weight_type_name: str) -> tuple[int, str]:

@@ -33,6 +33,7 @@ from kvplan.runtimes.llamacpp.compute.tensor import (
     USAGE_WEIGHTS,
     Tensor,
 )
+from kvplan.runtimes.llamacpp.overrides import destinations
 
 #: GGML_SCHED_MAX_COPIES: the copies of each input with pipeline parallelism
 MAX_COPIES = 4
@@ -107,6 +108,21 @@ class Placement:
         return all(d != HOST for d in self.where)
 
 
+_NAMES: dict[int, tuple[Graph, tuple[str, ...]]] = {}
+
+
+def _weight_names(g: Graph) -> tuple[str, ...]:
+    """The GGUF names of a graph's weights, one tuple per graph (kept with the last few graphs)."""
+    hit = _NAMES.get(id(g))
+    if hit is not None and hit[0] is g:
+        return hit[1]
+    names = tuple(dict.fromkeys(gguf_name(t) for t in g.leafs if t.external and t.usage == USAGE_WEIGHTS))
+    if len(_NAMES) >= 16:
+        del _NAMES[next(iter(_NAMES))]
+    _NAMES[id(g)] = (g, names)
+    return names
+
+
 def gguf_name(t: Tensor) -> str:
     """The tensor's name in the GGUF (blk.N.attn_q.weight, output.weight, token_embd.weight)."""
     name = t.name if t.name.endswith((".bias", ".scale")) else t.name + ".weight"
@@ -172,6 +188,8 @@ class Scheduler:
         self.n_copies = MAX_COPIES if placement.pipeline_parallel else 1
         self.pin_norms = placement.pins and (n_tokens < 32 or placement.full_offload)
         self._home_cache: dict[int, int] = {}
+        #: the overrides' destinations by GGUF name (set by split: over the graph's weights)
+        self._moved: dict[str, int] = {}
 
     # --- where memory is
 
@@ -190,8 +208,7 @@ class Scheduler:
             else:
                 d = p.device_of_layer(t.layer)
                 if p.rules:
-                    name = gguf_name(t)
-                    d = next((dest for rule, dest in p.rules if rule.search(name)), d)
+                    d = self._moved.get(gguf_name(t), d)
             b = self._backend_of_device(d)
             self._home_cache[key] = b
         return b
@@ -237,6 +254,8 @@ class Scheduler:
 
     def split(self, g: Graph) -> SplitGraph:
         """ggml_backend_sched_split_graph: every tensor's backend, the splits and the graph copy."""
+        if self.p.rules:
+            self._moved = destinations(self.p.rules, _weight_names(g))
         ids = self._assign(g)
         splits, copies, new_srcs = self._splits(g.nodes, ids)
         graph_inputs = self._graph_inputs(g.leafs, ids, copies)

@@ -9,12 +9,12 @@ compared."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fit_projection import projected
 from gguf_files import sparse_fit_model
 from helpers import FIXTURES
 
@@ -29,10 +29,6 @@ ARCH = {"llama-3.1-8b": "llama", "qwen3-30b-a3b": "qwen3moe", "gemma-3-12b": "ge
         "gpt-oss-120b": "gpt-oss", "qwen3-next-80b-a3b": "qwen3next", "glm-4.5-air": "glm4moe",
         "deepseek-v3": "deepseek2"}  # fmt: skip
 BUILT = [c for c in CASES if ARCH[c["model"]] in BUILDERS]
-_FLAGS = {"-c": "ctx_size", "-ngl": "n_gpu_layers", "-np": "parallel", "-ncmoe": "n_cpu_moe", "-ctk": "cache_type_k",
-          "-ctv": "cache_type_v", "-fa": "flash_attn", "-ub": "ubatch_size", "-b": "batch_size",
-          "-ot": "override_tensor", "-ts": "tensor_split"}  # fmt: skip
-_SWITCHES = {"-cmoe": "cpu_moe", "--swa-full": "swa_full", "-nkvo": "no_kv_offload"}
 
 
 @pytest.fixture(scope="module")
@@ -40,35 +36,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Mo
     folder: Path = tmp_path_factory.mktemp("devices")
     keys = sorted({(c["model"], c["type"]) for c in BUILT})
     return {k: kvplan.load_model(str(sparse_fit_model(folder / f"{k[0]}-{k[1]}.gguf", *k))) for k in keys}
-
-
-def projected(model: ModelDescription, devices: list[int], args: list[str]) -> dict[str, int]:
-    """kvplan's compute per device as llama.cpp's fit measures it, for llama-fit-params's flags."""
-    from kvplan.capacity.llamacpp import LlamaCppRuntime
-    from kvplan.capacity.llamacpp_settings import settings_for
-    from kvplan.capacity.request import Origin, Raw
-    from kvplan.options.build import build_request
-    from kvplan.runtimes.llamacpp import Backend
-
-    raw = {
-        "memory": Raw(",".join(f"{m}MiB" for m in devices), Origin("--memory")),
-        "backend": Raw("cpu", Origin("--backend")),
-        "fit": Raw("off", Origin("--fit")),
-    }
-    flags = [a for a in args if a not in _SWITCHES]
-    for flag, value in zip(flags[::2], flags[1::2], strict=True):
-        raw[_FLAGS[flag]] = Raw(value, Origin(flag))
-    for flag, dest in _SWITCHES.items():
-        if flag in args:
-            raw[dest] = Raw(True, Origin(flag))
-    req = dataclasses.replace(build_request(model.source, raw, need_hardware=True), loaded=model)
-    target = dataclasses.replace(LlamaCppRuntime().target(model, req), fit_projection=True)
-    o = req.llamacpp
-    placed = target.place(settings_for(o, o.backend or Backend.CUDA))
-    assert placed.compute_basis.startswith("llama.cpp's graph split")
-    out = {f"RPC{i}": g.compute_bytes for i, g in enumerate(placed.gpus)}
-    out["Host"] = placed.host.compute_bytes
-    return out
 
 
 def test_the_recording_covers_the_placements() -> None:
