@@ -68,9 +68,46 @@ THUNDER = {"mistral-nemo-12b": "thunder_model_blocks/mistral/mistral_config.py"}
 #: catalog name → MaxText's own model config (src/maxtext/configs/models/*.yml) and the HF model_type it describes
 MAXTEXT_YML = {"kimi-k2": ("src/maxtext/configs/models/kimi-k2-1t.yml", "deepseek_v3")}
 #: catalog name → (Megatron-Bridge test file, the fixture function returning the checkpoint's HF config dict)
+_QWEN_MTP = (
+    "the checkpoint's MTP block (mtp.*), which the config does not state, counted as one layer: llama.cpp's "
+    "converter finds it in the checkpoint (_QwenMtpMixin) and its Qwen3-Next MTP graph takes exactly one"
+)
+_GLM = "tests/unit_tests/models/glm/test_glm45_bridge.py"
+_GLM_NOTE = (
+    "model_type glm4_moe as its architecture Glm4MoeForCausalLM names it (the fixture writes 'glm'); "
+    "num_nextn_predict_layers 1 and norm_topk_prob true as the converted GGUFs state them "
+    "(glm4moe.nextn_predict_layers, expert_weights_norm), and their tensors include the MTP layer's embedding "
+    "and head copies: {gguf}"
+)
 MBRIDGE = {
-    "qwen3-next-80b-a3b": ("tests/unit_tests/models/qwen/test_qwen3_next_bridge.py", "qwen3_next_80b_a3b_config_dict"),
+    "qwen3-next-80b-a3b": (
+        "tests/unit_tests/models/qwen/test_qwen3_next_bridge.py",
+        "qwen3_next_80b_a3b_config_dict",
+        {},
+        _QWEN_MTP,
+    ),
+    "glm-4.5": (
+        _GLM,
+        "glm45_355b_config",
+        {"model_type": "glm4_moe", "num_nextn_predict_layers": 1, "norm_topk_prob": True},
+        _GLM_NOTE.format(
+            gguf="1,761 tensors and llama.cpp's count 358.338 B for the BF16 conversion of "
+            "zai-org/GLM-4.5, https://github.com/ikawrakow/ik_llama.cpp/pull/668"
+        ),
+    ),
+    "glm-4.5-air": (
+        _GLM,
+        "glm45_air_106b_config",
+        {"model_type": "glm4_moe", "num_nextn_predict_layers": 1, "norm_topk_prob": True, "routed_scaling_factor": 1.0},
+        _GLM_NOTE.format(
+            gguf="803 tensors and llama.cpp's count 110.469 B, "
+            "https://github.com/ikawrakow/ik_llama.cpp/pull/677; routed_scaling_factor 1.0 "
+            "as that GGUF's glm4moe.expert_weights_scale (the fixture writes 2.5)"
+        ),
+    ),
 }
+#: keys kept from Megatron-Bridge's configs beyond KEYS (the MoE routing the converter writes for GLM)
+MBRIDGE_KEYS = ("use_qk_norm", "norm_topk_prob", "routed_scaling_factor")
 #: MaxText's config keys → config.json's (its DeepSeek decoder: MLA, dense then MoE layers, no MTP layer)
 _MAXTEXT_KEYS = {"base_emb_dim": "hidden_size", "base_num_query_heads": "num_attention_heads",
                  "base_num_kv_heads": "num_key_value_heads", "base_mlp_dim": "intermediate_size",
@@ -267,11 +304,11 @@ def main() -> None:  # noqa: C901 - one loop per source
         cfg = json.loads(re.search(r"r" + "'''" + r"(.*?)" + "'''", text, re.S).group(1))  # type: ignore[union-attr]
         out[name] = {"config": subset(cfg), "config_source": f"kevinstephano/thunder_model_blocks:{path}@{commit} "
                      f"({cfg.get('_name_or_path')}'s config.json)"}  # fmt: skip
-    for name, (path, fixture) in MBRIDGE.items():
+    for name, (path, fixture, overrides, note) in MBRIDGE.items():
         cfg, where = mbridge_config(mbridge_repo, path, fixture)
-        out[name] = {"config": subset(cfg), "config_source": where + " — the checkpoint's MTP block (mtp.*), which "
-                     "the config does not state, counted as one layer: llama.cpp's converter finds it in the "
-                     "checkpoint (_QwenMtpMixin) and its Qwen3-Next MTP graph takes exactly one"}  # fmt: skip
+        cfg.update(overrides)
+        kept = {**subset(cfg), **{k: cfg[k] for k in MBRIDGE_KEYS if k in cfg}}
+        out[name] = {"config": kept, "config_source": f"{where} — {note}"}
     for name in ("gemma-3-4b", "gemma-3-12b", "gemma-3-27b"):
         out[name]["config"]["text_config"]["vocab_size"] = 262208
         out[name]["config_source"] += (

@@ -8,7 +8,8 @@ stores them in its own format, everything else stays in the checkpoint's dtype.
 
 Families counted: Llama, Mistral, Qwen2 / Qwen2.5, Qwen3, Qwen3-MoE, Mixtral, OLMo-2, Phi-3, Gemma 2, Gemma 3
 (text, and the SigLIP vision tower of the multimodal checkpoints), gpt-oss, DeepSeek-V2 / V3 / V3.2 (MLA, MoE, the
-V3.2 indexer and the checkpoint's MTP layers), Qwen3-Next (gated delta-net and gated attention, its MTP block).
+V3.2 indexer and the checkpoint's MTP layers), GLM-4.5 (DeepSeek's MoE layout under GQA attention with biases),
+Qwen3-Next (gated delta-net and gated attention, its MTP block).
 Other families answer None (the caller says the count is not known).
 """
 
@@ -85,6 +86,7 @@ ARCH_MODEL_TYPES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
     "Qwen3NextForCausalLM": "qwen3_next",
+    "Glm4MoeForCausalLM": "glm4_moe",
 }
 _TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
 #: a decoder layer's module path, as the checkpoint names its tensors
@@ -108,6 +110,8 @@ def count_params(config: Mapping[str, Any]) -> ParamCount | None:
             return _deepseek(_Cfg(config), model_type)
         if model_type == "qwen3_next":
             return _qwen3_next(_Cfg(config))
+        if model_type == "glm4_moe":
+            return _glm4_moe(_Cfg(config))
         if isinstance(model_type, str) and model_type in _DENSE:
             return _decoder(_Cfg(config), model_type)
     except KeyError:
@@ -197,6 +201,68 @@ def _with_siglip(text: ParamCount, v: _Cfg, d_text: int) -> ParamCount:
     )
 
 
+def _moe_and_mtp(k: _Counter, c: _Cfg, d: int, vocab: int, n_trunk: int, n_mtp: int, score_bias: bool) -> None:
+    """The DeepSeek-style feed-forward (DeepSeek-V2/V3, GLM-4.5): first_k_dense_replace dense layers, then routed
+    experts plus n_shared_experts (one MLP n_shared × the expert width) and the router (with its
+    e_score_correction_bias under noaux_tc routing); the final norm and the head; and each MTP layer's extras: its
+    embedding and head copies, enorm, hnorm, eh_proj and shared_head.norm (its decoder layer is counted with the
+    others, as an MoE layer)."""
+    n_layer = n_trunk + n_mtp
+    n_dense = min(c.int("first_k_dense_replace", 0), n_trunk)
+    ff, moe_ff = c.int("intermediate_size"), c.int("moe_intermediate_size")
+    n_exp, n_shared = c.int("n_routed_experts"), c.int("n_shared_experts", 0)
+    n_moe = n_layer - n_dense  # the MTP layers are MoE layers
+    for name, out_f, in_f in (("gate_proj", ff, d), ("up_proj", ff, d), ("down_proj", d, ff)):
+        k.linear(f"{L}.mlp.{name}", out_f, in_f, n_dense)
+    sff = moe_ff * n_shared  # the shared experts are one MLP of n_shared × the expert width
+    for name, out_f, in_f, s_out, s_in in (
+        ("gate_proj", moe_ff, d, sff, d),
+        ("up_proj", moe_ff, d, sff, d),
+        ("down_proj", d, moe_ff, d, sff),
+    ):
+        k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_moe, expert=True)
+        k.linear(f"{L}.mlp.shared_experts.{name}", s_out, s_in, n_moe)
+    k.add(n_exp * d * n_moe)  # the router (MoEGate.weight, kept in the checkpoint's dtype)
+    if score_bias:
+        k.add(n_exp * n_moe)  # e_score_correction_bias
+    k.add(d)  # the final norm
+    k.linear("lm_head", vocab, d, 1, quantized=False)
+    if n_mtp:  # each MTP layer: its embedding and head copies, enorm, hnorm, eh_proj, shared_head.norm
+        k.add(n_mtp * (2 * vocab * d + 3 * d))
+        k.linear(f"{L}.eh_proj", d, 2 * d, n_mtp, quantized=False)
+
+
+def _glm4_moe(c: _Cfg) -> ParamCount:
+    """Glm4MoeForCausalLM (modeling_glm4_moe.py): GQA attention with q/k/v biases (attention_bias), per-head q/k
+    norms where use_qk_norm, then DeepSeek's MoE layout (dense lead layers, routed experts with the router's
+    e_score_correction_bias, one shared expert) and its MTP layers. GLM-4.5's and GLM-4.5-Air's checkpoints carry
+    the MTP layer's embedding and head copies (their GGUFs: 1,761 and 803 tensors)."""
+    d, vocab = c.int("hidden_size"), c.int("vocab_size")
+    n_trunk = c.int("num_hidden_layers")
+    n_mtp = c.int("num_nextn_predict_layers", 0)
+    n_layer = n_trunk + n_mtp
+    n_head = c.int("num_attention_heads")
+    n_kv = c.int("num_key_value_heads", n_head)
+    hd = c.int("head_dim", 0) or d // n_head
+    k = _Counter()
+    k.linear(f"{L}.self_attn.q_proj", n_head * hd, d, n_layer)
+    k.linear(f"{L}.self_attn.k_proj", n_kv * hd, d, n_layer)
+    k.linear(f"{L}.self_attn.v_proj", n_kv * hd, d, n_layer)
+    k.linear(f"{L}.self_attn.o_proj", d, n_head * hd, n_layer)
+    if c.flag("attention_bias", False):
+        k.add((n_head + 2 * n_kv) * hd * n_layer)
+    if c.flag("use_qk_norm", False):
+        k.add(2 * hd * n_layer)
+    k.add(2 * d * n_layer)  # input, post-attention norms
+    _moe_and_mtp(k, c, d, vocab, n_trunk, n_mtp, True)
+    basis = (
+        f"Glm4MoeForCausalLM's tensors: {n_trunk} layers"
+        + (f" + {n_mtp} MTP layer{'s' if n_mtp > 1 else ''}" if n_mtp else "")
+        + f", vocabulary {vocab:,}"
+    )
+    return k.result(vocab * d, vocab * d, basis)
+
+
 _DEEPSEEK = {"deepseek_v2": "DeepseekV2", "deepseek_v3": "DeepseekV3", "deepseek_v32": "DeepseekV32"}
 
 
@@ -228,28 +294,8 @@ def _deepseek(c: _Cfg, family: str) -> ParamCount:
         k.linear(f"{L}.self_attn.indexer.wk", idx_dim, d, n_layer)
         k.linear(f"{L}.self_attn.indexer.weights_proj", idx_heads, d, n_layer, quantized=False)  # kept in bf16
         k.add(2 * idx_dim * n_layer)  # k_norm: a LayerNorm (weight and bias)
-    n_dense = min(c.int("first_k_dense_replace", 0), n_trunk)
-    ff, moe_ff = c.int("intermediate_size"), c.int("moe_intermediate_size")
-    n_exp, n_shared = c.int("n_routed_experts"), c.int("n_shared_experts", 0)
-    n_moe = n_layer - n_dense  # the MTP layers are MoE layers
-    for name, out_f, in_f in (("gate_proj", ff, d), ("up_proj", ff, d), ("down_proj", d, ff)):
-        k.linear(f"{L}.mlp.{name}", out_f, in_f, n_dense)
-    sff = moe_ff * n_shared  # the shared experts are one MLP of n_shared × the expert width
-    for name, out_f, in_f, s_out, s_in in (
-        ("gate_proj", moe_ff, d, sff, d),
-        ("up_proj", moe_ff, d, sff, d),
-        ("down_proj", d, moe_ff, d, sff),
-    ):
-        k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_moe, expert=True)
-        k.linear(f"{L}.mlp.shared_experts.{name}", s_out, s_in, n_moe)
-    k.add(n_exp * d * n_moe)  # the router (MoEGate.weight, kept in the checkpoint's dtype)
-    if family in ("deepseek_v3", "deepseek_v32") or c.cfg.get("topk_method") == "noaux_tc":
-        k.add(n_exp * n_moe)  # e_score_correction_bias
-    k.add(d)  # the final norm
-    k.linear("lm_head", vocab, d, 1, quantized=False)
-    if n_mtp:  # each MTP layer: its embedding and head copies, enorm, hnorm, eh_proj, shared_head.norm
-        k.add(n_mtp * (2 * vocab * d + 3 * d))
-        k.linear(f"{L}.eh_proj", d, 2 * d, n_mtp, quantized=False)
+    _moe_and_mtp(k, c, d, vocab, n_trunk, n_mtp, family in ("deepseek_v3", "deepseek_v32")
+                 or c.cfg.get("topk_method") == "noaux_tc")  # fmt: skip
     basis = (
         f"{_DEEPSEEK[family]}ForCausalLM's tensors: {n_trunk} layers"
         + (f" + {n_mtp} MTP layer{'s' if n_mtp > 1 else ''}" if n_mtp else "")

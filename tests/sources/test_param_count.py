@@ -64,6 +64,21 @@ def test_hand_worked_llama() -> None:
     assert tied is not None and tied.total == 1352 - 80 and tied.output == 0
 
 
+#: llama.cpp's own count of a GGUF converted from the checkpoint (print_info "model params", to 0.001 B), in public
+#: startup logs: every tensor of the checkpoint, MTP layer included, one to one
+LLAMA_CPP_COUNTS = {
+    "glm-4.5": (358.338, "https://github.com/ikawrakow/ik_llama.cpp/pull/668: the BF16 conversion of zai-org/GLM-4.5"),
+    "glm-4.5-air": (110.469, "https://github.com/ikawrakow/ik_llama.cpp/pull/677: GLM-4.5-Air IQ5_K, 803 tensors"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LLAMA_CPP_COUNTS))
+def test_catalog_count_equals_llama_cpps_count_of_the_converted_checkpoint(name: str) -> None:
+    m = load_catalog_model(name)
+    assert m.params_source.startswith("counted from") and m.param_count is not None
+    assert round(m.n_params / 1e9, 3) == LLAMA_CPP_COUNTS[name][0]
+
+
 def test_hand_worked_qwen3_next() -> None:
     """4 layers (3 gated delta-net, then 1 gated attention) + the MTP block, hidden 8, vocabulary 10, by hand:
     a delta-net layer: in_proj_qkvz (2·4 + 2·8) × 8 = 192, in_proj_ba 4 × 8 = 32, out_proj 64, conv1d 16 × 4 = 64,
@@ -214,7 +229,7 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["gpt-oss-20b"]["weights"] == "mxfp4" and rows["deepseek-v3"]["weights"] == "fp8"
     assert rows["olmo-2-7b"]["weights"] == "fp32" and rows["llama-2-7b"]["weights"] == "fp16"
     assert rows["command-r-v01"]["params_exact"] is False
-    assert sum(r["params_exact"] for r in rows.values()) == 51
+    assert sum(r["params_exact"] for r in rows.values()) == 53
     # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
     assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
     assert rows["kimi-k2"]["weights"] == "fp8"
