@@ -258,3 +258,29 @@ def test_hf_ids_resolve_offline_to_the_catalog(monkeypatch) -> None:
     assert load_model("meta-llama/Llama-3.1-8B-Instruct").source == "catalog:llama-3.1-8b"
     r = kv(*["estimate", "someorg/unknown-model-7b"])
     assert r.exit_code == 3 and "hf://someorg/unknown-model-7b" in r.stderr
+
+
+def test_an_hf_repo_run_line_names_the_repo_and_pastes_back(tmp_path: Path, server, monkeypatch) -> None:
+    """A checkpoint kvplan has no catalog entry for, read over hf:// (here a loopback hub): the run line starts
+    the engine with the repository id vLLM and SGLang take, and its flags fed back with the same reference give the
+    same plan."""
+    base, _handler = server
+    monkeypatch.setenv("HF_ENDPOINT", base)
+    cfg = json.loads((ENGINE_CONFIGS / "qwen2.5-7b" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    ref = "hf://someorg/Private-Qwen-7B"
+    for engine, hardware, question in (
+        ("vllm", ["--gpu", "L4"], ["--max-model-len", "16k", "--max-num-seqs", "8", "--kv-cache-dtype", "fp8"]),
+        ("sglang", ["--gpu", "RTX-4090"], ["--context-length", "8k", "--mem-fraction-static", "0.8"]),
+    ):
+        first = kv("fit", ref, "--engine", engine, *hardware, *question, "-o", "json")
+        assert first.exit_code == 0, first.output
+        doc = first.json()
+        assert doc["run_command"].split()[-1] == "someorg/Private-Qwen-7B", doc["run_command"]
+        again = kv("fit", ref, "--engine", engine, *hardware, *doc["run_args"], "-o", "json")
+        assert again.exit_code == 0, (doc["run_args"], again.output)
+        redo = again.json()
+        assert redo["devices"] == doc["devices"] and redo["ctx_per_seq"] == doc["ctx_per_seq"]
+        assert {k: v for k, v in redo["engine"].items() if k != "sequences_that_fit"} == {
+            k: v for k, v in doc["engine"].items() if k != "sequences_that_fit"
+        }
