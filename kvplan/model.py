@@ -199,6 +199,8 @@ class GraphFacts:
     expert_groups: tuple[int, int] = (0, 0)
     #: the shared expert's width where the model states one (expert_shared_feed_forward_length: Qwen3-Next)
     n_ff_shexp: int = 0
+    #: rope.scaling.original_context_length (hparams.n_ctx_orig_yarn; 0: the trained context)
+    n_ctx_orig: int = 0
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -58,6 +58,20 @@ def main() -> None:
                 print("llama.cpp failed:", gguf.name, s, got["error"])
                 continue
             cases.append({"gguf": str(gguf.relative_to(OUT)), **got})
+    if not only or only == "phi3":  # files with real tensor lists (tests/gguf_files.py GENERATED), loaded as files
+        import tempfile
+
+        sys.path.insert(0, str(ROOT / "tests"))
+        from gguf_files import GENERATED, generated
+
+        folder = Path(tempfile.mkdtemp())
+        kept = [c for c in kept if not str(c["gguf"]).startswith("GEN:")]
+        for name in GENERATED:
+            path = generated(name, folder)
+            for s in SETTINGS:
+                got = run(harness, str(path), s, from_file=True)
+                if "error" not in got:
+                    cases.append({"gguf": f"GEN:{name}", **got})
     cases = kept + cases
     if len(sys.argv) > 2 and not only:
         for s in SETTINGS:

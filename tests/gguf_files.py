@@ -295,3 +295,64 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     g = read_gguf(path, check_data_bounds=False)
     os.truncate(path, data_start + max(t.offset + t.n_bytes for t in g.tensors))
     return path
+
+
+def with_tensors(source: Path, path: Path, tensors: list[tuple[str, tuple[int, ...]]]) -> Path:
+    """``source``'s metadata (a metadata-only fixture GGUF) with the given tensors (GGUF shapes, f32 zeros): a file
+    llama.cpp loads as a real model (FROM_FILE), so its loader creates only the tensors the file has — the way a
+    converted checkpoint's optional tensors are decided."""
+    r = gguf.GGUFReader(str(source))
+    arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
+    w = gguf.GGUFWriter(str(path), arch)
+    for f in r.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue
+        t = f.types[0]
+        if t == gguf.GGUFValueType.ARRAY:
+            sub = f.types[-1]
+            vals: Any = (
+                [bytes(f.parts[i]).decode() for i in f.data]
+                if sub == gguf.GGUFValueType.STRING
+                else [f.parts[i].tolist()[0] for i in f.data]
+            )
+            w.add_key_value(f.name, vals, t, sub_type=sub)
+        elif t == gguf.GGUFValueType.STRING:
+            w.add_key_value(f.name, bytes(f.parts[f.data[0]]).decode(), t)
+        else:
+            w.add_key_value(f.name, f.parts[f.data[0]].tolist()[0], t)
+    for name, shape in tensors:
+        w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+#: files made from a fixture's metadata and a tensor list (compute_graph.json's "GEN:" cases): Phi-3 as its
+#: converter writes it — the fused attn_qkv, no biases, no RoPE factors (a 4k-context checkpoint)
+GENERATED: dict[str, tuple[str, list[tuple[str, tuple[int, ...]]]]] = {
+    "phi3-fused-qkv": (
+        "tiny/phi3-dense.gguf",
+        [("token_embd.weight", (256, 128)), ("output_norm.weight", (256,)), ("output.weight", (256, 128))]
+        + [
+            (f"blk.{i}.{n}", s)
+            for i in range(2)
+            for n, s in (
+                ("attn_norm.weight", (256,)),
+                ("attn_qkv.weight", (256, 768)),
+                ("attn_output.weight", (256, 256)),
+                ("ffn_norm.weight", (256,)),
+                ("ffn_up.weight", (256, 768)),
+                ("ffn_down.weight", (384, 256)),
+            )
+        ],
+    ),
+}
+
+
+def generated(name: str, folder: Path) -> Path:
+    source, tensors = GENERATED[name]
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "oracle"
+    path = folder / f"{name}.gguf"
+    return path if path.exists() else with_tensors(fixtures / source, path, tensors)

@@ -64,6 +64,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             q_lora_rank=_int(kv, f"{arch}.attention.q_lora_rank", 0),
             expert_groups=(_int(kv, f"{arch}.expert_group_count", 0), _int(kv, f"{arch}.expert_group_used_count", 0)),
             n_ff_shexp=_int(kv, f"{arch}.expert_shared_feed_forward_length", 0),
+            n_ctx_orig=_int(kv, f"{arch}.rope.scaling.original_context_length", 0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -122,5 +123,6 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         # written only by the converters of the architectures that read them (DeepSeek-V2/V3, GLM-4.5)
         expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like,
         n_ff_shexp=num("shared_expert_intermediate_size"),
+        n_ctx_orig=num("original_max_position_embeddings"),
         tensors=frozenset(tensors),
     )

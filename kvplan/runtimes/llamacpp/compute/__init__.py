@@ -63,6 +63,7 @@ def reserve_for(p: MemoryPlan) -> Reserve:
         rs_size=recr[0].cells // (1 + c.n_rs_seq) if recr else 0,
         type_r=recr[0].type_k if recr else "f32",
         type_s=(recr[0].type_v or "f32") if recr else "f32",
+        n_ctx_seq=c.n_ctx_seq,
     )
 
 
@@ -109,6 +110,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         recurrent=tuple(la.recurrent for la in layers),
         ssm=_ssm(m),
         n_ff_shexp=g.n_ff_shexp,
+        n_ctx_orig=g.n_ctx_orig or m.n_ctx_train,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

@@ -46,6 +46,7 @@ class Dims:
     #: the recurrent layers' hparams: ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_dt_rank
     ssm: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     n_ff_shexp: int = 0
+    n_ctx_orig: int = 0  # the trained context (n_ctx_orig_yarn): Phi-3 picks its long or short RoPE factors by it
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +113,12 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     return g.gf
 
 
-def build_gemma3(d: Dims, r: Reserve, w: Weights) -> Graph:
-    """llama_model_gemma3::graph<iswa> (src/models/gemma3.cpp)."""
+def build_gemma3(d: Dims, r: Reserve, w: Weights, gemma2: bool = False) -> Graph:
+    """llama_model_gemma3::graph<iswa> (src/models/gemma3.cpp); with `gemma2`, llama_model_gemma2::graph
+    (gemma2.cpp): no Q/K norms, GELU, the attention logits soft-capped (attn_soft_cap) and the final logits
+    always, every layer through the iSWA input."""
     g = GraphContext(r, w)
-    iswa = any(d.swa)
+    iswa = gemma2 or any(d.swa)
     inp_l = ggml.unary(g.inp_embd(d.n_embd, d.n_vocab), "SCALE")
     pos = g.inp_pos()
     n_v = d.head_v * d.n_head_kv
@@ -126,14 +129,17 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights) -> Graph:
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q = ggml.rope(g.norm(q, g.wt(d.head_k, name="attn_q_norm")), pos, None)
-        k = ggml.rope(g.norm(k, g.wt(d.head_k, name="attn_k_norm")), pos, None)
+        if not gemma2:
+            q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        q = ggml.rope(q, pos, None)
+        if not gemma2:
+            k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        k = ggml.rope(k, pos, None)
         q = ggml.unary(q, "SCALE")
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         layer_kv = kv_swa if iswa and d.swa[il] else kv
-        cur = g.attn_kv(
-            layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v, iswa=iswa
-        )
+        cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
+                        d.head_v, iswa=iswa, softcap=gemma2)  # fmt: skip
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_l = ggml.get_rows(inp_l, out_ids)
@@ -147,8 +153,101 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights) -> Graph:
     cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
     ggml.set_output(cur)
     cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    if d.final_softcap:
+    if gemma2 or d.final_softcap:
         cur = ggml.unary(ggml.unary(ggml.unary(cur, "SCALE")), "SCALE")
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
+def build_phi3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_phi3::graph<false> (src/models/phi3.cpp; its SWA is disabled at load): the fused QKV where the
+    file has it, RoPE with the long / short factors where the model has them, Q scaled, the output projection's
+    bias, and the SwiGLU feed-forward as one up projection split in halves (LLM_FFN_SWIGLU, LLM_FFN_SEQ)."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+    out_ids = g.inp_out_ids()
+    factors = "rope_factors_long" if r.n_ctx_seq > d.n_ctx_orig else "rope_factors_short"
+    for il in range(d.n_layer):
+        g.il = il
+        residual = inp_l
+        rope_factors = g.opt(factors, d.n_rot // 2 if d.n_rot else d.head_k // 2)
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.opt("attn_norm.bias", d.n_embd))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = ggml.rope(q, pos, rope_factors)
+        k = ggml.rope(k, pos, rope_factors)
+        q = ggml.unary(q, "SCALE")
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            residual = ggml.get_rows(residual, out_ids)
+        cur = ggml.binary("ADD", cur, residual)
+        residual = cur
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"), g.opt("ffn_norm.bias", d.n_embd))
+        if d.n_expert:
+            cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale)
+        else:
+            cur = ggml.glu(ggml.mul_mat(g.wt(d.n_embd, 2 * d.n_ff, name="ffn_up"), cur))
+            cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur)
+        inp_l = ggml.binary("ADD", residual, cur)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), g.opt("output_norm.bias", d.n_embd))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    b = g.opt("output.bias", d.n_vocab)
+    if b is not None:
+        cur = ggml.binary("ADD", cur, b)
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
+def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_olmo2::graph<iswa> (src/models/olmo2.cpp): no pre-norms; Q and K normed over all their heads
+    before RoPE; a norm after the attention and after the SwiGLU feed-forward."""
+    g = GraphContext(r, w)
+    iswa = any(d.swa)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    n_v = d.head_v * d.n_head_kv
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
+    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    out_ids = g.inp_out_ids()
+    n_tok = r.n_tokens
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        outs = []
+        for name, width in (("attn_q", d.head_k * d.n_head), ("attn_k", d.head_k * d.n_head_kv),
+                            ("attn_v", d.head_v * d.n_head_kv)):  # fmt: skip
+            t = g.lora_mm(g.wt(d.n_embd, width, name=name), inp_l, g.opt(name + ".scale", 1))
+            b = g.opt(name + ".bias", width)
+            outs.append(ggml.binary("ADD", t, b) if b is not None else t)
+        q = g.norm(outs[0], g.wt(d.head_k * d.n_head, name="attn_q_norm"))
+        k = g.norm(outs[1], g.wt(d.head_k * d.n_head_kv, name="attn_k_norm"))
+        q = ggml.rope(ggml.reshape(q, d.head_k, d.n_head, n_tok), pos, None)
+        k = ggml.rope(ggml.reshape(k, d.head_k, d.n_head_kv, n_tok), pos, None)
+        v = ggml.reshape(outs[2], d.head_v, d.n_head_kv, n_tok)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        layer_kv = kv_swa if iswa and d.swa[il] else kv
+        cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
+                        d.head_v, iswa=iswa)  # fmt: skip
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
     ggml.set_output(cur)
     g.gf.expand(cur)
     return g.gf
@@ -497,6 +596,9 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen3": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "gemma3": build_gemma3,
+    "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
+    "phi3": build_phi3,
+    "olmo2": build_olmo2,
     "gpt-oss": build_openai_moe,
     "glm4moe": build_glm4_moe,
     "deepseek2": build_deepseek2,

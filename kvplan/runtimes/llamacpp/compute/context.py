@@ -40,6 +40,7 @@ class Reserve:
     rs_size: int = 0  # the recurrent state's rows (mem_size: one per sequence)
     type_r: str = "f32"  # the recurrent caches' types (conv state r, SSM / delta-net state s)
     type_s: str = "f32"
+    n_ctx_seq: int = 0  # the context per sequence (cparams.n_ctx_seq)
 
 
 @dataclass(slots=True)
@@ -271,8 +272,22 @@ class GraphContext:
     def qkv(
         self, cur: Tensor, n_embd: int, head_k: int, n_head: int, n_head_kv: int, head_v: int
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """build_qkv, separate Q/K/V path (reshape on)."""
+        """build_qkv (reshape on): the fused attn_qkv where the file has one (the loader skips it for a
+        metadata-only model: TENSOR_SKIP_IF_VIRTUAL), else separate Q/K/V."""
         n_tokens = self.n_tokens
+        if "attn_qkv" in self.w.present and not self.w.all_optional:
+            n_q, n_k, n_v = n_head * head_k, n_head_kv * head_k, n_head_kv * head_v
+            qkv = self.lora_mm(self.wt(n_embd, n_q + n_k + n_v, name="attn_qkv"), cur, self.opt("attn_qkv.scale", 1))
+            b = self.opt("attn_qkv.bias", n_q + n_k + n_v)
+            if b is not None:
+                qkv = ggml.binary("ADD", qkv, b)
+            ty = qkv.type
+            q = ggml.view(qkv, (head_k, n_head, n_tokens), (ggml.row_size(ty, head_k), qkv.nb[1]), 0)
+            k = ggml.view(qkv, (head_k, n_head_kv, n_tokens), (ggml.row_size(ty, head_k), qkv.nb[1]),
+                          ggml.row_size(ty, n_q))  # fmt: skip
+            v = ggml.view(qkv, (head_v, n_head_kv, n_tokens), (ggml.row_size(ty, head_v), qkv.nb[1]),
+                          ggml.row_size(ty, n_q + n_k))  # fmt: skip
+            return q, k, v
         outs = []
         for name, heads, head in (
             ("attn_q", n_head, head_k),
@@ -310,9 +325,10 @@ class GraphContext:
         head_v: int,
         sinks: Tensor | None = None,
         iswa: bool = False,
+        softcap: bool = False,
     ) -> Tensor:
         """build_attn with a KV cache (llm_graph_input_attn_kv; `iswa`: the llm_graph_input_attn_kv_iswa
-        overload, which expands K before V)."""
+        overload, which expands K before V; `softcap`: hparams.attn_soft_cap, Gemma 2)."""
         r = self.r
         gf = self.gf
         if kv.k_rot is not None:
@@ -360,7 +376,7 @@ class GraphContext:
                 ),
                 0,
             )
-        cur = self.attn_mha(q, kk, vv, None, kv.mask, sinks)
+        cur = self.attn_mha(q, kk, vv, None, kv.mask, sinks, softcap=softcap)
         if kv.v_rot is not None:
             cur = self.hadamard(cur, kv.v_rot)
         if wo is not None:
@@ -378,6 +394,7 @@ class GraphContext:
         mask: Tensor,
         sinks: Tensor | None,
         v_mla: Tensor | None = None,
+        softcap: bool = False,
     ) -> Tensor:
         v_trans = v.nb[1] > v.nb[2]
         n_stream = k.ne[3]
@@ -403,6 +420,8 @@ class GraphContext:
             cur = ggml.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
         else:
             kq = ggml.mul_mat(k, q)
+            if softcap:  # kq = cap · tanh(kq / cap)
+                kq = ggml.unary(ggml.unary(ggml.unary(kq, "SCALE")), "SCALE")
             if kq_b is not None:
                 kq = ggml.binary("ADD", kq, kq_b)
             kq = ggml.soft_max(kq, mask, sinks)

@@ -1,7 +1,8 @@
 """kvplan's compute buffers against llama.cpp's own (tests/fixtures/oracle/compute_graph.json, recorded by
 scripts/record_compute_graph.py with the oracle harness on the CPU backend): for every architecture kvplan builds
 the graph of, every fixture model of it (llama.cpp's tiny test models, realistic shapes, Gemma 3 270M — as
-metadata and as the real file's own tensors) across context, ubatch, -np / -kvu, cache types, -fa and
+metadata and as the real file's own tensors — and Phi-3 with the fused attn_qkv its converter writes, loaded as a
+file) across context, ubatch, -np / -kvu, cache types, -fa and
 --swa-full, the bytes of the compute buffer equal llama.cpp's."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,12 @@ REAL = "REAL:gemma-3-270m-q4_k_m.gguf"
 
 @cache
 def _model(name: str) -> ModelDescription:
+    if name.startswith("GEN:"):  # made from a fixture's metadata and a real tensor list (tests/gguf_files.py)
+        import tempfile
+
+        from gguf_files import generated
+
+        return kvplan.load_model(str(generated(name.removeprefix("GEN:"), Path(tempfile.mkdtemp()))))
     if name != REAL:
         return kvplan.load_model(str(ORACLE / name))
     meta = ORACLE / "file" / "gemma-3-270m-q4_k_m.meta.gguf"
@@ -56,7 +64,7 @@ def _settings(p: dict[str, Any]) -> LlamaCppSettings:
 
 def _fast(case: dict[str, Any]) -> bool:
     p = case["params"]
-    return case["gguf"] == REAL or (p["n_ctx"], p["n_ubatch"], p["swa_full"]) == (4096, 512, 0)
+    return case["gguf"] in (REAL, "GEN:phi3-fused-qkv") or (p["n_ctx"], p["n_ubatch"], p["swa_full"]) == (4096, 512, 0)
 
 
 def test_the_recording_covers_every_builder() -> None:
