@@ -201,6 +201,10 @@ class GraphFacts:
     n_ff_shexp: int = 0
     #: rope.scaling.original_context_length (hparams.n_ctx_orig_yarn; 0: the trained context)
     n_ctx_orig: int = 0
+    #: llama 4's attention temperature tuning (attention.temperature_scale: an input scales Q)
+    attn_temp_scale: bool = False
+    #: logit_scale: the logits scaled (Command-R)
+    logit_scale: bool = False
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

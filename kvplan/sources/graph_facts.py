@@ -65,6 +65,8 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             expert_groups=(_int(kv, f"{arch}.expert_group_count", 0), _int(kv, f"{arch}.expert_group_used_count", 0)),
             n_ff_shexp=_int(kv, f"{arch}.expert_shared_feed_forward_length", 0),
             n_ctx_orig=_int(kv, f"{arch}.rope.scaling.original_context_length", 0),
+            attn_temp_scale=kv.get(f"{arch}.attention.temperature_scale") not in (None, 0, 0.0),
+            logit_scale=kv.get(f"{arch}.logit_scale") not in (None, 0, 0.0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -124,5 +126,6 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like,
         n_ff_shexp=num("shared_expert_intermediate_size"),
         n_ctx_orig=num("original_max_position_embeddings"),
+        logit_scale=c.get("logit_scale") not in (None, 0, 0.0),
         tensors=frozenset(tensors),
     )

@@ -111,6 +111,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         ssm=_ssm(m),
         n_ff_shexp=g.n_ff_shexp,
         n_ctx_orig=g.n_ctx_orig or m.n_ctx_train,
+        logit_scale=g.logit_scale,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -139,7 +140,7 @@ def graph_of(p: MemoryPlan) -> Graph | None:
     if hit is not None and hit[0] is p.model:
         return hit[1]
     build = BUILDERS.get(p.model.arch)
-    if p.context.n_rs_seq and p.model.arch in _NO_SNAPSHOTS:
+    if _not_built(p) is not None:
         build = None
     dw = dims_of(p.model)
     g = None if build is None or dw is None else build(dw[0], r, dw[1])
@@ -149,14 +150,25 @@ def graph_of(p: MemoryPlan) -> Graph | None:
     return g
 
 
+def _not_built(p: MemoryPlan) -> str | None:
+    """Why a builder does not cover this model and setting (None: it does)."""
+    m, g = p.model, p.model.graph
+    if p.context.n_rs_seq and m.arch in _NO_SNAPSHOTS:
+        return "no graph with kept recurrent snapshots (n_rs_seq) yet"
+    if m.arch == "mistral3" and g is not None and (g.n_ff_shexp or g.attn_temp_scale):
+        return "no graph yet for Mistral 3's shared experts or attention temperature tuning"
+    return None
+
+
 def no_graph_reason(p: MemoryPlan) -> str:
     """Why graph_of(p) is None, in a reader's words."""
     m = p.model
     if m.arch not in BUILDERS:
         return f"no graph for {m.arch} yet"
-    if p.context.n_rs_seq and m.arch in _NO_SNAPSHOTS:
-        return "no graph with kept recurrent snapshots (n_rs_seq) yet"
-    return "the model's vocabulary or feed-forward widths are not known (a GGUF or config.json gives them)"
+    return (
+        _not_built(p)
+        or "the model's vocabulary or feed-forward widths are not known (a GGUF or config.json gives them)"
+    )
 
 
 def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:

@@ -47,6 +47,7 @@ class Dims:
     ssm: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     n_ff_shexp: int = 0
     n_ctx_orig: int = 0  # the trained context (n_ctx_orig_yarn): Phi-3 picks its long or short RoPE factors by it
+    logit_scale: bool = False  # the logits scaled (Command-R's logit_scale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +60,18 @@ class Decoder:
     ffn_bias: bool = False  # build_ffn gets the biases
     ffn_scale: bool = True  # build_ffn gets the scales
     output_bias: bool = False  # output.bias (qwen2)
+    no_rope_step: int = 0  # every n-th layer attends without RoPE (SmolLM3: n_no_rope_layer_step 4)
 
 
 LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
 QWEN2 = Decoder(ffn_scale=False, output_bias=True)
 QWEN3 = Decoder(qk_norm=True)
+SMOLLM3 = Decoder(wo_bias=False, ffn_bias=False, ffn_scale=False, no_rope_step=4)
 
 
 def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     """llama_model_llama::graph (src/models/llama.cpp) and the classes that differ from it only as `o` says
-    (qwen2.cpp, qwen3.cpp, qwen3moe.cpp); MoE layers as build_moe_ffn with softmax gating."""
+    (qwen2.cpp, qwen3.cpp, qwen3moe.cpp, smollm3.cpp); MoE layers as build_moe_ffn with softmax gating."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
@@ -80,12 +83,15 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        use_rope = not o.no_rope_step or (il + 1) % o.no_rope_step != 0
         if o.qk_norm:
             q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        q = ggml.rope(q, pos, rope_factors)
+        if use_rope:
+            q = ggml.rope(q, pos, rope_factors)
         if o.qk_norm:
             k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        k = ggml.rope(k, pos, rope_factors)
+        if use_rope:
+            k = ggml.rope(k, pos, rope_factors)
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         wo_b = g.opt("attn_output.bias", d.n_embd) if o.wo_bias else None
         cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
@@ -411,6 +417,48 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_command_r(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_command_r::graph (src/models/command-r.cpp): layer norms (not RMS), attention and the
+    feed-forward in parallel on the same normed input, both added to the residual; Q/K norms from 64 layers up
+    (the loader's condition); the logits scaled by logit_scale."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+    out_ids = g.inp_out_ids()
+    qk_norm = d.n_layer >= 64
+    for il in range(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), rms=False)
+        ffn_inp = cur
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        if qk_norm:
+            q = g.norm(q, g.wt(d.head_k, d.n_head, name="attn_q_norm"), rms=False)
+        q = ggml.rope(q, pos, None)
+        if qk_norm:
+            k = g.norm(k, g.wt(d.head_k, d.n_head_kv, name="attn_k_norm"), rms=False)
+        k = ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_l = ggml.get_rows(inp_l, out_ids)
+            ffn_inp = ggml.get_rows(ffn_inp, out_ids)
+        attn_out = cur
+        cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = ggml.binary("ADD", cur, inp_l)
+        inp_l = ggml.binary("ADD", cur, attn_out)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), rms=False)
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    if d.logit_scale:
+        cur = ggml.unary(cur, "SCALE")
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def _l2_norm(x: Tensor) -> Tensor:
     """build_gdn_l2_norm: a scaled RMS norm (no weight, no callback)."""
     return ggml.unary(ggml.unary(x, "RMS_NORM"), "SCALE")
@@ -595,6 +643,9 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
     "qwen3": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
+    "smollm3": lambda d, r, w: build_decoder(d, r, w, SMOLLM3),
+    "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
+    "command-r": build_command_r,
     "gemma3": build_gemma3,
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
