@@ -205,6 +205,11 @@ class GraphFacts:
     attn_temp_scale: bool = False
     #: logit_scale: the logits scaled (Command-R)
     logit_scale: bool = False
+    #: Granite's embedding and residual multipliers (embedding_scale, residual_scale: SCALE ops where non-zero) and
+    #: its RoPE switch (rope.scaling.finetuned, true unless the file says otherwise)
+    embedding_scale: bool = False
+    residual_scale: bool = False
+    rope_finetuned: bool = True
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

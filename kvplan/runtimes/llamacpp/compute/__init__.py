@@ -73,9 +73,10 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     if g is None or not m.layers or (m.mla and not g.kv_lora_rank) or (m.n_layer_nextn and m.arch not in _TRUNK_ONLY):
         return None
     layers = m.layers[: m.n_layer]  # the nextn block is the MTP graph's, not the trunk's
-    first = layers[0]
+    attending = [la for la in layers if not la.recurrent or la.n_head_kv] or layers  # a hybrid's state layers
+    first = attending[0]  # have no KV heads (Granite-4.0-H): the attention layers set the shapes
     if any((la.n_head, la.n_head_kv, la.head_k, la.head_v) != (first.n_head, first.n_head_kv, first.head_k,
-                                                                first.head_v) for la in layers):  # fmt: skip
+                                                                first.head_v) for la in attending):  # fmt: skip
         return None
     n_expert = g.n_expert or m.n_expert
     n_used = g.n_expert_used or m.n_expert_used
@@ -112,6 +113,9 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         n_ff_shexp=g.n_ff_shexp,
         n_ctx_orig=g.n_ctx_orig or m.n_ctx_train,
         logit_scale=g.logit_scale,
+        embedding_scale=g.embedding_scale,
+        residual_scale=g.residual_scale,
+        rope=g.rope_finetuned,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

@@ -48,6 +48,9 @@ class Dims:
     n_ff_shexp: int = 0
     n_ctx_orig: int = 0  # the trained context (n_ctx_orig_yarn): Phi-3 picks its long or short RoPE factors by it
     logit_scale: bool = False  # the logits scaled (Command-R's logit_scale)
+    embedding_scale: bool = False  # Granite's multipliers
+    residual_scale: bool = False
+    rope: bool = True  # Granite's rope.scaling.finetuned switch
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,6 +462,138 @@ def build_command_r(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def _mamba2_layer(g: GraphContext, d: Dims, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
+    """llm_build_mamba_base::build_mamba2_layer (src/models/mamba-base.cpp) without kept snapshots: the conv state,
+    the projections split into z, xBC and dt, the depthwise conv, the scan reading the states itself, the new
+    state stored, D skip, the gate, the grouped RMS norm and the output projection."""
+    r = g.r
+    d_conv, d_inner, d_state, n_group, n_head = d.ssm
+    head_dim = d_inner // n_head
+    ns, nst = r.n_seqs, r.n_tokens // r.n_seqs
+    conv_dim = d_inner + 2 * n_group * d_state
+    n_embd_r, n_embd_s = (d_conv - 1) * conv_dim, d_state * d_inner
+    conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
+    ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
+    conv = g.rs(rs, conv_all, n_embd_r)
+    conv = ggml.reshape(conv, d_conv - 1, conv_dim, ns)
+    zxbcdt = g.lora_mm(g.wt(d.n_embd, d_inner + conv_dim + n_head, name="ssm_in"), cur, g.opt("ssm_in.scale", 1))
+    zxbcdt = ggml.reshape(zxbcdt, zxbcdt.ne[0], nst, ns)
+    nb = (zxbcdt.nb[1], zxbcdt.nb[2])
+    z = ggml.view(zxbcdt, (head_dim, n_head, nst, ns), (head_dim * 4, *nb), 0)
+    xbc = ggml.view(zxbcdt, (conv_dim, nst, ns), nb, d_inner * 4)
+    dt = ggml.view(zxbcdt, (n_head, nst, ns), nb, (2 * d_inner + 2 * n_group * d_state) * 4)
+    conv_x = ggml.concat(conv, ggml.transpose(xbc), 0)
+    last = ggml.view(conv_x, (d_conv - 1, conv_dim, ns), (conv_x.nb[1], conv_x.nb[2]), nst * conv_x.nb[0])
+    g.gf.expand(ggml.cpy(last, ggml.view(conv_all, (n_embd_r, ns), (conv_all.nb[1],), 0)))
+    xbc = ggml.ssm_conv(conv_x, g.wt(d_conv, conv_dim, name="ssm_conv1d"))
+    xbc = ggml.unary(ggml.binary("ADD", xbc, g.wt(conv_dim, name="ssm_conv1d.bias")))
+    x = ggml.view(xbc, (head_dim, n_head, nst, ns), (head_dim * 4, xbc.nb[1], xbc.nb[2]), 0)
+    b = ggml.view(xbc, (d_state, n_group, nst, ns), (d_state * 4, xbc.nb[1], xbc.nb[2]), d_inner * 4)
+    c = ggml.view(
+        xbc, (d_state, n_group, nst, ns), (d_state * 4, xbc.nb[1], xbc.nb[2]), (d_inner + n_group * d_state) * 4
+    )
+    dt = ggml.binary("ADD", ggml.cont(dt), g.wt(n_head, name="ssm_dt.bias"))
+    a = g.wt(1, n_head, name="ssm_a")
+    slots = ssm_all.ne[1]
+
+    def scan(states: Tensor, ids: Tensor) -> Tensor:
+        return ggml.ssm_scan(ggml.reshape(states, d_state, head_dim, n_head, slots), x, dt, a, b, c, ids, 1)
+
+    y_ssm = g.rs(rs, ssm_all, n_embd_s, scan)
+    row = n_embd_s * 4
+    x_bytes = x.ne[0] * x.ne[1] * x.ne[2] * x.ne[3] * 4
+    src = ggml.view(y_ssm, (n_embd_s, ns, 1), (row, row * ns), x_bytes)
+    dst = ggml.view(ssm_all, (n_embd_s, ns, 1), (ssm_all.nb[1], r.rs_size * ssm_all.nb[1]), 0)
+    g.gf.expand(ggml.cpy(src, dst))
+    y = ggml.view(y_ssm, (head_dim, n_head, nst, ns), (x.nb[1], n_head * x.nb[1], nst * n_head * x.nb[1]), 0)
+    y = ggml.binary("ADD", y, ggml.binary("MUL", x, g.wt(1, n_head, name="ssm_d")))
+    y = ggml.glu_split(ggml.cont(z), y)
+    if g.w.has("ssm_norm"):
+        y = ggml.reshape(y, d_inner // n_group, n_group, nst, ns)
+        y = g.norm(y, g.wt(d_inner // n_group, n_group, name="ssm_norm"))
+    y = ggml.reshape(y, d_inner, nst * ns)
+    return g.lora_mm(g.wt(d_inner, d.n_embd, name="ssm_out"), y, g.opt("ssm_out.scale", 1))
+
+
+def build_mamba2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_mamba::graph for Mamba-2 (src/models/mamba.cpp): every layer a Mamba-2 mixer and a residual."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    rs = g.rs_inp()
+    out_ids = g.inp_out_ids()
+    for il in range(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        cur = _mamba2_layer(g, d, rs, cur, il)
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_l = ggml.get_rows(inp_l, out_ids)
+        inp_l = ggml.binary("ADD", cur, inp_l)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
+def build_granite_hybrid(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_granite_hybrid::graph (src/models/granite-hybrid.cpp): Mamba-2 layers and attention layers
+    (RoPE unless the file switches it off), each followed by the SwiGLU or MoE feed-forward (with a shared expert
+    where the model has one), Granite's embedding, residual and logit multipliers."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab, scale=1.0 if d.embedding_scale else 0.0)
+    rs = g.rs_inp()
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv) if not all(d.recurrent) else None
+    out_ids = g.inp_out_ids()
+    pos = g.inp_pos() if d.rope else None
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if d.recurrent[il] or kv is None:
+            cur = _mamba2_layer(g, d, rs, cur, il)
+        else:
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+            if pos is not None:
+                factors = g.opt("rope_freqs", d.head_k // 2)
+                q = ggml.rope(q, pos, factors)
+                k = ggml.rope(k, pos, factors)
+            wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+            cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
+                            d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        if d.residual_scale:
+            cur = ggml.unary(cur, "SCALE")
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if d.n_expert:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale,
+                            scales=False)  # fmt: skip
+            if d.n_ff_shexp:
+                shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp, bias=False, scale=False, suffix="_shexp")
+                cur = ggml.binary("ADD", moe, shexp)
+            else:
+                cur = moe
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=True, scale=False)
+        if d.residual_scale:
+            cur = ggml.unary(cur, "SCALE")
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    if d.logit_scale:
+        cur = ggml.unary(cur, "SCALE")
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def _l2_norm(x: Tensor) -> Tensor:
     """build_gdn_l2_norm: a scaled RMS norm (no weight, no callback)."""
     return ggml.unary(ggml.unary(x, "RMS_NORM"), "SCALE")
@@ -646,6 +781,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "smollm3": lambda d, r, w: build_decoder(d, r, w, SMOLLM3),
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "command-r": build_command_r,
+    "mamba2": build_mamba2,
+    "granitehybrid": build_granite_hybrid,
     "gemma3": build_gemma3,
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,

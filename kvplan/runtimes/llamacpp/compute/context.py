@@ -4,6 +4,7 @@ feed-forward block and the output, each building the tensors llama.cpp builds in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
@@ -156,14 +157,16 @@ class GraphContext:
         t.usage, t.layer = USAGE_CACHE, layer
         return t
 
-    def rs(self, inp: RSInputs, s: Tensor, state_size: int) -> Tensor:
+    def rs(
+        self, inp: RSInputs, s: Tensor, state_size: int, get_rows: Callable[[Tensor, Tensor], Tensor] | None = None
+    ) -> Tensor:
         """llm_graph_context::build_rs over init_full() (rs_head 0, rs_z 0): the zeroed first state, the
-        sequences' states gathered, the rest copied back in place."""
+        sequences' states gathered (by `get_rows`: Mamba-2's scan reads them itself), the rest copied back."""
         n_seqs, n_rs = self.r.n_seqs, self.r.rs_size
         states = ggml.reshape(s, state_size, s.ne[1])
         zero = ggml.view(states, (state_size,), (), 0)
         self.gf.expand(ggml.scale_inplace(zero))
-        out = ggml.get_rows(states, inp.s_copy_main)
+        out = (get_rows or ggml.get_rows)(states, inp.s_copy_main)
         self.gf.expand(out)
         extra = ggml.get_rows(states, inp.s_copy_extra)
         dst = ggml.view(s, (state_size, n_rs - n_seqs), (s.nb[1],), n_seqs * s.nb[1])

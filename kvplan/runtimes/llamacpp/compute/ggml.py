@@ -297,3 +297,9 @@ def gated_delta_net(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, st
     s_v, heads, n_tokens, n_seqs = v.ne
     rows = n_tokens * n_seqs + snapshots * s_v * n_seqs
     return new("f32", (s_v * heads, rows), "GATED_DELTA_NET", (q, k, v, g, beta, state))
+
+
+def ssm_scan(s: Tensor, x: Tensor, dt: Tensor, a: Tensor, b: Tensor, c: Tensor, ids: Tensor, snapshots: int) -> Tensor:
+    """ggml_ssm_scan: f32, one row of y (x's elements) then K final states per sequence."""
+    n = x.ne[0] * x.ne[1] * x.ne[2] * x.ne[3] + snapshots * s.ne[0] * s.ne[1] * s.ne[2] * ids.ne[0]
+    return new("f32", (n,), "SSM_SCAN", (s, x, dt, a, b, c, ids))
