@@ -210,6 +210,8 @@ class GraphFacts:
     embedding_scale: bool = False
     residual_scale: bool = False
     rope_finetuned: bool = True
+    #: Falcon-Mamba's weightless RMS norms of dt, B and C (ssm.dt_b_c_rms)
+    ssm_dt_b_c_rms: bool = False
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -70,6 +70,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             embedding_scale=kv.get(f"{arch}.embedding_scale") not in (None, 0, 0.0),
             residual_scale=kv.get(f"{arch}.residual_scale") not in (None, 0, 0.0),
             rope_finetuned=kv.get(f"{arch}.rope.scaling.finetuned", True) is not False,
+            ssm_dt_b_c_rms=kv.get(f"{arch}.ssm.dt_b_c_rms") is True,
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -80,6 +81,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
 #: config.json model types whose conversion writes Q/K/V biases (llama.cpp's convert_hf_to_gguf.py: Qwen2's
 #: attention always has them; others when attention_bias is true)
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe"})
+_MAMBA_ARCHS = frozenset({"MambaForCausalLM", "MambaLMHeadModel", "FalconMambaForCausalLM", "Mamba2ForCausalLM"})
 _NORM_TYPES = ("glm4_moe", "glm4v_moe", "deepseek_v2", "deepseek_v3")
 
 
@@ -114,6 +116,8 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     # the DeepSeek-style MoE configs (DeepSeek-V2/V3, GLM-4.5, Kimi, Youtu: n_routed_experts), whose converters
     # write the weight norm and scale; Qwen's norm_topk_prob is not written (its graph always normalises)
     deepseek_like = "n_routed_experts" in c or model_type.startswith(_NORM_TYPES)
+    if model_type in ("mamba", "falcon_mamba", "mamba2") or set(archs) & _MAMBA_ARCHS:
+        ff = 0  # no feed-forward block: the converter writes feed_forward_length 0 (conversion/mamba.py)
     return GraphFacts(
         n_vocab=vocab,
         n_ff=ff,
@@ -130,5 +134,7 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_ff_shexp=num("shared_expert_intermediate_size"),
         n_ctx_orig=num("original_max_position_embeddings"),
         logit_scale=c.get("logit_scale") not in (None, 0, 0.0),
+        ssm_dt_b_c_rms=model_type == "falcon_mamba"
+        or "FalconMambaForCausalLM" in archs,  # the converter's use_dt_b_c_norm (conversion/mamba.py)
         tensors=frozenset(tensors),
     )

@@ -80,7 +80,8 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         return None
     n_expert = g.n_expert or m.n_expert
     n_used = g.n_expert_used or m.n_expert_used
-    if g.n_vocab <= 0 or m.n_embd <= 0 or (n_expert and not 0 < n_used <= n_expert) or (not n_expert and g.n_ff <= 0):
+    if (g.n_vocab <= 0 or m.n_embd <= 0 or (n_expert and not 0 < n_used <= n_expert)
+            or (not n_expert and g.n_ff <= 0 and m.arch not in _NO_FFN)):  # fmt: skip
         return None
     d = Dims(
         n_embd=m.n_embd,
@@ -116,6 +117,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         embedding_scale=g.embedding_scale,
         residual_scale=g.residual_scale,
         rope=g.rope_finetuned,
+        ssm_dt_b_c_rms=g.ssm_dt_b_c_rms,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -129,6 +131,8 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
 _TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next"})
+#: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
+_NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)
 _NO_SNAPSHOTS = frozenset({"qwen3next"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}

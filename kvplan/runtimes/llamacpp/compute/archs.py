@@ -51,6 +51,7 @@ class Dims:
     embedding_scale: bool = False  # Granite's multipliers
     residual_scale: bool = False
     rope: bool = True  # Granite's rope.scaling.finetuned switch
+    ssm_dt_b_c_rms: bool = False  # Falcon-Mamba: dt, B and C RMS-normed without weights
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,8 +516,59 @@ def _mamba2_layer(g: GraphContext, d: Dims, rs: RSInputs, cur: Tensor, il: int) 
     return g.lora_mm(g.wt(d_inner, d.n_embd, name="ssm_out"), y, g.opt("ssm_out.scale", 1))
 
 
-def build_mamba2(d: Dims, r: Reserve, w: Weights) -> Graph:
-    """llama_model_mamba::graph for Mamba-2 (src/models/mamba.cpp): every layer a Mamba-2 mixer and a residual."""
+def _mamba_layer(g: GraphContext, d: Dims, rs: RSInputs, cur: Tensor, il: int, normed: bool = False) -> Tensor:
+    """llm_build_mamba_base::build_mamba_layer (src/models/mamba-base.cpp): Mamba-1 — the conv state, x and z, the
+    depthwise conv, x_proj into dt, B and C (RMS-normed for Falcon-Mamba or with Jamba's norm weights), dt_proj,
+    the scan with a decay per state and channel, the new state stored, D skip, the gate, out_proj."""
+    r = g.r
+    d_conv, d_inner, d_state, _n_group, dt_rank = d.ssm
+    ns, nst = r.n_seqs, r.n_tokens // r.n_seqs
+    n_embd_r, n_embd_s = (d_conv - 1) * d_inner, d_state * d_inner
+    conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
+    ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
+    conv = ggml.reshape(g.rs(rs, conv_all, n_embd_r), d_conv - 1, d_inner, ns)
+    cur = ggml.reshape(cur, cur.ne[0], nst, ns)
+    xz = g.lora_mm(g.wt(d.n_embd, 2 * d_inner, name="ssm_in"), cur, g.opt("ssm_in.scale", 1))
+    x = ggml.view(xz, (d_inner, xz.ne[1], xz.ne[2]), (xz.nb[1], xz.nb[2]), 0)
+    z = ggml.view(xz, (d_inner, xz.ne[1], xz.ne[2]), (xz.nb[1], xz.nb[2]), d_inner * 4)
+    conv_x = ggml.concat(conv, ggml.transpose(x), 0)
+    last = ggml.view(conv_x, (d_conv - 1, d_inner, ns), (conv_x.nb[1], conv_x.nb[2]), nst * conv_x.nb[0])
+    g.gf.expand(ggml.cpy(last, ggml.view(conv_all, ((d_conv - 1) * d_inner * ns,), (), 0)))
+    x = ggml.ssm_conv(conv_x, g.wt(d_conv, d_inner, name="ssm_conv1d"))
+    x = ggml.unary(ggml.binary("ADD", x, g.wt(d_inner, name="ssm_conv1d.bias")))
+    x_db = ggml.mul_mat(g.wt(d_inner, dt_rank + 2 * d_state, name="ssm_x"), x)
+    dt = ggml.view(x_db, (dt_rank, nst, ns), (x_db.nb[1], x_db.nb[2]), 0)
+    b = ggml.view(x_db, (d_state, 1, nst, ns), (d_state * 4, x_db.nb[1], x_db.nb[2]), dt_rank * 4)
+    c = ggml.view(x_db, (d_state, 1, nst, ns), (d_state * 4, x_db.nb[1], x_db.nb[2]), (dt_rank + d_state) * 4)
+    if normed:  # Jamba's loader creates the three norms' weights
+        dt, b, c = (g.norm(t, g.wt(t.ne[0], name=name)) for t, name in ((dt, "ssm_dt_norm"), (b, "ssm_b_norm"),
+                                                                        (c, "ssm_c_norm")))  # fmt: skip
+    elif d.ssm_dt_b_c_rms:
+        dt, b, c = (g.norm(t, None) for t in (dt, b, c))
+    else:
+        dt = ggml.cont(dt)
+    dt = ggml.mul_mat(g.wt(dt_rank, d_inner, name="ssm_dt"), dt)
+    dt = ggml.binary("ADD", dt, g.wt(d_inner, name="ssm_dt.bias"))
+    cur = x
+    x = ggml.reshape(x, 1, d_inner, nst, ns)
+    a = g.wt(d_state, d_inner, name="ssm_a")
+
+    def scan(states: Tensor, ids: Tensor) -> Tensor:
+        return ggml.ssm_scan(ggml.reshape(states, d_state, 1, d_inner, r.rs_size), x, dt, a, b, c, ids, 1)
+
+    y_ssm = g.rs(rs, ssm_all, n_embd_s, scan)
+    g.gf.expand(ggml.cpy(ggml.view(y_ssm, (n_embd_s * ns,), (), x.nb[3] * x.ne[3]),
+                         ggml.view(ssm_all, (n_embd_s * ns,), (), 0)))  # fmt: skip
+    y = ggml.view(y_ssm, (d_inner, nst, ns), (x.nb[2], x.nb[3]), 0)
+    y = ggml.binary("ADD", y, ggml.binary("MUL", cur, g.wt(d_inner, name="ssm_d")))
+    y = ggml.glu_split(ggml.cont(z), y)
+    cur = g.lora_mm(g.wt(d_inner, d.n_embd, name="ssm_out"), y, g.opt("ssm_out.scale", 1))
+    return ggml.reshape(cur, cur.ne[0], nst * ns)
+
+
+def build_mamba2(d: Dims, r: Reserve, w: Weights, mamba1: bool = False) -> Graph:
+    """llama_model_mamba::graph (src/models/mamba.cpp): every layer a Mamba-2 mixer (or, `mamba1`, a Mamba-1
+    mixer) and a residual."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     rs = g.rs_inp()
@@ -524,7 +576,7 @@ def build_mamba2(d: Dims, r: Reserve, w: Weights) -> Graph:
     for il in range(d.n_layer):
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        cur = _mamba2_layer(g, d, rs, cur, il)
+        cur = (_mamba_layer if mamba1 else _mamba2_layer)(g, d, rs, cur, il)
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_l = ggml.get_rows(inp_l, out_ids)
@@ -782,6 +834,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "command-r": build_command_r,
     "mamba2": build_mamba2,
+    "mamba": lambda d, r, w: build_mamba2(d, r, w, mamba1=True),
     "granitehybrid": build_granite_hybrid,
     "gemma3": build_gemma3,
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
