@@ -646,6 +646,44 @@ def build_granite_hybrid(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_falcon_h1(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_falcon_h1::graph (src/models/falcon-h1.cpp): in every layer attention and a Mamba-2 mixer side by
+    side on the same norm (built twice), their sum added to the residual, then the SwiGLU feed-forward."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    rs = g.rs_inp()
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+    out_ids = g.inp_out_ids()
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        norm_w = g.wt(d.n_embd, name="attn_norm")
+        cur = g.norm(inp_l, norm_w)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = ggml.rope(q, pos, None)
+        k = ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        attn_out = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur = g.norm(inp_l, norm_w)
+        ssm_out = _mamba2_layer(g, d, rs, cur, il)
+        cur = ggml.binary("ADD", attn_out, ssm_out)
+        inp_sa = ggml.binary("ADD", cur, inp_sa)
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur = g.norm(inp_sa, g.wt(d.n_embd, name="ffn_norm"))
+        cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=True, scale=False)
+        inp_l = ggml.binary("ADD", cur, inp_sa)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def _l2_norm(x: Tensor) -> Tensor:
     """build_gdn_l2_norm: a scaled RMS norm (no weight, no callback)."""
     return ggml.unary(ggml.unary(x, "RMS_NORM"), "SCALE")
@@ -836,6 +874,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "mamba2": build_mamba2,
     "mamba": lambda d, r, w: build_mamba2(d, r, w, mamba1=True),
     "granitehybrid": build_granite_hybrid,
+    "falcon-h1": build_falcon_h1,
     "gemma3": build_gemma3,
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
