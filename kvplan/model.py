@@ -212,6 +212,9 @@ class GraphFacts:
     rope_finetuned: bool = True
     #: Falcon-Mamba's weightless RMS norms of dt, B and C (ssm.dt_b_c_rms)
     ssm_dt_b_c_rms: bool = False
+    #: the layers without a router in a model whose experts are on some layers only (Jamba: every other one), from
+    #: a file's tensors or the config's expert_layer_period / offset; empty: every layer has the experts
+    dense_layers: frozenset[int] = frozenset()
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -71,6 +71,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             residual_scale=kv.get(f"{arch}.residual_scale") not in (None, 0, 0.0),
             rope_finetuned=kv.get(f"{arch}.rope.scaling.finetuned", True) is not False,
             ssm_dt_b_c_rms=kv.get(f"{arch}.ssm.dt_b_c_rms") is True,
+            dense_layers=_dense_layers(kv, tensor_shapes, arch),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -78,11 +79,28 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
         return None
 
 
+def _dense_layers(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int, ...]], arch: str) -> frozenset[int]:
+    """Jamba's layers without a router, where the file's tensors say (a metadata-only file: none)."""
+    if arch != "jamba" or not tensor_shapes or not _int(kv, f"{arch}.expert_count", 0):
+        return frozenset()
+    n = min(_int(kv, f"{arch}.block_count", 0), 1 << 16)
+    return frozenset(i for i in range(n) if f"blk.{i}.ffn_gate_inp.weight" not in tensor_shapes)
+
+
 #: config.json model types whose conversion writes Q/K/V biases (llama.cpp's convert_hf_to_gguf.py: Qwen2's
 #: attention always has them; others when attention_bias is true)
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe"})
 _MAMBA_ARCHS = frozenset({"MambaForCausalLM", "MambaLMHeadModel", "FalconMambaForCausalLM", "Mamba2ForCausalLM"})
 _NORM_TYPES = ("glm4_moe", "glm4v_moe", "deepseek_v2", "deepseek_v3")
+
+
+def _jamba_dense(c: Mapping[str, object]) -> frozenset[int]:
+    """JambaConfig's layers without experts: those off expert_layer_period / expert_layer_offset (2, 1)."""
+    n, period, offset = c.get("num_hidden_layers"), c.get("expert_layer_period", 2), c.get("expert_layer_offset", 1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, period, offset)) or not period:
+        return frozenset()
+    assert isinstance(n, int) and isinstance(period, int) and isinstance(offset, int)
+    return frozenset(i for i in range(min(n, 1 << 16)) if i % period != offset)
 
 
 def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:

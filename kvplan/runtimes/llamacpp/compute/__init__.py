@@ -118,6 +118,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         residual_scale=g.residual_scale,
         rope=g.rope_finetuned,
         ssm_dt_b_c_rms=g.ssm_dt_b_c_rms,
+        dense_layers=g.dense_layers,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

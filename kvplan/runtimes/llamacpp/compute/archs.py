@@ -52,6 +52,7 @@ class Dims:
     residual_scale: bool = False
     rope: bool = True  # Granite's rope.scaling.finetuned switch
     ssm_dt_b_c_rms: bool = False  # Falcon-Mamba: dt, B and C RMS-normed without weights
+    dense_layers: frozenset[int] = frozenset()  # Jamba's layers without experts (known from a file or a config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -684,6 +685,45 @@ def build_falcon_h1(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_jamba(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_jamba::graph (src/models/jamba.cpp): Mamba-1 layers (with the dt / B / C norm weights) and
+    attention layers without RoPE; the experts (softmax, not renormalised) where a layer has its router, else a
+    SwiGLU feed-forward."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    rs = g.rs_inp()
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv) if not all(d.recurrent) else None
+    out_ids = g.inp_out_ids()
+    for il in range(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if d.recurrent[il] or kv is None:
+            cur = _mamba_layer(g, d, rs, cur, il, normed=True)
+        else:
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+            wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+            cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
+                            d.head_v)  # fmt: skip
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_l = ggml.get_rows(inp_l, out_ids)
+        ffn_inp = ggml.binary("ADD", inp_l, cur)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if d.n_expert and il not in d.dense_layers:
+            cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, norm_w=False,
+                            w_scale=d.expert_weights_scale, scales=False)  # fmt: skip
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", ffn_inp, cur)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def _l2_norm(x: Tensor) -> Tensor:
     """build_gdn_l2_norm: a scaled RMS norm (no weight, no callback)."""
     return ggml.unary(ggml.unary(x, "RMS_NORM"), "SCALE")
@@ -875,6 +915,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "mamba": lambda d, r, w: build_mamba2(d, r, w, mamba1=True),
     "granitehybrid": build_granite_hybrid,
     "falcon-h1": build_falcon_h1,
+    "jamba": build_jamba,
     "gemma3": build_gemma3,
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
