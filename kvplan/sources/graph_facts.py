@@ -133,7 +133,9 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     scale = c.get("routed_scaling_factor")
     # the DeepSeek-style MoE configs (DeepSeek-V2/V3, GLM-4.5, Kimi, Youtu: n_routed_experts), whose converters
     # write the weight norm and scale; Qwen's norm_topk_prob is not written (its graph always normalises)
-    deepseek_like = "n_routed_experts" in c or model_type.startswith(_NORM_TYPES)
+    deepseek_like = ("n_routed_experts" in c or model_type.startswith(_NORM_TYPES)) and not (
+        model_type.startswith("qwen") or any(a.startswith("Qwen") for a in archs)
+    )  # Qwen's converters read num_experts and write no dense lead, whatever else a config carries
     if model_type in ("mamba", "falcon_mamba", "mamba2") or set(archs) & _MAMBA_ARCHS:
         ff = 0  # no feed-forward block: the converter writes feed_forward_length 0 (conversion/mamba.py)
     return GraphFacts(
@@ -145,8 +147,8 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_ff_exp=num("moe_intermediate_size") or (ff if model_type == "gpt_oss" or "GptOssForCausalLM" in archs else 0),
         expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and deepseek_like else 0.0,
         final_logit_softcap=isinstance(softcap, (int, float)) and softcap != 0,
-        n_layer_dense_lead=num("first_k_dense_replace"),
-        n_expert_shared=num("n_shared_experts"),
+        n_layer_dense_lead=num("first_k_dense_replace") if deepseek_like else 0,
+        n_expert_shared=num("n_shared_experts") if deepseek_like else 0,
         # written only by the converters of the architectures that read them (DeepSeek-V2/V3, GLM-4.5)
         expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like,
         n_ff_shexp=num("shared_expert_intermediate_size"),

@@ -131,11 +131,11 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 
 
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
-_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next"})
+_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)
-_NO_SNAPSHOTS = frozenset({"qwen3next"})
+_NO_SNAPSHOTS = frozenset({"qwen3next", "qwen35", "qwen35moe"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 

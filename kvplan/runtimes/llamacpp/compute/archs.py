@@ -752,7 +752,7 @@ class _Qwen3Next:
         inp_l = g.inp_embd(d.n_embd, d.n_vocab)
         rs = g.rs_inp()
         kv = g.attn_inp_kv(self.r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
-        pos = g.inp_pos()
+        pos = g.inp_pos(4 if d.mrope else 1)
         out_ids = g.inp_out_ids()
         for il in range(d.n_layer):
             g.il = il
@@ -895,12 +895,70 @@ class _Qwen3Next:
     def ffn(self, cur: Tensor) -> Tensor:
         """build_layer_ffn: the routed experts plus the shared expert gated by a sigmoid."""
         d, g = self.d, self.g
+        if not d.n_expert:  # Qwen3.5 dense
+            return g.ffn_par(cur, d.n_embd, d.n_ff, bias=False)
         moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff // d.n_expert_used,
                         w_scale=d.expert_weights_scale, gate_up=self.w.has("ffn_gate_up_exps"))  # fmt: skip
         shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp or d.n_ff, bias=False, suffix="_shexp")
         shared_gate = ggml.unary(g.lora_mm(g.wt(d.n_embd, name="ffn_gate_inp_shexp"), cur))
         shexp = ggml.binary("MUL", shexp, shared_gate)
         return ggml.binary("ADD", moe, shexp)
+
+
+class _Qwen35(_Qwen3Next):
+    """llama_model_qwen35 / qwen35moe::graph (src/models/qwen35.cpp, qwen35moe.cpp): Qwen3-Next's layout with
+    Q and its gate viewed in place, multi-section RoPE, the fused projections always (with their scales), beta and
+    alpha from projections of their own, no repeat of Q / K for the fused delta net, and a dense SwiGLU (qwen35)."""
+
+    def attn(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
+        d, g = self.d, self.g
+        hd, n_tok = d.head_k, self.r.n_tokens
+        outs = []
+        for name, width in (("attn_q", 2 * hd * d.n_head), ("attn_k", hd * d.n_head_kv), ("attn_v", hd * d.n_head_kv)):
+            t = g.lora_mm(g.wt(d.n_embd, width, name=name), cur, g.opt(name + ".scale", 1))
+            b = g.opt(name + ".bias", width)
+            outs.append(ggml.binary("ADD", t, b) if b is not None else t)
+        q_full = outs[0]
+        strides = (4 * hd * 2, 4 * hd * 2 * d.n_head)
+        q = g.norm(ggml.view(q_full, (hd, d.n_head, n_tok), strides, 0), g.wt(hd, name="attn_q_norm"))
+        k = g.norm(ggml.reshape(outs[1], hd, d.n_head_kv, n_tok), g.wt(hd, name="attn_k_norm"))
+        gate = ggml.cont(ggml.view(q_full, (hd, d.n_head, n_tok), strides, 4 * hd), hd * d.n_head, n_tok)
+        v = ggml.reshape(outs[2], hd, d.n_head_kv, n_tok)
+        q = ggml.rope(q, pos, None)
+        k = ggml.rope(k, pos, None)
+        cur = g.attn_kv(kv, il, None, None, None, q, k, v, d.n_head_kv, hd, hd)
+        cur = ggml.binary("MUL", cur, ggml.unary(gate))
+        return g.lora_mm(g.wt(hd * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+
+    def linear_attn(self, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
+        d, g, r = self.d, self.g, self.r
+        hk, hv, nk, nv = self.head_k, self.head_v, self.nk, self.nv
+        nst, ns = self.n_seq_tokens, self.n_seqs
+        mixed = g.lora_mm(g.wt(d.n_embd, 2 * hk * nk + hv * nv, name="attn_qkv"), cur, g.opt("attn_qkv.scale", 1))
+        mixed = ggml.reshape(mixed, mixed.ne[0], nst, ns)
+        z = g.lora_mm(g.wt(d.n_embd, hv * nv, name="attn_gate"), cur, g.opt("attn_gate.scale", 1))
+        beta = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_beta"), cur, g.opt("ssm_beta.scale", 1))
+        beta = ggml.unary(ggml.reshape(beta, 1, nv, nst, ns))
+        alpha = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_alpha"), cur, g.opt("ssm_alpha.scale", 1))
+        alpha = ggml.binary("ADD", ggml.reshape(alpha, nv, nst, ns), g.wt(nv, name="ssm_dt.bias"))
+        gate = ggml.binary("MUL", ggml.unary(alpha), g.wt(nv, name="ssm_a"))
+        gate = ggml.reshape(gate, 1, nv, nst, ns)
+        conv_all = g.rs_cache(r.type_r, self.n_embd_r, f"cache_r_l{il}", il)
+        ssm_all = g.rs_cache(r.type_s, self.n_embd_s, f"cache_s_l{il}", il)
+        conv_input = self.conv_state(rs, conv_all, mixed)
+        state = ggml.reshape(g.rs(rs, ssm_all, self.n_embd_s), hv, hv, nv, ns)
+        conv = ggml.unary(ggml.ssm_conv(conv_input, g.wt(self.d_conv, self.conv_channels, name="ssm_conv1d")))
+        row = ggml.row_size("f32", self.conv_channels)
+        q = ggml.view(conv, (hk, nk, nst, ns), (hk * 4, row, row * nst), 0)
+        k = ggml.view(conv, (hk, nk, nst, ns), (hk * 4, row, row * nst), hk * nk * 4)
+        v = ggml.view(conv, (hv, nv, nst, ns), (hv * 4, row, row * nst), 2 * hk * nk * 4)
+        q, k = _l2_norm(q), _l2_norm(k)
+        out = self.recurrent_attn(ssm_all, q, k, v, gate, beta, state)
+        normed = g.norm(out, g.wt(hv, name="ssm_norm"))
+        out = ggml.binary("MUL", normed, ggml.unary(ggml.reshape(z, hv, nv, nst, ns)))
+        out = ggml.reshape(out, hv * nv, nst, ns)
+        cur = g.lora_mm(g.wt(hv * nv, d.n_embd, name="ssm_out"), out, g.opt("ssm_out.scale", 1))
+        return ggml.reshape(cur, d.n_embd, nst * ns)
 
 
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
@@ -924,4 +982,6 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "glm4moe": build_glm4_moe,
     "deepseek2": build_deepseek2,
     "qwen3next": lambda d, r, w: _Qwen3Next(d, r, w).build(),
+    "qwen35": lambda d, r, w: _Qwen35(d, r, w).build(),
+    "qwen35moe": lambda d, r, w: _Qwen35(d, r, w).build(),
 }
