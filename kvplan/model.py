@@ -215,6 +215,8 @@ class GraphFacts:
     #: the layers without a router in a model whose experts are on some layers only (Jamba: every other one), from
     #: a file's tensors or the config's expert_layer_period / offset; empty: every layer has the experts
     dense_layers: frozenset[int] = frozenset()
+    #: Llama 4's interleave_moe_layer_step: every n-th layer has the experts
+    moe_layer_step: int = 0
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -72,6 +72,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             rope_finetuned=kv.get(f"{arch}.rope.scaling.finetuned", True) is not False,
             ssm_dt_b_c_rms=kv.get(f"{arch}.ssm.dt_b_c_rms") is True,
             dense_layers=_dense_layers(kv, tensor_shapes, arch),
+            moe_layer_step=_int(kv, f"{arch}.interleave_moe_layer_step", 0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )

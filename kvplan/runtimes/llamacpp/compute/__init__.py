@@ -119,6 +119,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         rope=g.rope_finetuned,
         ssm_dt_b_c_rms=g.ssm_dt_b_c_rms,
         dense_layers=g.dense_layers,
+        moe_layer_step=g.moe_layer_step,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

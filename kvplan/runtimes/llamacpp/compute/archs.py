@@ -53,6 +53,7 @@ class Dims:
     rope: bool = True  # Granite's rope.scaling.finetuned switch
     ssm_dt_b_c_rms: bool = False  # Falcon-Mamba: dt, B and C RMS-normed without weights
     dense_layers: frozenset[int] = frozenset()  # Jamba's layers without experts (known from a file or a config)
+    moe_layer_step: int = 0  # Llama 4: the experts on every n-th layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -724,6 +725,65 @@ def build_jamba(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_llama4::graph<iswa> (src/models/llama4.cpp): chunked attention on three layers of four (the
+    fourth without RoPE, Q scaled by the temperature input instead), the L2 norm of Q and K on RoPE layers (not
+    for the 128-expert model), sigmoid-gated experts on every interleave_moe_layer_step-th layer plus a shared
+    expert, a plain SwiGLU elsewhere."""
+    g = GraphContext(r, w)
+    iswa = any(d.swa)
+    no_rope_step = 4 if iswa else d.n_layer
+    kq_norm = d.n_expert != 128
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    attn_scale = ggml.inp("f32", (1, 1, r.n_tokens), "attn_scale")  # build_inp_attn_scale
+    n_v = d.head_v * d.n_head_kv
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
+    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    out_ids = g.inp_out_ids()
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        use_rope = no_rope_step > 0 and (il + 1) % no_rope_step != 0
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        factors = g.opt("rope_freqs", d.head_k // 2)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        if use_rope:
+            q = ggml.rope(q, pos, factors)
+            k = ggml.rope(k, pos, factors)
+        else:
+            q = ggml.binary("MUL", q, attn_scale)
+        if use_rope and kq_norm:
+            q = ggml.unary(q, "RMS_NORM")
+            k = ggml.unary(k, "RMS_NORM")
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        layer_kv = kv_swa if iswa and d.swa[il] else kv
+        cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
+                        d.head_v, iswa=iswa)  # fmt: skip
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if d.moe_layer_step > 0 and (il + 1) % d.moe_layer_step == 0:
+            n_ff_exp = d.n_ff_exp or d.n_ff
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, gating="sigmoid", norm_w=False,
+                            w_scale=d.expert_weights_scale, scales=False, weight_before=True,
+                            select_logits=True)  # fmt: skip
+            shexp = g.ffn_par(cur, d.n_embd, n_ff_exp, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", moe, shexp)
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def _l2_norm(x: Tensor) -> Tensor:
     """build_gdn_l2_norm: a scaled RMS norm (no weight, no callback)."""
     return ggml.unary(ggml.unary(x, "RMS_NORM"), "SCALE")
@@ -974,6 +1034,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "granitehybrid": build_granite_hybrid,
     "falcon-h1": build_falcon_h1,
     "jamba": build_jamba,
+    "llama4": build_llama4,
     "gemma3": build_gemma3,
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,

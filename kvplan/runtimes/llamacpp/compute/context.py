@@ -465,9 +465,12 @@ class GraphContext:
         expert_bias: bool = False,
         scales: bool = True,
         gate_up: bool = False,
+        weight_before: bool = False,
+        select_logits: bool = False,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
-        mul_mat_id, weighting and the sum over the selected experts."""
+        mul_mat_id, weighting and the sum over the selected experts (`weight_before`: Llama 4 weights the input
+        repeated per expert instead of the experts' output; `select_logits`: Llama 4 selects by the logits)."""
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
         logits = self.lora_mm(self.wt(n_embd, n_expert, name="ffn_gate_inp"), cur)
         if gate_inp_b:
@@ -480,7 +483,7 @@ class GraphContext:
             probs = logits
         else:
             raise NotImplementedError(f"expert gating {gating}")
-        selection = probs
+        selection = logits if select_logits else probs  # Llama 4 picks its experts by the logits
         if exp_probs_b:
             selection = ggml.binary("ADD", probs, self.wt(n_expert, name="exp_probs_b.bias"))
         n_groups, n_group_used = expert_groups
@@ -513,6 +516,8 @@ class GraphContext:
             weights = ggml.unary(weights, "SCALE")
         self.gf.expand(weights)
         cur = ggml.reshape(cur, n_embd, 1, n_tokens)
+        if weight_before:
+            cur = ggml.binary("MUL", ggml.repeat(cur, n_embd, n_expert_used, n_tokens, 1), weights)
         if gate_up:  # the merged gate_up tensor: one mul_mat_id, split into gate and up views
             gu = self.lora_mm_id(self.wt(n_embd, 2 * n_ff, n_expert, name="ffn_gate_up_exps"), cur, selected,
                                  self.opt("ffn_up_exps.scale", n_expert) if scales else None)  # fmt: skip
@@ -539,7 +544,8 @@ class GraphContext:
         )
         if expert_bias:
             experts = ggml.add_id(experts, self.wt(n_embd, n_expert, name="ffn_down_exps.bias"), selected)
-        experts = ggml.binary("MUL", experts, weights)
+        if not weight_before:
+            experts = ggml.binary("MUL", experts, weights)
         self.gf.expand(experts)
         views = []
         for i in range(n_expert_used):
