@@ -139,13 +139,20 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     )  # Qwen's converters read num_experts and write no dense lead, whatever else a config carries
     if model_type in ("mamba", "falcon_mamba", "mamba2") or set(archs) & _MAMBA_ARCHS:
         ff = 0  # no feed-forward block: the converter writes feed_forward_length 0 (conversion/mamba.py)
+    mlp = c.get("intermediate_size_mlp")  # Llama 4: the dense layers' width; intermediate_size is the experts'
+    if isinstance(mlp, int) and not isinstance(mlp, bool) and mlp > 0:
+        ff, expert_ff = mlp, ff
+    else:
+        expert_ff = num("moe_intermediate_size") or (
+            ff if model_type == "gpt_oss" or "GptOssForCausalLM" in archs else 0
+        )
     return GraphFacts(
         n_vocab=vocab,
         n_ff=ff,
         n_expert=num("num_local_experts", "num_experts", "n_routed_experts"),
         n_expert_used=num("num_experts_per_tok"),
         # gpt-oss's intermediate_size is its experts' width (the converter writes expert_feed_forward_length)
-        n_ff_exp=num("moe_intermediate_size") or (ff if model_type == "gpt_oss" or "GptOssForCausalLM" in archs else 0),
+        n_ff_exp=expert_ff,
         expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and deepseek_like else 0.0,
         final_logit_softcap=isinstance(softcap, (int, float)) and softcap != 0,
         n_layer_dense_lead=num("first_k_dense_replace") if deepseek_like else 0,
