@@ -75,6 +75,27 @@ QWEN3 = Decoder(qk_norm=True)
 SMOLLM3 = Decoder(wo_bias=False, ffn_bias=False, ffn_scale=False, no_rope_step=4)
 
 
+def _kv_inputs(g: GraphContext, d: Dims, iswa: bool) -> tuple[KVInputs, KVInputs]:
+    """build_attn_inp_kv, or build_attn_inp_kv_iswa's pair (the full cache's inputs, then the window cache's)."""
+    n_v = d.head_v * d.n_head_kv
+    kv = g.attn_inp_kv(g.r.kv_size, d.head_k, d.head_v, n_v)
+    return kv, (g.attn_inp_kv(g.r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv)
+
+
+def _lm_head(g: GraphContext, d: Dims, inp_l: Tensor, rms: bool = True, scale: bool = False) -> Graph:
+    """The output layer most model classes end with: the final norm (res->t_embd), the LM head (res->t_logits),
+    the logits scaled where the model says so (Granite, Command-R)."""
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), rms=rms)
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    if scale:
+        cur = ggml.unary(cur, "SCALE")
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     """llama_model_llama::graph (src/models/llama.cpp) and the classes that differ from it only as `o` says
     (qwen2.cpp, qwen3.cpp, qwen3moe.cpp, smollm3.cpp); MoE layers as build_moe_ffn with softmax gating."""
@@ -133,9 +154,7 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights, gemma2: bool = False) -> Graph
     iswa = gemma2 or any(d.swa)
     inp_l = ggml.unary(g.inp_embd(d.n_embd, d.n_vocab), "SCALE")
     pos = g.inp_pos()
-    n_v = d.head_v * d.n_head_kv
-    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
-    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    kv, kv_swa = _kv_inputs(g, d, iswa)
     out_ids = g.inp_out_ids()
     for il in range(d.n_layer):
         g.il = il
@@ -225,20 +244,14 @@ def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     iswa = any(d.swa)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
-    n_v = d.head_v * d.n_head_kv
-    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
-    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    kv, kv_swa = _kv_inputs(g, d, iswa)
     out_ids = g.inp_out_ids()
     n_tok = r.n_tokens
     for il in range(d.n_layer):
         g.il = il
         inp_sa = inp_l
-        outs = []
-        for name, width in (("attn_q", d.head_k * d.n_head), ("attn_k", d.head_k * d.n_head_kv),
-                            ("attn_v", d.head_v * d.n_head_kv)):  # fmt: skip
-            t = g.lora_mm(g.wt(d.n_embd, width, name=name), inp_l, g.opt(name + ".scale", 1))
-            b = g.opt(name + ".bias", width)
-            outs.append(ggml.binary("ADD", t, b) if b is not None else t)
+        outs = g.projections(inp_l, d.n_embd, (("attn_q", d.head_k * d.n_head), ("attn_k", d.head_k * d.n_head_kv),
+                                               ("attn_v", d.head_v * d.n_head_kv)))  # fmt: skip
         q = g.norm(outs[0], g.wt(d.head_k * d.n_head, name="attn_q_norm"))
         k = g.norm(outs[1], g.wt(d.head_k * d.n_head_kv, name="attn_k_norm"))
         q = ggml.rope(ggml.reshape(q, d.head_k, d.n_head, n_tok), pos, None)
@@ -256,13 +269,7 @@ def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
         cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)
         inp_l = ggml.binary("ADD", cur, ffn_inp)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l)
 
 
 def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -272,9 +279,7 @@ def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     iswa = any(d.swa)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
-    n_v = d.head_v * d.n_head_kv
-    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
-    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    kv, kv_swa = _kv_inputs(g, d, iswa)
     out_ids = g.inp_out_ids()
     for il in range(d.n_layer):
         g.il = il
@@ -454,15 +459,7 @@ def build_command_r(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
         cur = ggml.binary("ADD", cur, inp_l)
         inp_l = ggml.binary("ADD", cur, attn_out)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), rms=False)
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    if d.logit_scale:
-        cur = ggml.unary(cur, "SCALE")
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, rms=False, scale=d.logit_scale)
 
 
 def _mamba2_layer(g: GraphContext, d: Dims, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
@@ -583,13 +580,7 @@ def build_mamba2(d: Dims, r: Reserve, w: Weights, mamba1: bool = False) -> Graph
             cur = ggml.get_rows(cur, out_ids)
             inp_l = ggml.get_rows(inp_l, out_ids)
         inp_l = ggml.binary("ADD", cur, inp_l)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l)
 
 
 def build_granite_hybrid(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -637,15 +628,7 @@ def build_granite_hybrid(d: Dims, r: Reserve, w: Weights) -> Graph:
         if d.residual_scale:
             cur = ggml.unary(cur, "SCALE")
         inp_l = ggml.binary("ADD", cur, ffn_inp)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    if d.logit_scale:
-        cur = ggml.unary(cur, "SCALE")
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, scale=d.logit_scale)
 
 
 def build_falcon_h1(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -677,13 +660,7 @@ def build_falcon_h1(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = g.norm(inp_sa, g.wt(d.n_embd, name="ffn_norm"))
         cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=True, scale=False)
         inp_l = ggml.binary("ADD", cur, inp_sa)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l)
 
 
 def build_jamba(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -716,13 +693,7 @@ def build_jamba(d: Dims, r: Reserve, w: Weights) -> Graph:
         else:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
         inp_l = ggml.binary("ADD", ffn_inp, cur)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l)
 
 
 def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -737,9 +708,7 @@ def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
     attn_scale = ggml.inp("f32", (1, 1, r.n_tokens), "attn_scale")  # build_inp_attn_scale
-    n_v = d.head_v * d.n_head_kv
-    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
-    kv_swa = g.attn_inp_kv(r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv
+    kv, kv_swa = _kv_inputs(g, d, iswa)
     out_ids = g.inp_out_ids()
     for il in range(d.n_layer):
         g.il = il
@@ -775,13 +744,7 @@ def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
         else:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
         inp_l = ggml.binary("ADD", cur, ffn_inp)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l)
 
 
 def _l2_norm(x: Tensor) -> Tensor:
@@ -839,11 +802,8 @@ class _Qwen3Next:
         """build_layer_attn: Q and its gate from one projection, Q/K norms, RoPE, attention, the sigmoid gate."""
         d, g = self.d, self.g
         hd, n_tok = d.head_k, self.r.n_tokens
-        outs = []
-        for name, width in (("attn_q", 2 * hd * d.n_head), ("attn_k", hd * d.n_head_kv), ("attn_v", hd * d.n_head_kv)):
-            t = g.lora_mm(g.wt(d.n_embd, width, name=name), cur, g.opt(name + ".scale", 1))
-            b = g.opt(name + ".bias", width)
-            outs.append(ggml.binary("ADD", t, b) if b is not None else t)
+        outs = g.projections(cur, d.n_embd, (("attn_q", 2 * hd * d.n_head), ("attn_k", hd * d.n_head_kv),
+                                             ("attn_v", hd * d.n_head_kv)))  # fmt: skip
         q_full = ggml.reshape(outs[0], 2 * hd, d.n_head, n_tok, 1)
         strides = (q_full.nb[1], q_full.nb[2], q_full.nb[3])
         q = ggml.view(q_full, (hd, d.n_head, n_tok, 1), strides, 0)
@@ -973,11 +933,8 @@ class _Qwen35(_Qwen3Next):
     def attn(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
         d, g = self.d, self.g
         hd, n_tok = d.head_k, self.r.n_tokens
-        outs = []
-        for name, width in (("attn_q", 2 * hd * d.n_head), ("attn_k", hd * d.n_head_kv), ("attn_v", hd * d.n_head_kv)):
-            t = g.lora_mm(g.wt(d.n_embd, width, name=name), cur, g.opt(name + ".scale", 1))
-            b = g.opt(name + ".bias", width)
-            outs.append(ggml.binary("ADD", t, b) if b is not None else t)
+        outs = g.projections(cur, d.n_embd, (("attn_q", 2 * hd * d.n_head), ("attn_k", hd * d.n_head_kv),
+                                             ("attn_v", hd * d.n_head_kv)))  # fmt: skip
         q_full = outs[0]
         strides = (4 * hd * 2, 4 * hd * 2 * d.n_head)
         q = g.norm(ggml.view(q_full, (hd, d.n_head, n_tok), strides, 0), g.wt(hd, name="attn_q_norm"))

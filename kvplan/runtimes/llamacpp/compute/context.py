@@ -4,7 +4,7 @@ feed-forward block and the output, each building the tensors llama.cpp builds in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
@@ -304,6 +304,15 @@ class GraphContext:
             outs.append((t, heads, head))
         q, k, v = (ggml.reshape(t, head, heads, n_tokens) for t, heads, head in outs)
         return q, k, v
+
+    def projections(self, cur: Tensor, n_embd: int, widths: Sequence[tuple[str, int]]) -> list[Tensor]:
+        """build_qkv's separate path without the reshape: each projection with the scale and bias the model has."""
+        outs = []
+        for name, width in widths:
+            t = self.lora_mm(self.wt(n_embd, width, name=name), cur, self.opt(name + ".scale", 1))
+            b = self.opt(name + ".bias", width)
+            outs.append(ggml.binary("ADD", t, b) if b is not None else t)
+        return outs
 
     def hadamard(self, cur: Tensor, rot: Tensor) -> Tensor:
         """llama_mul_mat_hadamard."""
