@@ -91,6 +91,7 @@ def _dense_layers(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[in
 #: config.json model types whose conversion writes Q/K/V biases (llama.cpp's convert_hf_to_gguf.py: Qwen2's
 #: attention always has them; others when attention_bias is true)
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe"})
+_OWN_WIDTH_ARCHS = frozenset({"GptOssForCausalLM", "MiniMaxM2ForCausalLM"})
 _MAMBA_ARCHS = frozenset({"MambaForCausalLM", "MambaLMHeadModel", "FalconMambaForCausalLM", "Mamba2ForCausalLM"})
 _NORM_TYPES = ("glm4_moe", "glm4v_moe", "deepseek_v2", "deepseek_v3")
 
@@ -134,18 +135,19 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     scale = c.get("routed_scaling_factor")
     # the DeepSeek-style MoE configs (DeepSeek-V2/V3, GLM-4.5, Kimi, Youtu: n_routed_experts), whose converters
     # write the weight norm and scale; Qwen's norm_topk_prob is not written (its graph always normalises)
+    # gpt-oss's and MiniMax-M2's intermediate_size is their experts' width (their converters write
+    # expert_feed_forward_length from it)
+    own_width = model_type in ("gpt_oss", "minimax_m2") or bool(_OWN_WIDTH_ARCHS & set(archs))
     deepseek_like = ("n_routed_experts" in c or model_type.startswith(_NORM_TYPES)) and not (
-        model_type.startswith("qwen") or any(a.startswith("Qwen") for a in archs)
-    )  # Qwen's converters read num_experts and write no dense lead, whatever else a config carries
+        model_type.startswith(("qwen", "minimax")) or any(a.startswith(("Qwen", "MiniMax")) for a in archs)
+    )  # Qwen's and MiniMax's converters read num_experts and write no dense lead, whatever else a config carries
     if model_type in ("mamba", "falcon_mamba", "mamba2") or set(archs) & _MAMBA_ARCHS:
         ff = 0  # no feed-forward block: the converter writes feed_forward_length 0 (conversion/mamba.py)
     mlp = c.get("intermediate_size_mlp")  # Llama 4: the dense layers' width; intermediate_size is the experts'
     if isinstance(mlp, int) and not isinstance(mlp, bool) and mlp > 0:
         ff, expert_ff = mlp, ff
     else:
-        expert_ff = num("moe_intermediate_size") or (
-            ff if model_type == "gpt_oss" or "GptOssForCausalLM" in archs else 0
-        )
+        expert_ff = ff if own_width else num("moe_intermediate_size")
     return GraphFacts(
         n_vocab=vocab,
         n_ff=ff,

@@ -272,6 +272,40 @@ def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_minimax_m2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_minimax_m2::graph (src/models/minimax-m2.cpp): Q and K normed over all their heads before a
+    partial RoPE, every layer's experts routed by the model's gating function with the probability bias."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    n_tok = r.n_tokens
+    for il in range(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        outs = g.projections(cur, d.n_embd, (("attn_q", d.head_k * d.n_head), ("attn_k", d.head_k * d.n_head_kv),
+                                             ("attn_v", d.head_v * d.n_head_kv)))  # fmt: skip
+        q = g.norm(outs[0], g.wt(d.head_k * d.n_head, name="attn_q_norm"))
+        k = g.norm(outs[1], g.wt(d.head_k * d.n_head_kv, name="attn_k_norm"))
+        q = ggml.rope(ggml.reshape(q, d.head_k, d.n_head, n_tok), pos, None)
+        k = ggml.rope(ggml.reshape(k, d.head_k, d.n_head_kv, n_tok), pos, None)
+        v = ggml.reshape(outs[2], d.head_v, d.n_head_kv, n_tok)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur = ggml.get_rows(cur, out_ids)
+            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff,
+                        gating=_GATING.get(d.expert_gating, "softmax"), w_scale=d.expert_weights_scale,
+                        exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openai_moe::graph (src/models/openai-moe.cpp): gpt-oss, iSWA attention with sinks, experts
     with biases, softmax over the selected experts, SwiGLU-OAI."""
@@ -992,6 +1026,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "falcon-h1": build_falcon_h1,
     "jamba": build_jamba,
     "llama4": build_llama4,
+    "minimax-m2": build_minimax_m2,
     "gemma3": build_gemma3,
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
