@@ -462,35 +462,41 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
-def build_command_r(d: Dims, r: Reserve, w: Weights) -> Graph:
+def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> Graph:
     """llama_model_command_r::graph (src/models/command-r.cpp): layer norms (not RMS), attention and the
     feed-forward in parallel on the same normed input, both added to the residual; Q/K norms from 64 layers up
-    (the loader's condition); the logits scaled by logit_scale."""
+    (the loader's condition); the logits scaled by logit_scale. With `cohere2` (cohere2.cpp, Command R7B): the
+    iSWA caches, RoPE on the window layers only, no Q/K norms, the feed-forward's scales."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
-    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+    kv, kv_swa = _kv_inputs(g, d, cohere2)
     out_ids = g.inp_out_ids()
-    qk_norm = d.n_layer >= 64
+    qk_norm = d.n_layer >= 64 and not cohere2
     for il in range(d.n_layer):
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), rms=False)
         ffn_inp = cur
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        use_rope = not cohere2 or d.swa[il]
         if qk_norm:
             q = g.norm(q, g.wt(d.head_k, d.n_head, name="attn_q_norm"), rms=False)
-        q = ggml.rope(q, pos, None)
+        if use_rope:
+            q = ggml.rope(q, pos, None)
         if qk_norm:
             k = g.norm(k, g.wt(d.head_k, d.n_head_kv, name="attn_k_norm"), rms=False)
-        k = ggml.rope(k, pos, None)
+        if use_rope:
+            k = ggml.rope(k, pos, None)
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        layer_kv = kv_swa if cohere2 and d.swa[il] else kv
+        cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
+                        d.head_v, iswa=cohere2)  # fmt: skip
         if il == d.n_layer - 1:
             cur = ggml.get_rows(cur, out_ids)
             inp_l = ggml.get_rows(inp_l, out_ids)
             ffn_inp = ggml.get_rows(ffn_inp, out_ids)
         attn_out = cur
-        cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=cohere2)
         cur = ggml.binary("ADD", cur, inp_l)
         inp_l = ggml.binary("ADD", cur, attn_out)
     return _lm_head(g, d, inp_l, rms=False, scale=d.logit_scale)
@@ -1020,6 +1026,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "smollm3": lambda d, r, w: build_decoder(d, r, w, SMOLLM3),
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "command-r": build_command_r,
+    "cohere2": lambda d, r, w: build_command_r(d, r, w, cohere2=True),
     "mamba2": build_mamba2,
     "mamba": lambda d, r, w: build_mamba2(d, r, w, mamba1=True),
     "granitehybrid": build_granite_hybrid,
