@@ -201,6 +201,22 @@ def _with_siglip(text: ParamCount, v: _Cfg, d_text: int) -> ParamCount:
     )
 
 
+def _moe_mlps(
+    k: _Counter, d: int, ff: int, n_dense: int, moe_ff: int, n_exp: int, shared_ff: int, n_moe: int, shared: str
+) -> None:
+    """The gated MLPs of a mixed dense / MoE stack: `n_dense` dense MLPs of width `ff`, then on each of `n_moe`
+    layers `n_exp` experts of width `moe_ff` and one shared MLP of width `shared_ff` under `mlp.{shared}`."""
+    for name, out_f, in_f in (("gate_proj", ff, d), ("up_proj", ff, d), ("down_proj", d, ff)):
+        k.linear(f"{L}.mlp.{name}", out_f, in_f, n_dense)
+    for name, out_f, in_f, s_out, s_in in (
+        ("gate_proj", moe_ff, d, shared_ff, d),
+        ("up_proj", moe_ff, d, shared_ff, d),
+        ("down_proj", d, moe_ff, d, shared_ff),
+    ):
+        k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_moe, expert=True)
+        k.linear(f"{L}.mlp.{shared}.{name}", s_out, s_in, n_moe)
+
+
 def _moe_and_mtp(k: _Counter, c: _Cfg, d: int, vocab: int, n_trunk: int, n_mtp: int, score_bias: bool) -> None:
     """The DeepSeek-style feed-forward (DeepSeek-V2/V3, GLM-4.5): first_k_dense_replace dense layers, then routed
     experts plus n_shared_experts (one MLP n_shared × the expert width) and the router (with its
@@ -212,16 +228,8 @@ def _moe_and_mtp(k: _Counter, c: _Cfg, d: int, vocab: int, n_trunk: int, n_mtp: 
     ff, moe_ff = c.int("intermediate_size"), c.int("moe_intermediate_size")
     n_exp, n_shared = c.int("n_routed_experts"), c.int("n_shared_experts", 0)
     n_moe = n_layer - n_dense  # the MTP layers are MoE layers
-    for name, out_f, in_f in (("gate_proj", ff, d), ("up_proj", ff, d), ("down_proj", d, ff)):
-        k.linear(f"{L}.mlp.{name}", out_f, in_f, n_dense)
-    sff = moe_ff * n_shared  # the shared experts are one MLP of n_shared × the expert width
-    for name, out_f, in_f, s_out, s_in in (
-        ("gate_proj", moe_ff, d, sff, d),
-        ("up_proj", moe_ff, d, sff, d),
-        ("down_proj", d, moe_ff, d, sff),
-    ):
-        k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_moe, expert=True)
-        k.linear(f"{L}.mlp.shared_experts.{name}", s_out, s_in, n_moe)
+    # the shared experts are one MLP of n_shared × the expert width
+    _moe_mlps(k, d, ff, n_dense, moe_ff, n_exp, moe_ff * n_shared, n_moe, "shared_experts")
     k.add(n_exp * d * n_moe)  # the router (MoEGate.weight, kept in the checkpoint's dtype)
     if score_bias:
         k.add(n_exp * n_moe)  # e_score_correction_bias
@@ -354,15 +362,7 @@ def _qwen3_next(c: _Cfg) -> ParamCount:
         c.int("shared_expert_intermediate_size"),
     )
     n_exp = c.int("num_experts")
-    for name, out_f, in_f in (("gate_proj", ff, d), ("up_proj", ff, d), ("down_proj", d, ff)):
-        k.linear(f"{L}.mlp.{name}", out_f, in_f, n_dense)
-    for name, out_f, in_f, s_out, s_in in (
-        ("gate_proj", moe_ff, d, sh_ff, d),
-        ("up_proj", moe_ff, d, sh_ff, d),
-        ("down_proj", d, moe_ff, d, sh_ff),
-    ):
-        k.linear(f"{L}.mlp.experts.{name}", out_f, in_f, n_exp * n_sparse, expert=True)
-        k.linear(f"{L}.mlp.shared_expert.{name}", s_out, s_in, n_sparse)
+    _moe_mlps(k, d, ff, n_dense, moe_ff, n_exp, sh_ff, n_sparse, "shared_expert")
     k.linear(f"{L}.mlp.gate", n_exp, d, n_sparse, quantized=False)
     k.linear(f"{L}.mlp.shared_expert_gate", 1, d, n_sparse, quantized=False)
     k.add(d)  # the final norm

@@ -82,15 +82,45 @@ def _kv_inputs(g: GraphContext, d: Dims, iswa: bool) -> tuple[KVInputs, KVInputs
     return kv, (g.attn_inp_kv(g.r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv)
 
 
-def _lm_head(g: GraphContext, d: Dims, inp_l: Tensor, rms: bool = True, scale: bool = False) -> Graph:
-    """The output layer most model classes end with: the final norm (res->t_embd), the LM head (res->t_logits),
-    the logits scaled where the model says so (Granite, Command-R)."""
+def _last_outputs(d: Dims, il: int, out_ids: Tensor, cur: Tensor, residual: Tensor) -> tuple[Tensor, Tensor]:
+    """After the last layer's attention, llama.cpp keeps only the rows that produce outputs (`inp_out_ids`) of the
+    layer's output and of its residual; other layers pass both through."""
+    if il != d.n_layer - 1:
+        return cur, residual
+    return ggml.get_rows(cur, out_ids), ggml.get_rows(residual, out_ids)
+
+
+def _inputs(g: GraphContext, d: Dims, iswa: bool) -> tuple[Tensor, Tensor, tuple[KVInputs, KVInputs], Tensor]:
+    """The inputs of a transformer graph in llama.cpp's order: token embeddings, positions, the KV cache's inputs
+    (the window cache's too under iSWA), the output rows."""
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv = _kv_inputs(g, d, iswa)
+    return inp_l, pos, kv, g.inp_out_ids()
+
+
+def _lm_head(
+    g: GraphContext,
+    d: Dims,
+    inp_l: Tensor,
+    rms: bool = True,
+    scale: bool = False,
+    norm_bias: bool = False,
+    output_bias: bool = False,
+) -> Graph:
+    """The output layer most model classes end with: the final norm (res->t_embd; with its bias where the file has
+    one and the class reads it), the LM head (res->t_logits), its bias where read (qwen2, phi3), the logits scaled
+    where the model says so (Granite, Command-R)."""
     g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), rms=rms)
+    nb = g.opt("output_norm.bias", d.n_embd) if norm_bias else None
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), nb, rms=rms)
     ggml.set_output(cur)
     cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
     if scale:
         cur = ggml.unary(cur, "SCALE")
+    b = g.opt("output.bias", d.n_vocab) if output_bias else None
+    if b is not None:  # (llm_graph_result::set_outputs marks t_logits, the last of these)
+        cur = ggml.binary("ADD", cur, b)
     ggml.set_output(cur)
     g.gf.expand(cur)
     return g.gf
@@ -122,9 +152,7 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         wo_b = g.opt("attn_output.bias", d.n_embd) if o.wo_bias else None
         cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         if d.n_expert:
@@ -133,17 +161,7 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         cur = ggml.binary("ADD", cur, ffn_inp)
         inp_l = cur
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    if o.output_bias:  # (llm_graph_result::set_outputs marks t_logits, the last of these)
-        b = g.opt("output.bias", d.n_vocab)
-        if b is not None:
-            cur = ggml.binary("ADD", cur, b)
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, output_bias=o.output_bias)
 
 
 def build_gemma3(d: Dims, r: Reserve, w: Weights, gemma2: bool = False) -> Graph:
@@ -171,9 +189,7 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights, gemma2: bool = False) -> Graph
         layer_kv = kv_swa if iswa and d.swa[il] else kv
         cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
                         d.head_v, iswa=iswa, softcap=gemma2)  # fmt: skip
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_l = ggml.get_rows(inp_l, out_ids)
+        cur, inp_l = _last_outputs(d, il, out_ids, cur, inp_l)
         cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
         sa_out = ggml.binary("ADD", cur, inp_l)
         cur = g.norm(sa_out, g.wt(d.n_embd, name="ffn_norm"))
@@ -213,9 +229,7 @@ def build_phi3(d: Dims, r: Reserve, w: Weights) -> Graph:
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
                         d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            residual = ggml.get_rows(residual, out_ids)
+        cur, residual = _last_outputs(d, il, out_ids, cur, residual)
         cur = ggml.binary("ADD", cur, residual)
         residual = cur
         cur = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"), g.opt("ffn_norm.bias", d.n_embd))
@@ -225,16 +239,20 @@ def build_phi3(d: Dims, r: Reserve, w: Weights) -> Graph:
             cur = ggml.glu(ggml.mul_mat(g.wt(d.n_embd, 2 * d.n_ff, name="ffn_up"), cur))
             cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur)
         inp_l = ggml.binary("ADD", residual, cur)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), g.opt("output_norm.bias", d.n_embd))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    b = g.opt("output.bias", d.n_vocab)
-    if b is not None:
-        cur = ggml.binary("ADD", cur, b)
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, norm_bias=True, output_bias=True)
+
+
+def _qkv_normed_over_heads(g: GraphContext, d: Dims, cur: Tensor, pos: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Separate Q/K/V projections, Q and K RMS-normed over all their heads (one weight of head × heads), then
+    RoPE on Q and K — olmo2.cpp's and minimax-m2.cpp's shared opening of the attention."""
+    n_tok = g.r.n_tokens
+    outs = g.projections(cur, d.n_embd, (("attn_q", d.head_k * d.n_head), ("attn_k", d.head_k * d.n_head_kv),
+                                         ("attn_v", d.head_v * d.n_head_kv)))  # fmt: skip
+    q = g.norm(outs[0], g.wt(d.head_k * d.n_head, name="attn_q_norm"))
+    k = g.norm(outs[1], g.wt(d.head_k * d.n_head_kv, name="attn_k_norm"))
+    q = ggml.rope(ggml.reshape(q, d.head_k, d.n_head, n_tok), pos, None)
+    k = ggml.rope(ggml.reshape(k, d.head_k, d.n_head_kv, n_tok), pos, None)
+    return q, k, ggml.reshape(outs[2], d.head_v, d.n_head_kv, n_tok)
 
 
 def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -242,28 +260,16 @@ def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     before RoPE; a norm after the attention and after the SwiGLU feed-forward."""
     g = GraphContext(r, w)
     iswa = any(d.swa)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, kv_swa = _kv_inputs(g, d, iswa)
-    out_ids = g.inp_out_ids()
-    n_tok = r.n_tokens
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, iswa)
     for il in range(d.n_layer):
         g.il = il
         inp_sa = inp_l
-        outs = g.projections(inp_l, d.n_embd, (("attn_q", d.head_k * d.n_head), ("attn_k", d.head_k * d.n_head_kv),
-                                               ("attn_v", d.head_v * d.n_head_kv)))  # fmt: skip
-        q = g.norm(outs[0], g.wt(d.head_k * d.n_head, name="attn_q_norm"))
-        k = g.norm(outs[1], g.wt(d.head_k * d.n_head_kv, name="attn_k_norm"))
-        q = ggml.rope(ggml.reshape(q, d.head_k, d.n_head, n_tok), pos, None)
-        k = ggml.rope(ggml.reshape(k, d.head_k, d.n_head_kv, n_tok), pos, None)
-        v = ggml.reshape(outs[2], d.head_v, d.n_head_kv, n_tok)
+        q, k, v = _qkv_normed_over_heads(g, d, inp_l, pos)
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         layer_kv = kv_swa if iswa and d.swa[il] else kv
         cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
                         d.head_v, iswa=iswa)  # fmt: skip
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
@@ -276,27 +282,15 @@ def build_minimax_m2(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_minimax_m2::graph (src/models/minimax-m2.cpp): Q and K normed over all their heads before a
     partial RoPE, every layer's experts routed by the model's gating function with the probability bias."""
     g = GraphContext(r, w)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, _ = _kv_inputs(g, d, False)
-    out_ids = g.inp_out_ids()
-    n_tok = r.n_tokens
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
     for il in range(d.n_layer):
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        outs = g.projections(cur, d.n_embd, (("attn_q", d.head_k * d.n_head), ("attn_k", d.head_k * d.n_head_kv),
-                                             ("attn_v", d.head_v * d.n_head_kv)))  # fmt: skip
-        q = g.norm(outs[0], g.wt(d.head_k * d.n_head, name="attn_q_norm"))
-        k = g.norm(outs[1], g.wt(d.head_k * d.n_head_kv, name="attn_k_norm"))
-        q = ggml.rope(ggml.reshape(q, d.head_k, d.n_head, n_tok), pos, None)
-        k = ggml.rope(ggml.reshape(k, d.head_k, d.n_head_kv, n_tok), pos, None)
-        v = ggml.reshape(outs[2], d.head_v, d.n_head_kv, n_tok)
+        q, k, v = _qkv_normed_over_heads(g, d, cur, pos)
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff,
@@ -311,10 +305,7 @@ def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     with biases, softmax over the selected experts, SwiGLU-OAI."""
     g = GraphContext(r, w)
     iswa = any(d.swa)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, kv_swa = _kv_inputs(g, d, iswa)
-    out_ids = g.inp_out_ids()
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, iswa)
     for il in range(d.n_layer):
         g.il = il
         inp_sa = inp_l
@@ -384,9 +375,7 @@ def build_glm4_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
         k = ggml.rope(k, pos, None)
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="attn_post_norm"))
         n_ff_exp = d.n_ff_exp or d.n_ff // d.n_expert_used
@@ -444,9 +433,7 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
         wo = g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output")
         v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
         cur = g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv)
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         cur = _dense_or_shared_moe(g, d, il, cur, d.n_ff_exp or d.n_ff, gating=_GATING.get(d.expert_gating, "softmax"),
@@ -468,10 +455,7 @@ def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> G
     (the loader's condition); the logits scaled by logit_scale. With `cohere2` (cohere2.cpp, Command R7B): the
     iSWA caches, RoPE on the window layers only, no Q/K norms, the feed-forward's scales."""
     g = GraphContext(r, w)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, kv_swa = _kv_inputs(g, d, cohere2)
-    out_ids = g.inp_out_ids()
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, cohere2)
     qk_norm = d.n_layer >= 64 and not cohere2
     for il in range(d.n_layer):
         g.il = il
@@ -491,7 +475,7 @@ def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> G
         layer_kv = kv_swa if cohere2 and d.swa[il] else kv
         cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
                         d.head_v, iswa=cohere2)  # fmt: skip
-        if il == d.n_layer - 1:
+        if il == d.n_layer - 1:  # three row sets kept: the attention's, the residual's and the parallel FFN's input
             cur = ggml.get_rows(cur, out_ids)
             inp_l = ggml.get_rows(inp_l, out_ids)
             ffn_inp = ggml.get_rows(ffn_inp, out_ids)
@@ -616,9 +600,7 @@ def build_mamba2(d: Dims, r: Reserve, w: Weights, mamba1: bool = False) -> Graph
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         cur = (_mamba_layer if mamba1 else _mamba2_layer)(g, d, rs, cur, il)
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_l = ggml.get_rows(inp_l, out_ids)
+        cur, inp_l = _last_outputs(d, il, out_ids, cur, inp_l)
         inp_l = ggml.binary("ADD", cur, inp_l)
     return _lm_head(g, d, inp_l)
 
@@ -648,9 +630,7 @@ def build_granite_hybrid(d: Dims, r: Reserve, w: Weights) -> Graph:
             wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
             cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
                             d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         if d.residual_scale:
             cur = ggml.unary(cur, "SCALE")
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
@@ -694,9 +674,7 @@ def build_falcon_h1(d: Dims, r: Reserve, w: Weights) -> Graph:
         ssm_out = _mamba2_layer(g, d, rs, cur, il)
         cur = ggml.binary("ADD", attn_out, ssm_out)
         inp_sa = ggml.binary("ADD", cur, inp_sa)
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         cur = g.norm(inp_sa, g.wt(d.n_embd, name="ffn_norm"))
         cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=True, scale=False)
         inp_l = ggml.binary("ADD", cur, inp_sa)
@@ -722,9 +700,7 @@ def build_jamba(d: Dims, r: Reserve, w: Weights) -> Graph:
             wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
             cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
                             d.head_v)  # fmt: skip
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_l = ggml.get_rows(inp_l, out_ids)
+        cur, inp_l = _last_outputs(d, il, out_ids, cur, inp_l)
         ffn_inp = ggml.binary("ADD", inp_l, cur)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         if d.n_expert and il not in d.dense_layers:
@@ -769,9 +745,7 @@ def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
         layer_kv = kv_swa if iswa and d.swa[il] else kv
         cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
                         d.head_v, iswa=iswa)  # fmt: skip
-        if il == d.n_layer - 1:
-            cur = ggml.get_rows(cur, out_ids)
-            inp_sa = ggml.get_rows(inp_sa, out_ids)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         if d.moe_layer_step > 0 and (il + 1) % d.moe_layer_step == 0:
