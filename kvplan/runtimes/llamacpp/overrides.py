@@ -18,11 +18,59 @@ def _matched(pattern: re.Pattern[str], names: tuple[str, ...]) -> frozenset[str]
     hit = _MATCHES.get(key)
     if hit is not None and hit[0] is names:
         return hit[1]
-    found = frozenset(n for n in names if pattern.search(n))
+    lit = literal_prefix(pattern.pattern) if not pattern.flags & re.IGNORECASE else ""
+    found = frozenset(n for n in names if lit in n and pattern.search(n))
     if len(_MATCHES) >= _KEPT:
         del _MATCHES[next(iter(_MATCHES))]
     _MATCHES[key] = (names, found)
     return found
+
+
+_META = frozenset(".^$*+?{}[]|()")
+
+
+def _alternates(pattern: str) -> bool:
+    """Whether the pattern has a top-level `|` (outside groups and character classes)."""
+    depth, i, in_class = 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+def literal_prefix(pattern: str) -> str:
+    """Text every match of the pattern contains: its opening literal characters (escaped punctuation included)
+    up to the first operator, less a character a quantifier may repeat zero times; "" where a top-level
+    alternation could match without it. Names without it are not searched (-ncmoe 90 is 90 patterns over every
+    tensor name)."""
+    if _alternates(pattern):
+        return ""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if c == "\\" or c in _META:
+            if c in "*?{" and out:
+                out.pop()
+            break
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def destinations(rules: Sequence[tuple[re.Pattern[str], int]], names: tuple[str, ...]) -> dict[str, int]:

@@ -6,14 +6,16 @@ tests/fixtures/oracle/compute_graph.json); other architectures have no graph her
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
 from kvplan.runtimes.llamacpp.compute.archs import BUILDERS, Dims
 from kvplan.runtimes.llamacpp.compute.context import Reserve, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
-from kvplan.runtimes.llamacpp.compute.sched import CUDA, HOST, RPC, DeviceRules, Placement, Scheduler
+from kvplan.runtimes.llamacpp.compute.layers import by_layer, kept, placed, structure
+from kvplan.runtimes.llamacpp.compute.sched import CUDA, HOST, RPC, DeviceRules, Placement, Scheduler, weight_names
+from kvplan.runtimes.llamacpp.overrides import destinations
 from kvplan.runtimes.llamacpp.plan import CacheKind, FlashAttn, MemoryPlan
 
 _WINDOWS = ("sliding window", "chunked window")
@@ -141,10 +143,10 @@ _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 
 
-def graph_of(p: MemoryPlan) -> Graph | None:
-    """llama.cpp's worst-case graph for this plan, or None where kvplan has no builder for the architecture (the
-    last few built are kept: a fit places one plan many ways)."""
-    r = reserve_for(p)
+def graph_of(p: MemoryPlan, layers: tuple[int, ...] = ()) -> Graph | None:
+    """llama.cpp's worst-case graph for this plan (only `layers` where given: layers.py), or None where kvplan has
+    no builder for the architecture (the last few built are kept: a fit places one plan many ways)."""
+    r = replace(reserve_for(p), layers=layers)
     key = (id(p.model), r)
     hit = _GRAPHS.get(key)
     if hit is not None and hit[0] is p.model:
@@ -184,7 +186,11 @@ def no_graph_reason(p: MemoryPlan) -> str:
 def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
     """llama.cpp's compute buffer on the CPU backend (every layer on the CPU), or None where kvplan has no graph
     for the architecture."""
-    g = graph_of(p)
+    classes = _layer_classes(p)
+    if classes is None:
+        return None
+    short = kept(classes[0])
+    g = graph_of(p, short if len(short) < p.model.n_layer else ())
     if g is None:
         return None
     alloc = GraphAllocator()
@@ -203,7 +209,7 @@ def device_compute_buffers(
     """llama.cpp's compute buffer on every device of a placement, then the host's (the CPU backend's), as its
     scheduler splits the graph over them with the devices' `rules` (RPC: the CPU backend's, recorded; CUDA: read
     from ggml-cuda), or None where kvplan has no graph for the architecture."""
-    g = graph_of(p)
+    g = _shortened(p, placement, weight_bytes or {})
     if g is None:
         return None
     sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens, rules, weight_bytes).reserve(g)
@@ -212,6 +218,43 @@ def device_compute_buffers(
         basis += f" ({rules.name} rules derived from its source, not recorded)"
     names = [f"GPU{i}" for i in range(placement.n_devices)] + ["CPU"]
     return tuple(ComputeBuffer(names[i], size, alloc.peak_parts(i), basis) for i, size in enumerate(sizes))
+
+
+_Classes = tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]
+_CLASSES: dict[tuple[int, Reserve], tuple[ModelDescription, _Classes]] = {}
+
+
+def _layer_classes(p: MemoryPlan) -> _Classes | None:
+    """Which layers' graphs are alike (layers.structure), the graph's weight names, and each layer's, or None
+    without a graph.
+    Kept per model and reserve up to the cache sizes, which every layer of a cache shares (a solver's contexts)."""
+    key = (id(p.model), replace(reserve_for(p), kv_size=0, kv_size_swa=0, n_ctx_seq=0))
+    hit = _CLASSES.get(key)
+    if hit is not None and hit[0] is p.model:
+        return hit[1]
+    g = graph_of(p)
+    if g is None:
+        return None
+    names = weight_names(g)
+    found = structure(g, p.model.n_layer), names, by_layer(names, p.model.n_layer)
+    if len(_CLASSES) >= _GRAPHS_KEPT:
+        del _CLASSES[next(iter(_CLASSES))]
+    _CLASSES[key] = (p.model, found)
+    return found
+
+
+def _shortened(p: MemoryPlan, placement: Placement, weight_bytes: Mapping[str, int]) -> Graph | None:
+    """The graph with its repeating layers shortened where their placement repeats too (layers.py)."""
+    classes = _layer_classes(p)
+    if classes is None:
+        return None
+    n_layer = p.model.n_layer
+    if len(placement.where) <= n_layer:  # (where: the trunk's layers, any MTP block's, then the output layer)
+        return graph_of(p)
+    codes, names, layer_names = classes
+    moved = destinations(placement.rules, names) if placement.rules else {}
+    short = kept(list(zip(codes, placed(placement.where, layer_names, moved, weight_bytes), strict=True)))
+    return graph_of(p, short if len(short) < n_layer else ())
 
 
 __all__ = [

@@ -134,7 +134,7 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     pos = g.inp_pos()
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         rope_factors = g.opt("rope_freqs", d.head_k // 2) if o.rope_factors else None  # each layer's own
         inp_sa = inp_l
@@ -174,7 +174,7 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights, gemma2: bool = False) -> Graph
     pos = g.inp_pos()
     kv, kv_swa = _kv_inputs(g, d, iswa)
     out_ids = g.inp_out_ids()
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
@@ -217,7 +217,7 @@ def build_phi3(d: Dims, r: Reserve, w: Weights) -> Graph:
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
     factors = "rope_factors_long" if r.n_ctx_seq > d.n_ctx_orig else "rope_factors_short"
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         residual = inp_l
         rope_factors = g.opt(factors, d.n_rot // 2 if d.n_rot else d.head_k // 2)
@@ -261,7 +261,7 @@ def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     g = GraphContext(r, w)
     iswa = any(d.swa)
     inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, iswa)
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         q, k, v = _qkv_normed_over_heads(g, d, inp_l, pos)
@@ -283,7 +283,7 @@ def build_minimax_m2(d: Dims, r: Reserve, w: Weights) -> Graph:
     partial RoPE, every layer's experts routed by the model's gating function with the probability bias."""
     g = GraphContext(r, w)
     inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
@@ -306,7 +306,7 @@ def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     g = GraphContext(r, w)
     iswa = any(d.swa)
     inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, iswa)
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
@@ -361,7 +361,7 @@ def build_glm4_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     pos = g.inp_pos(4 if d.mrope else 1)
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
@@ -404,7 +404,7 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
     hk, rope, rank = d.head_k_mla, d.n_rot, d.kv_lora_rank
     nope = hk - rope
     n_tok = r.n_tokens
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
@@ -457,7 +457,7 @@ def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> G
     g = GraphContext(r, w)
     inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, cohere2)
     qk_norm = d.n_layer >= 64 and not cohere2
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), rms=False)
         ffn_inp = cur
@@ -596,7 +596,7 @@ def build_mamba2(d: Dims, r: Reserve, w: Weights, mamba1: bool = False) -> Graph
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     rs = g.rs_inp()
     out_ids = g.inp_out_ids()
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         cur = (_mamba_layer if mamba1 else _mamba2_layer)(g, d, rs, cur, il)
@@ -615,7 +615,7 @@ def build_granite_hybrid(d: Dims, r: Reserve, w: Weights) -> Graph:
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv) if not all(d.recurrent) else None
     out_ids = g.inp_out_ids()
     pos = g.inp_pos() if d.rope else None
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
@@ -660,7 +660,7 @@ def build_falcon_h1(d: Dims, r: Reserve, w: Weights) -> Graph:
     rs = g.rs_inp()
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         norm_w = g.wt(d.n_embd, name="attn_norm")
@@ -690,7 +690,7 @@ def build_jamba(d: Dims, r: Reserve, w: Weights) -> Graph:
     rs = g.rs_inp()
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv) if not all(d.recurrent) else None
     out_ids = g.inp_out_ids()
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         if d.recurrent[il] or kv is None:
@@ -726,7 +726,7 @@ def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
     attn_scale = ggml.inp("f32", (1, 1, r.n_tokens), "attn_scale")  # build_inp_attn_scale
     kv, kv_swa = _kv_inputs(g, d, iswa)
     out_ids = g.inp_out_ids()
-    for il in range(d.n_layer):
+    for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
         use_rope = no_rope_step > 0 and (il + 1) % no_rope_step != 0
@@ -791,7 +791,7 @@ class _Qwen3Next:
         kv = g.attn_inp_kv(self.r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
         pos = g.inp_pos(4 if d.mrope else 1)
         out_ids = g.inp_out_ids()
-        for il in range(d.n_layer):
+        for il in g.layers(d.n_layer):
             g.il = il
             inp_sa = inp_l
             cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))

@@ -17,6 +17,7 @@ from kvplan.runtimes.llamacpp.compute.tensor import (
     USAGE_CACHE,
     USAGE_WEIGHTS,
     Tensor,
+    set_building,
 )
 
 __all__ = ["OUTPUT_LAYER", "GraphContext", "KVInputs", "RSInputs", "Reserve", "Weights"]
@@ -42,6 +43,8 @@ class Reserve:
     type_r: str = "f32"  # the recurrent caches' types (conv state r, SSM / delta-net state s)
     type_s: str = "f32"
     n_ctx_seq: int = 0  # the context per sequence (cparams.n_ctx_seq)
+    #: the layers built, when not all of them (layers.py: runs of identical layers shortened; () is all)
+    layers: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -90,6 +93,19 @@ class GraphContext:
         #: the layer being built (INPUT_LAYER before the first, OUTPUT_LAYER after the last): its weights are
         #: that layer's, its norms are pinned to that layer's device
         self.il = INPUT_LAYER
+
+    @property
+    def il(self) -> int:
+        return self._il
+
+    @il.setter
+    def il(self, il: int) -> None:
+        self._il = il
+        set_building(il)
+
+    def layers(self, n_layer: int) -> Sequence[int]:
+        """The layers to build: all, or the reserve's shortened list (layers.py)."""
+        return self.r.layers or range(n_layer)
 
     # --- weights
 

@@ -111,7 +111,7 @@ class Placement:
 _NAMES: dict[int, tuple[Graph, tuple[str, ...]]] = {}
 
 
-def _weight_names(g: Graph) -> tuple[str, ...]:
+def weight_names(g: Graph) -> tuple[str, ...]:
     """The GGUF names of a graph's weights, one tuple per graph (kept with the last few graphs)."""
     hit = _NAMES.get(id(g))
     if hit is not None and hit[0] is g:
@@ -255,7 +255,7 @@ class Scheduler:
     def split(self, g: Graph) -> SplitGraph:
         """ggml_backend_sched_split_graph: every tensor's backend, the splits and the graph copy."""
         if self.p.rules:
-            self._moved = destinations(self.p.rules, _weight_names(g))
+            self._moved = destinations(self.p.rules, weight_names(g))
         ids = self._assign(g)
         splits, copies, new_srcs = self._splits(g.nodes, ids)
         graph_inputs = self._graph_inputs(g.leafs, ids, copies)

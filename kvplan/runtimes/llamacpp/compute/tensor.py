@@ -4,7 +4,7 @@ ggml_permute, ggml_transpose, ggml_cont); the ops in ops.py build them as llama.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 FLAG_INPUT = 1
 FLAG_OUTPUT = 2
@@ -17,6 +17,18 @@ INPUT_LAYER = -1
 OUTPUT_LAYER = -2
 #: a pin: the node runs on the CPU when the KV cache stays in host memory (-nkvo: build_attn_mha)
 PIN_CPU_WITHOUT_KV_OFFLOAD = -3
+
+#: the layer being built (GraphContext sets it): every tensor records the layer it was made in (`born`)
+_BUILDING = [INPUT_LAYER]
+
+
+def set_building(il: int) -> None:
+    _BUILDING[0] = il
+
+
+def _building() -> int:
+    return _BUILDING[0]
+
 
 #: ggml_op_can_inplace (ggml-alloc.c): ops whose result may take over a source's memory
 INPLACE_OPS = frozenset(
@@ -69,6 +81,8 @@ class Tensor:
     usage: int = 0
     layer: int = INPUT_LAYER
     pin: int | None = None
+    #: the layer being built when the tensor was made (layers.py compares the layers' graphs by it)
+    born: int = field(default_factory=_building)
     # the graph allocator's state for this tensor (ggml-alloc.c's hash_node), reset by each reserve
     n_children: int = 0
     n_views: int = 0

@@ -1,0 +1,124 @@
+"""The repeating layers of a graph, shortened: a 94-layer MoE is ~12,000 nodes, and ggml's scheduler and allocator
+treat a run of identical layers identically once the first ones have set the allocator's free blocks. A layer's
+signature is its part of the graph (ops, shapes, strides, flags, pins, and its sources as positions relative to
+the layer) and where the placement puts it (its device, each weight's destination under the overrides, each
+weight's real bytes). Where the signatures repeat with a period of up to MAX_PERIOD layers for more than KEPT
+periods, the graph is rebuilt with the first KEPT periods only; every device's compute buffer is the same (proven
+against the whole graph on every recorded case and on the realistic shapes' placements:
+tests/runtimes/llamacpp/compute/test_layers.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Mapping, Sequence
+
+from kvplan.runtimes.llamacpp.compute.ggml import Graph
+from kvplan.runtimes.llamacpp.compute.tensor import Tensor
+
+#: the periods kept of a repeating stretch of layers, and the longest period looked for (Gemma 3: 6; a Q4_K_M's
+#: mixed types: 3)
+KEPT = 4
+MAX_PERIOD = 8
+#: the periods dropped come in multiples of this: the allocator's free blocks may cycle through two or four
+#: layouts from one layer to the next, and the layers after the dropped ones must meet the layout they would
+DROPPED_IN = 4
+_CACHE_NAME = re.compile(r"_l\d+\b")
+_STRUCTURES: dict[int, tuple[Graph, tuple[int, ...]]] = {}
+
+
+def structure(g: Graph, n_layer: int) -> tuple[int, ...]:
+    """Each layer's part of the graph (leafs and nodes made while it was built, in the graph's order, with the
+    tensors of other layers' graphs met between them), comparable between layers (kept for the last few graphs)."""
+    hit = _STRUCTURES.get(id(g))
+    if hit is not None and hit[0] is g:
+        return hit[1]
+    index: dict[int, tuple[int, int]] = {}
+    seqs: list[list[Tensor]] = [[] for _ in range(n_layer)]
+    for lst in (g.leafs, g.nodes):
+        last = -1
+        for t in lst:
+            b = t.born
+            if 0 <= b < n_layer:
+                index[id(t)] = (b, len(seqs[b]))
+                seqs[b].append(t)
+                last = b
+            elif last >= 0:
+                seqs[last].append(t)  # another layer's tensor met here: by identity
+
+    def ref(t: Tensor | None, il: int) -> Hashable:
+        if t is None:
+            return None
+        at = index.get(id(t))
+        return ("g", id(t)) if at is None else (at[0] - il, at[1])
+
+    out: list[Hashable] = []
+    for il, seq in enumerate(seqs):
+        sig: list[Hashable] = []
+        for t in seq:
+            if index.get(id(t), (None,))[0] != il:
+                sig.append(("g", id(t)))
+                continue
+            sig.append((
+                t.op, t.type, t.ne, t.nb, t.nbytes, t.flags, t.external, t.usage, _CACHE_NAME.sub("", t.name),
+                t.view_offs, t.layer - il if t.layer >= 0 else t.layer,
+                t.pin - il if t.pin is not None and t.pin >= 0 else t.pin,
+                ref(t.view_src, il), tuple(ref(s, il) for s in t.srcs),
+            ))  # fmt: skip
+        out.append(tuple(sig))
+    codes: dict[Hashable, int] = {}
+    result = tuple(codes.setdefault(sig, len(codes)) for sig in out)  # each distinct layer graph as a number
+    if len(_STRUCTURES) >= 16:
+        del _STRUCTURES[next(iter(_STRUCTURES))]
+    _STRUCTURES[id(g)] = (g, result)
+    return result
+
+
+def by_layer(names: Sequence[str], n_layer: int) -> tuple[tuple[str, ...], ...]:
+    """The weights' GGUF names of each layer (blk.N.*)."""
+    per: list[list[str]] = [[] for _ in range(n_layer)]
+    for name in names:
+        if name.startswith("blk."):
+            il = int(name[4 : name.index(".", 4)])
+            if il < n_layer:
+                per[il].append(name)
+    return tuple(tuple(x) for x in per)
+
+
+def placed(
+    where: Sequence[int], names: Sequence[Sequence[str]], moved: Mapping[str, int], weight_bytes: Mapping[str, int]
+) -> list[Hashable]:
+    """Each layer's placement: its device, and each of its weights' destination and bytes (`names`: by_layer's)."""
+    return [
+        (where[il], tuple((moved.get(n, where[il]), weight_bytes.get(n)) for n in layer))
+        for il, layer in enumerate(names)
+    ]
+
+
+def kept(
+    signatures: Sequence[Hashable], kept_periods: int = KEPT, max_period: int = MAX_PERIOD, dropped_in: int = DROPPED_IN
+) -> tuple[int, ...]:
+    """The layers to build: from each stretch whose signatures repeat with a period p (the shortest saving
+    most) for more than `kept_periods` periods, its first `kept_periods` × p layers; every other layer."""
+    codes: dict[Hashable, int] = {}
+    sig = [codes.setdefault(s, len(codes)) for s in signatures]
+    n = len(sig)
+    out: list[int] = []
+    i = 0
+    while i < n:
+        best = (0, 0, 0)  # (layers saved, period, periods)
+        for p in range(1, max_period + 1):
+            j = i
+            while j + p < n - 1 and sig[j] == sig[j + p]:  # (never the last layer)
+                j += 1
+            periods = (j + p - i) // p
+            saved = (periods - kept_periods) // dropped_in * dropped_in * p
+            if saved > best[0]:
+                best = (saved, p, periods)
+        if not best[0]:
+            out.append(i)
+            i += 1
+            continue
+        saved, p, periods = best
+        out.extend(range(i, i + periods * p - saved))
+        i += periods * p
+    return tuple(out)
