@@ -219,6 +219,8 @@ def _every(n: int, pred) -> list:
     return [pred(i) for i in range(n)]
 
 
+NEMOTRON_NANO_9B = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"
+
 # Recurrent / hybrid / sparse models: llama.cpp requires many family keys, so these start from the metadata
 # of llama.cpp's own tiny model of the family, with the real dimensions written over it. "-shape" models
 # have realistic dimensions where a source does not pin every number (see model_specs/ for sourced ones).
@@ -336,6 +338,27 @@ FROM_TINY: dict[str, tuple[str, dict]] = {
             "{arch}.ssm.inner_size": 8192,
             "{arch}.ssm.state_size": 128,
             "{arch}.ssm.group_count": 1,
+            "{arch}.ssm.time_step_rank": 128,
+        },
+    ),
+    # NVIDIA-Nemotron-Nano-9B-v2's hybrid_override_pattern (M: Mamba-2, -: ReLU² MLP, *: attention), its
+    # widths as its config.json states them (hidden 4480, 40 heads / 8 KV of 128, Mamba 128 heads × 80, 8 groups)
+    "nemotron-nano-9b-v2-shape": (
+        "nemotron_h-dense.gguf",
+        {
+            "{arch}.block_count": 56,
+            "{arch}.embedding_length": 4480,
+            "{arch}.context_length": 131072,
+            "{arch}.feed_forward_length": [15680 if c == "-" else 0 for c in NEMOTRON_NANO_9B],
+            "{arch}.attention.head_count": 40,  # (the converter writes one count; the KV heads per layer)
+            "{arch}.attention.head_count_kv": [8 if c == "*" else 0 for c in NEMOTRON_NANO_9B],
+            "{arch}.attention.recurrent_layers": [1 if c == "M" else 0 for c in NEMOTRON_NANO_9B],
+            "{arch}.attention.key_length": 128,
+            "{arch}.attention.value_length": 128,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 10240,
+            "{arch}.ssm.state_size": 128,
+            "{arch}.ssm.group_count": 8,
             "{arch}.ssm.time_step_rank": 128,
         },
     ),

@@ -75,15 +75,17 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     if g is None or not m.layers or (m.mla and not g.kv_lora_rank) or (m.n_layer_nextn and m.arch not in _TRUNK_ONLY):
         return None
     layers = m.layers[: m.n_layer]  # the nextn block is the MTP graph's, not the trunk's
-    attending = [la for la in layers if not la.recurrent or la.n_head_kv] or layers  # a hybrid's state layers
-    first = attending[0]  # have no KV heads (Granite-4.0-H): the attention layers set the shapes
+    # a hybrid's state layers have no KV heads (Granite-4.0-H), nor have Nemotron-H's feed-forward blocks: the
+    # attention layers set the shapes
+    attending = [la for la in layers if (not la.recurrent or la.n_head_kv) and (la.n_head_kv or not la.n_ff)]
+    first = (attending or layers)[0]
     if any((la.n_head, la.n_head_kv, la.head_k, la.head_v) != (first.n_head, first.n_head_kv, first.head_k,
                                                                 first.head_v) for la in attending):  # fmt: skip
         return None
     n_expert = g.n_expert or m.n_expert
     n_used = g.n_expert_used or m.n_expert_used
-    if (g.n_vocab <= 0 or m.n_embd <= 0 or (n_expert and not 0 < n_used <= n_expert)
-            or (not n_expert and g.n_ff <= 0 and m.arch not in _NO_FFN)):  # fmt: skip
+    no_ffn = g.n_ff <= 0 and m.arch not in _NO_FFN and not any(la.n_ff for la in layers)
+    if g.n_vocab <= 0 or m.n_embd <= 0 or (n_expert and not 0 < n_used <= n_expert) or (not n_expert and no_ffn):
         return None
     d = Dims(
         n_embd=m.n_embd,
@@ -122,6 +124,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         ssm_dt_b_c_rms=g.ssm_dt_b_c_rms,
         dense_layers=g.dense_layers,
         moe_layer_step=g.moe_layer_step,
+        n_ff_layers=tuple(la.n_ff for la in layers),
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -167,6 +170,8 @@ def _not_built(p: MemoryPlan) -> str | None:
     m, g = p.model, p.model.graph
     if p.context.n_rs_seq and m.arch in _NO_SNAPSHOTS:
         return "no graph with kept recurrent snapshots (n_rs_seq) yet"
+    if m.arch == "nemotron_h_moe" and g is not None and (g.n_expert or m.n_expert):
+        return "no graph yet for Nemotron-H's experts (latent projections, ReLU² experts)"
     if m.arch == "mistral3" and g is not None and (g.n_ff_shexp or g.attn_temp_scale):
         return "no graph yet for Mistral 3's shared experts or attention temperature tuning"
     return None

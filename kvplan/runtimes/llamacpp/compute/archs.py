@@ -54,6 +54,7 @@ class Dims:
     ssm_dt_b_c_rms: bool = False  # Falcon-Mamba: dt, B and C RMS-normed without weights
     dense_layers: frozenset[int] = frozenset()  # Jamba's layers without experts (known from a file or a config)
     moe_layer_step: int = 0  # Llama 4: the experts on every n-th layer
+    n_ff_layers: tuple[int, ...] = ()  # each layer's feed-forward width (Nemotron-H: a layer is one block kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -992,6 +993,43 @@ class _Qwen35(_Qwen3Next):
         return ggml.reshape(cur, d.n_embd, nst * ns)
 
 
+def build_nemotron_h(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_nemotron_h::graph (src/models/nemotron-h.cpp; nemotron_h_moe's trunk is the same class): each
+    layer is one block — a Mamba-2 mixer (recurrent), attention without RoPE (no feed-forward width), or a
+    feed-forward block (ReLU² up and down) — after its norm, with the residual; the output rows are taken after
+    the final norm (embeddings_nextn_masked off: the norm is the MTP head's seed, res->t_h_nextn)."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    g.gf.expand(inp_l)
+    rs = g.rs_inp()
+    attends = [il for il in range(d.n_layer) if not d.recurrent[il] and not d.n_ff_layers[il]]
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv) if attends else None
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if d.recurrent[il]:
+            cur = _mamba2_layer(g, d, rs, cur, il)
+        elif not d.n_ff_layers[il] and kv is not None:
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+            wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+            cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
+                            d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
+        else:
+            cur = g.ffn_relu_sqr(cur, d.n_embd, d.n_ff_layers[il])
+        inp_l = ggml.binary("ADD", cur, inp_sa)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)  # res->t_h_nextn
+    cur = ggml.get_rows(cur, out_ids)
+    ggml.set_output(cur)  # res->t_embd
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
@@ -1002,6 +1040,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "command-r": build_command_r,
     "cohere2": lambda d, r, w: build_command_r(d, r, w, cohere2=True),
     "mamba2": build_mamba2,
+    "nemotron_h": build_nemotron_h,
+    "nemotron_h_moe": build_nemotron_h,
     "mamba": lambda d, r, w: build_mamba2(d, r, w, mamba1=True),
     "granitehybrid": build_granite_hybrid,
     "falcon-h1": build_falcon_h1,

@@ -585,6 +585,24 @@ class GraphContext:
             out = ggml.cont(out)
         return out
 
+    def _ffn_tail(self, t: Tensor, name: str, n: int, bias: bool, scale: bool) -> Tensor:
+        """A projection's bias and scale in build_ffn, where the architecture passes them and the model has them."""
+        b = self.opt(name + ".bias", n) if bias else None
+        if b is not None:
+            t = ggml.binary("ADD", t, b)
+        s = self.opt(name + ".scale", 1) if scale else None
+        if s is not None:
+            t = ggml.binary("MUL", t, s)
+        return t
+
+    def ffn_relu_sqr(self, cur: Tensor, n_embd: int, n_ff: int, suffix: str = "") -> Tensor:
+        """build_ffn with up and down only, LLM_FFN_RELU_SQR (ggml_relu, then ggml_sqr), biases and scales where
+        the model has them (Nemotron-H)."""
+        up, down = "ffn_up" + suffix, "ffn_down" + suffix
+        cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, True, True)
+        cur = ggml.unary(ggml.unary(cur), "SQR")
+        return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, True, True)
+
     def ffn_par(
         self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True, suffix: str = ""
     ) -> Tensor:
@@ -592,13 +610,7 @@ class GraphContext:
         architecture passes when the model has them (`suffix` "_shexp": the shared experts' tensors)."""
 
         def tail(t: Tensor, name: str, n: int) -> Tensor:
-            b = self.opt(name + ".bias", n) if bias else None
-            if b is not None:
-                t = ggml.binary("ADD", t, b)
-            s = self.opt(name + ".scale", 1) if scale else None
-            if s is not None:
-                t = ggml.binary("MUL", t, s)
-            return t
+            return self._ffn_tail(t, name, n, bias, scale)
 
         up, gate, down = "ffn_up" + suffix, "ffn_gate" + suffix, "ffn_down" + suffix
         tmp = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff)
