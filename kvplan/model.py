@@ -217,6 +217,8 @@ class GraphFacts:
     dense_layers: frozenset[int] = frozenset()
     #: Llama 4's interleave_moe_layer_step: every n-th layer has the experts
     moe_layer_step: int = 0
+    #: moe_latent_size: the experts work in a narrower width, projected down and up (Nemotron 3 Super)
+    moe_latent: int = 0
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -220,6 +220,7 @@ def _every(n: int, pred) -> list:
 
 
 NEMOTRON_NANO_9B = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"
+NEMOTRON_3_NANO = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
 
 # Recurrent / hybrid / sparse models: llama.cpp requires many family keys, so these start from the metadata
 # of llama.cpp's own tiny model of the family, with the real dimensions written over it. "-shape" models
@@ -360,6 +361,34 @@ FROM_TINY: dict[str, tuple[str, dict]] = {
             "{arch}.ssm.state_size": 128,
             "{arch}.ssm.group_count": 8,
             "{arch}.ssm.time_step_rank": 128,
+        },
+    ),
+    # Nemotron-3-Nano-30B-A3B's pattern (E: 128 ReLU² experts, 6 used, and a shared one), widths as its config
+    # states them as far as recalled here (hidden 2688, 32 heads / 2 KV, Mamba 64 heads × 64, 8 groups): a shape
+    "nemotron-3-nano-30b-a3b-shape": (
+        "nemotron_h_moe-dense.gguf",
+        {
+            "{arch}.block_count": 52,
+            "{arch}.embedding_length": 2688,
+            "{arch}.context_length": 262144,
+            "{arch}.feed_forward_length": [1856 if c == "E" else 0 for c in NEMOTRON_3_NANO],
+            "{arch}.attention.head_count": 32,
+            "{arch}.attention.head_count_kv": [2 if c == "*" else 0 for c in NEMOTRON_3_NANO],
+            "{arch}.attention.recurrent_layers": [1 if c == "M" else 0 for c in NEMOTRON_3_NANO],
+            "{arch}.attention.key_length": 128,
+            "{arch}.attention.value_length": 128,
+            "{arch}.expert_count": 128,
+            "{arch}.expert_used_count": 6,
+            "{arch}.expert_feed_forward_length": 1856,
+            "{arch}.expert_shared_feed_forward_length": 3712,
+            "{arch}.expert_shared_count": 1,
+            "{arch}.expert_weights_norm": True,
+            "{arch}.expert_weights_scale": 2.5,
+            "{arch}.ssm.conv_kernel": 4,
+            "{arch}.ssm.inner_size": 4096,
+            "{arch}.ssm.state_size": 128,
+            "{arch}.ssm.group_count": 8,
+            "{arch}.ssm.time_step_rank": 64,
         },
     ),
     "falcon-h1-7b-shape": (

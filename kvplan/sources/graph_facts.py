@@ -73,6 +73,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             ssm_dt_b_c_rms=kv.get(f"{arch}.ssm.dt_b_c_rms") is True,
             dense_layers=_dense_layers(kv, tensor_shapes, arch),
             moe_layer_step=_int(kv, f"{arch}.interleave_moe_layer_step", 0),
+            moe_latent=_int(kv, f"{arch}.moe_latent_size", 0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -143,6 +144,8 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     )  # Qwen's and MiniMax's converters read num_experts and write no dense lead, whatever else a config carries
     if model_type in ("mamba", "falcon_mamba", "mamba2") or set(archs) & _MAMBA_ARCHS:
         ff = 0  # no feed-forward block: the converter writes feed_forward_length 0 (conversion/mamba.py)
+    if model_type == "nemotron_h" or "NemotronHForCausalLM" in archs:
+        ff = 0  # the converter writes one width per layer (an array; the graph reads each layer's)
     mlp = c.get("intermediate_size_mlp")  # Llama 4: the dense layers' width; intermediate_size is the experts'
     if isinstance(mlp, int) and not isinstance(mlp, bool) and mlp > 0:
         ff, expert_ff = mlp, ff

@@ -125,6 +125,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         dense_layers=g.dense_layers,
         moe_layer_step=g.moe_layer_step,
         n_ff_layers=tuple(la.n_ff for la in layers),
+        moe_latent=g.moe_latent,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -170,8 +171,6 @@ def _not_built(p: MemoryPlan) -> str | None:
     m, g = p.model, p.model.graph
     if p.context.n_rs_seq and m.arch in _NO_SNAPSHOTS:
         return "no graph with kept recurrent snapshots (n_rs_seq) yet"
-    if m.arch == "nemotron_h_moe" and g is not None and (g.n_expert or m.n_expert):
-        return "no graph yet for Nemotron-H's experts (latent projections, ReLU² experts)"
     if m.arch == "mistral3" and g is not None and (g.n_ff_shexp or g.attn_temp_scale):
         return "no graph yet for Mistral 3's shared experts or attention temperature tuning"
     return None

@@ -55,6 +55,7 @@ class Dims:
     dense_layers: frozenset[int] = frozenset()  # Jamba's layers without experts (known from a file or a config)
     moe_layer_step: int = 0  # Llama 4: the experts on every n-th layer
     n_ff_layers: tuple[int, ...] = ()  # each layer's feed-forward width (Nemotron-H: a layer is one block kind)
+    moe_latent: int = 0  # the experts' narrower width (Nemotron 3 Super's latent projections)
 
 
 @dataclass(frozen=True, slots=True)
@@ -993,11 +994,30 @@ class _Qwen35(_Qwen3Next):
         return ggml.reshape(cur, d.n_embd, nst * ns)
 
 
+def _nemotron_moe(g: GraphContext, d: Dims, cur: Tensor, il: int) -> Tensor:
+    """build_ffn_layer's experts (nemotron-h.cpp): the router's logits from the layer's input, sigmoid-gated
+    ReLU² experts (up and down only) on the input projected to the latent width where the model has one, projected
+    back, plus a ReLU² shared expert."""
+    inp_latent = cur
+    latent = d.moe_latent or d.n_embd
+    if g.w.has("ffn_latent_down"):
+        inp_latent = ggml.mul_mat(g.wt(d.n_embd, latent, name="ffn_latent_down"), cur)
+    logits = g.lora_mm(g.wt(d.n_embd, d.n_expert, name="ffn_gate_inp"), cur)
+    n_ff_exp = d.n_ff_exp or d.n_ff_layers[il] // d.n_expert_used
+    moe = g.moe_ffn(inp_latent, d.n_expert, d.n_expert_used, n_ff_exp, gating="sigmoid", norm_w=d.expert_weights_norm,
+                    w_scale=d.expert_weights_scale, exp_probs_b=True, act="relu_sqr", logits=logits)  # fmt: skip
+    if g.w.has("ffn_latent_up"):
+        moe = ggml.mul_mat(g.wt(latent, d.n_embd, name="ffn_latent_up"), moe)
+    shexp = g.ffn_relu_sqr(cur, d.n_embd, d.n_ff_shexp, suffix="_shexp", bias=False)
+    return ggml.binary("ADD", moe, shexp)
+
+
 def build_nemotron_h(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_nemotron_h::graph (src/models/nemotron-h.cpp; nemotron_h_moe's trunk is the same class): each
     layer is one block — a Mamba-2 mixer (recurrent), attention without RoPE (no feed-forward width), or a
-    feed-forward block (ReLU² up and down) — after its norm, with the residual; the output rows are taken after
-    the final norm (embeddings_nextn_masked off: the norm is the MTP head's seed, res->t_h_nextn)."""
+    feed-forward block (ReLU² up and down, or experts: _nemotron_moe) — after its norm, with the residual; the
+    output rows are taken after the final norm (embeddings_nextn_masked off: the norm is the MTP head's seed,
+    res->t_h_nextn)."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     g.gf.expand(inp_l)
@@ -1016,6 +1036,8 @@ def build_nemotron_h(d: Dims, r: Reserve, w: Weights) -> Graph:
             wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
             cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
                             d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
+        elif d.n_expert:
+            cur = _nemotron_moe(g, d, cur, il)
         else:
             cur = g.ffn_relu_sqr(cur, d.n_embd, d.n_ff_layers[il])
         inp_l = ggml.binary("ADD", cur, inp_sa)

@@ -492,12 +492,15 @@ class GraphContext:
         gate_up: bool = False,
         weight_before: bool = False,
         select_logits: bool = False,
+        logits: Tensor | None = None,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
         mul_mat_id, weighting and the sum over the selected experts (`weight_before`: Llama 4 weights the input
-        repeated per expert instead of the experts' output; `select_logits`: Llama 4 selects by the logits)."""
+        repeated per expert instead of the experts' output; `select_logits`: Llama 4 selects by the logits;
+        `logits`: the router's logits computed by the caller, probs_in; act "relu_sqr": up only, ReLU²)."""
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
-        logits = self.lora_mm(self.wt(n_embd, n_expert, name="ffn_gate_inp"), cur)
+        if logits is None:
+            logits = self.lora_mm(self.wt(n_embd, n_expert, name="ffn_gate_inp"), cur)
         if gate_inp_b:
             logits = ggml.binary("ADD", logits, self.wt(n_expert, name="ffn_gate_inp.bias"))
         if gating == "softmax":
@@ -553,13 +556,16 @@ class GraphContext:
             up = self.lora_mm_id(up_w, cur, selected, self.opt("ffn_up_exps.scale", n_expert) if scales else None)
             if expert_bias:
                 up = ggml.add_id(up, self.wt(n_ff, n_expert, name="ffn_up_exps.bias"), selected)
+        if act == "relu_sqr":  # no gate: ggml_relu, then ggml_sqr
+            cur = ggml.unary(ggml.unary(up), "SQR")
+        elif not gate_up:
             gate_w = self.wt(n_embd, n_ff, n_expert, name="ffn_gate_exps")
             g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert) if scales else None)
             if expert_bias:
                 g = ggml.add_id(g, self.wt(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
         if act in ("silu", "gelu") or act == "swiglu_oai":
             cur = ggml.glu_split(g, up)
-        else:
+        elif act != "relu_sqr":
             raise NotImplementedError(f"expert activation {act}")
         experts = self.lora_mm_id(
             self.wt(n_ff, n_embd, n_expert, name="ffn_down_exps"),
@@ -595,13 +601,13 @@ class GraphContext:
             t = ggml.binary("MUL", t, s)
         return t
 
-    def ffn_relu_sqr(self, cur: Tensor, n_embd: int, n_ff: int, suffix: str = "") -> Tensor:
-        """build_ffn with up and down only, LLM_FFN_RELU_SQR (ggml_relu, then ggml_sqr), biases and scales where
-        the model has them (Nemotron-H)."""
+    def ffn_relu_sqr(self, cur: Tensor, n_embd: int, n_ff: int, suffix: str = "", bias: bool = True) -> Tensor:
+        """build_ffn with up and down only, LLM_FFN_RELU_SQR (ggml_relu, then ggml_sqr), biases (where passed)
+        and scales where the model has them (Nemotron-H)."""
         up, down = "ffn_up" + suffix, "ffn_down" + suffix
-        cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, True, True)
+        cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, bias, True)
         cur = ggml.unary(ggml.unary(cur), "SQR")
-        return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, True, True)
+        return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, True)
 
     def ffn_par(
         self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True, suffix: str = ""
