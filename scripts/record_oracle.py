@@ -145,6 +145,31 @@ REAL_MODELS: dict[str, dict] = {
         4,
         2880,
     ),
+    # Gemma 3n E2B (its config.json's text_config: 30 layers, hidden 2048, 8 heads / 2 KV of 256, every fifth layer
+    # global, a 512-token window, 8192-wide feed-forward; the last ten layers read layer 18's or 19's KV)
+    "gemma-3n-e2b": _dense(
+        "gemma3n",
+        30,
+        2048,
+        8,
+        2,
+        32768,
+        head_dim=256,
+        ff=8192,
+        **{"{arch}.attention.sliding_window": 512, "{arch}.vocab_size": 262144, "{arch}.final_logit_softcapping": 30.0},
+    ),
+    # Gemma 3n E4B: 35 layers, 16384-wide feed-forward, the last fifteen layers reading shared KV
+    "gemma-3n-e4b": _dense(
+        "gemma3n",
+        35,
+        2048,
+        8,
+        2,
+        32768,
+        head_dim=256,
+        ff=16384,
+        **{"{arch}.attention.sliding_window": 512, "{arch}.vocab_size": 262144, "{arch}.final_logit_softcapping": 30.0},
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

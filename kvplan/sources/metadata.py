@@ -287,8 +287,9 @@ def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as
         has_kv = n_layer_kv_from_start < 0 or il < n_layer_kv_from_start
         kv_source = None
         if not has_kv:
-            # reuse map (src/llama-model.cpp create_memory): the last owned layer of the same kind
-            kv_source = n_layer_kv_from_start - (1 if is_swa[il] else 2) if n_layer_kv_from_start >= 2 else None
+            # reuse map (src/llama-model.cpp create_memory: n_layer_kv_from_start - (is_swa(il) ? 2 : 1)): the
+            # last owned layer of the same kind, in the same (window or full) cache
+            kv_source = n_layer_kv_from_start - (2 if is_swa[il] else 1) if n_layer_kv_from_start >= 2 else None
         layers.append(
             Layer(
                 index=il,

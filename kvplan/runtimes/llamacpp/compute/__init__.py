@@ -126,6 +126,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         moe_layer_step=g.moe_layer_step,
         n_ff_layers=tuple(la.n_ff for la in layers),
         moe_latent=g.moe_latent,
+        kv_source=tuple(-1 if la.has_kv or la.kv_source is None else la.kv_source for la in layers),
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

@@ -10,7 +10,7 @@ from typing import Any
 from kvplan.runtimes.llamacpp.compute import ggml
 from kvplan.runtimes.llamacpp.compute.context import OUTPUT_LAYER, GraphContext, KVInputs, Reserve, RSInputs, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
-from kvplan.runtimes.llamacpp.compute.tensor import Tensor
+from kvplan.runtimes.llamacpp.compute.tensor import INPUT_LAYER, USAGE_WEIGHTS, Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,7 @@ class Dims:
     moe_layer_step: int = 0  # Llama 4: the experts on every n-th layer
     n_ff_layers: tuple[int, ...] = ()  # each layer's feed-forward width (Nemotron-H: a layer is one block kind)
     moe_latent: int = 0  # the experts' narrower width (Nemotron 3 Super's latent projections)
+    kv_source: tuple[int, ...] = ()  # each layer's KV owner (-1: its own; Gemma 3n's later layers reuse a cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1052,6 +1053,171 @@ def build_nemotron_h(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+#: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
+#: from the file; src/models/models.h: n_layer_sparsity)
+_ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
+
+
+class _Gemma3n:
+    """llama_model_gemma3n::graph (src/models/gemma3n.cpp): AltUp's four streams predicted and corrected around
+    each layer, LAuReL's low-rank residual, per-layer token embeddings projected into every layer, Gaussian top-k
+    sparsity on the first layers' gate, the later layers reading the KV of earlier ones, final logits soft-capped."""
+
+    def __init__(self, d: Dims, r: Reserve, w: Weights) -> None:
+        self.d, self.r, self.g = d, r, GraphContext(r, w)
+        self.n_tok = r.n_tokens
+
+    def _wt_at(self, layer: int, *ne: int, name: str) -> Tensor:
+        """A model-level weight placed with `layer` (LLM_TENSOR_LAYER_INPUT / REPEATING with bid 0 / OUTPUT)."""
+        t = ggml.weight("f16", ne, name)
+        t.usage, t.layer = USAGE_WEIGHTS, layer
+        return t
+
+    @staticmethod
+    def _slice(x: Tensor, idx: int) -> Tensor:
+        """gemma3n_view_2d_slice: the idx-th [ne0, ne1] plane."""
+        return ggml.view(x, (x.ne[0], x.ne[1]), (ggml.row_size(x.type, x.ne[0]),),
+                         idx * ggml.row_size(x.type, x.ne[0] * x.ne[1]))  # fmt: skip
+
+    @staticmethod
+    def _rest(x: Tensor) -> Tensor:
+        """The planes after the first (ggml_view_3d from plane 1)."""
+        row = ggml.row_size(x.type, x.ne[0])
+        return ggml.view(x, (x.ne[0], x.ne[1], x.ne[2] - 1), (row, ggml.row_size(x.type, x.ne[0] * x.ne[1])),
+                         ggml.row_size(x.type, x.ne[0] * x.ne[1]))  # fmt: skip
+
+    @staticmethod
+    def _magnitude(x: Tensor) -> Tensor:
+        """calc_magnitude: sqrt(sum_rows(sqr(x)))."""
+        return ggml.unary(ggml.sum_rows(ggml.unary(x, "SQR")), "SQRT")
+
+    def _router(self, x: Tensor) -> Tensor:
+        """altup_compute_router_modalities: [n_altup, n_tokens]."""
+        g = self.g
+        cur = ggml.unary(g.norm(x, g.wt(self.d.n_embd, name="altup_router_norm")), "SCALE")
+        return ggml.unary(ggml.mul_mat(g.wt(self.d.n_embd, _ALTUP, name="altup_router"), cur))
+
+    def _predict(self, cur: Tensor) -> Tensor:
+        g = self.g
+        modalities = self._router(self._slice(cur, _ALTUP_ACT))
+        coefs = g.lora_mm(g.wt(_ALTUP, _ALTUP * _ALTUP, name="altup_predict_coef"), modalities)
+        coefs = ggml.reshape(coefs, _ALTUP, _ALTUP, self.n_tok)
+        permuted = ggml.cont(ggml.permute(cur, 1, 2, 0, 3))
+        predictions = ggml.cont(ggml.permute(ggml.mul_mat(permuted, coefs), 0, 2, 1, 3))
+        return ggml.binary("ADD", predictions, cur)
+
+    def _correct(self, predictions: Tensor, activated: Tensor) -> Tensor:
+        g, n_embd = self.g, self.d.n_embd
+        modalities = self._router(activated)
+        innovation = ggml.binary("SUB", activated, self._slice(predictions, _ALTUP_ACT))
+        coefs = g.lora_mm(g.wt(_ALTUP, _ALTUP, name="altup_correct_coef"), modalities)
+        coefs = ggml.unary(coefs, "SCALE")  # ggml_scale_bias: + 1.0
+        coefs = ggml.cont(ggml.transpose(coefs), 1, self.n_tok, _ALTUP)
+        innovation = ggml.repeat(innovation, n_embd, self.n_tok, _ALTUP, 1)
+        return ggml.binary("ADD", ggml.binary("MUL", innovation, coefs), predictions)
+
+    def _gaussian_topk(self, x: Tensor) -> Tensor:
+        m = ggml.mean(x)
+        std = ggml.unary(ggml.unary(ggml.sum_rows(ggml.unary(ggml.binary("SUB", x, m), "SQR")), "SCALE"), "SQRT")
+        cutoff = ggml.binary("ADD", m, ggml.unary(std, "SCALE"))
+        return ggml.unary(ggml.binary("SUB", x, cutoff))
+
+    def _per_layer_inputs(self, inp_l: Tensor) -> Tensor:
+        """build_inp_per_layer and project_per_layer_inputs: [n_embd_altup, n_tokens, n_layer]."""
+        g, d, n_tok = self.g, self.d, self.n_tok
+        tokens = ggml.inp("i32", (n_tok,), "inp_tokens_per_layer")
+        table = self._wt_at(INPUT_LAYER, _EMBD_ALTUP * d.n_layer, d.n_vocab, name="per_layer_token_embd")
+        per_layer = ggml.get_rows(table, tokens)
+        per_layer = ggml.unary(ggml.reshape(per_layer, _EMBD_ALTUP, d.n_layer, n_tok), "SCALE")
+        g.gf.expand(per_layer)
+        proj = ggml.mul_mat(self._wt_at(0, d.n_embd, _EMBD_ALTUP * d.n_layer, name="per_layer_model_proj"), inp_l)
+        proj = ggml.reshape(ggml.unary(proj, "SCALE"), _EMBD_ALTUP, d.n_layer, n_tok)
+        proj = g.norm(proj, self._wt_at(0, _EMBD_ALTUP, name="per_layer_proj_norm"), with_il=False)
+        per_layer = ggml.unary(ggml.binary("ADD", proj, per_layer), "SCALE")
+        return ggml.cont(ggml.permute(per_layer, 0, 2, 1, 3))
+
+    def _stack(self, inp_l: Tensor) -> Tensor:
+        """The other AltUp streams projected from the first, scaled to its magnitude, stacked: [n_embd, n_tok, 4]."""
+        d = self.d
+        target = self._magnitude(inp_l)
+        repeated = ggml.repeat(inp_l, d.n_embd, self.n_tok, _ALTUP - 1, 1)
+        added = ggml.mul_mat(self._wt_at(OUTPUT_LAYER, d.n_embd, d.n_embd, _ALTUP - 1, name="altup_proj"), repeated)
+        added = ggml.binary("DIV", ggml.binary("MUL", added, target), self._magnitude(added))
+        return ggml.concat(inp_l, added, 2)
+
+    def _attention(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
+        g, d = self.g, self.d
+        source = d.kv_source[il] if d.kv_source else -1
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        wo_s = g.opt("attn_output.scale", 1)
+        if source < 0:
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+            q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+            k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+            v = ggml.unary(v, "RMS_NORM")
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+            return g.attn_kv(kv, il, wo, None, wo_s, q, k, v, d.n_head_kv, d.head_k, d.head_v, iswa=True)
+        q = g.lora_mm(g.wt(d.n_embd, d.head_k * d.n_head, name="attn_q"), cur, g.opt("attn_q.scale", 1))
+        q = g.norm(ggml.reshape(q, d.head_k, d.n_head, self.n_tok), g.wt(d.head_k, name="attn_q_norm"))
+        q = ggml.rope(q, pos, None)
+        return g.attn_kv(kv, il, wo, None, wo_s, q, None, None, d.n_head_kv, d.head_k, d.head_v, iswa=True,
+                         source=source)  # fmt: skip
+
+    def build(self) -> Graph:
+        g, d = self.g, self.d
+        inp_l = ggml.unary(g.inp_embd(d.n_embd, d.n_vocab), "SCALE")
+        pos = g.inp_pos()
+        kv, kv_swa = _kv_inputs(g, d, True)
+        per_layer = self._per_layer_inputs(inp_l)
+        inp_l = self._stack(inp_l)
+        for il in g.layers(d.n_layer):
+            g.il = il
+            predictions = self._predict(inp_l)
+            active = self._slice(predictions, _ALTUP_ACT)
+            cur = g.norm(active, g.wt(d.n_embd, name="attn_norm"))
+            laurel = g.lora_mm(g.wt(d.n_embd, _LAUREL_RANK, name="laurel_l"), cur)
+            laurel = g.lora_mm(g.wt(_LAUREL_RANK, d.n_embd, name="laurel_r"), laurel)
+            laurel = ggml.binary("ADD", g.norm(laurel, g.wt(d.n_embd, name="laurel_post_norm")), cur)
+            cur = self._attention(kv_swa if d.swa[il] else kv, cur, pos, il)
+            cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
+            cur = ggml.binary("ADD", cur, active)
+            attn_laurel = ggml.unary(ggml.binary("ADD", cur, laurel), "SCALE")
+            cur = g.norm(attn_laurel, g.wt(d.n_embd, name="ffn_norm"))
+            n_ff = d.n_ff_layers[il] if d.n_ff_layers and d.n_ff_layers[il] else d.n_ff
+            up = g.lora_mm(g.wt(d.n_embd, n_ff, name="ffn_up"), cur)
+            gate = g.lora_mm(g.wt(d.n_embd, n_ff, name="ffn_gate"), cur)
+            if il < _SPARSE_LAYERS:
+                gate = self._gaussian_topk(gate)
+            cur = ggml.binary("MUL", up, ggml.unary(gate))
+            cur = g.lora_mm(g.wt(n_ff, d.n_embd, name="ffn_down"), cur)
+            cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)
+            gated = ggml.binary("ADD", cur, attn_laurel)
+            corrected = self._correct(predictions, gated)
+            first = ggml.binary("MUL", self._slice(corrected, _ALTUP_ACT), g.wt(d.n_embd, name="altup_correct_scale"))
+            first = ggml.unary(g.lora_mm(g.wt(d.n_embd, _EMBD_ALTUP, name="per_layer_inp_gate"), first))
+            first = ggml.binary("MUL", first, self._slice(per_layer, il))
+            first = g.lora_mm(g.wt(_EMBD_ALTUP, d.n_embd, name="per_layer_proj"), first)
+            first = g.norm(first, g.wt(d.n_embd, name="per_layer_post_norm"))
+            rest = ggml.binary("ADD", self._rest(corrected), first)
+            inp_l = ggml.concat(self._slice(corrected, 0), rest, 2)
+        g.il = OUTPUT_LAYER
+        target = self._magnitude(self._slice(inp_l, _ALTUP_ACT))
+        unembd = ggml.mul_mat(g.wt(d.n_embd, d.n_embd, _ALTUP - 1, name="altup_unembd_proj"), self._rest(inp_l))
+        unembd = ggml.binary("DIV", ggml.binary("MUL", unembd, target), self._magnitude(unembd))
+        cur = self._slice(inp_l, 0)
+        for i in range(_ALTUP - 1):
+            cur = ggml.binary("ADD", cur, self._slice(unembd, i))
+        cur = ggml.unary(cur, "SCALE")
+        cur = ggml.get_rows(cur, g.inp_out_ids())
+        cur = g.norm(cur, g.wt(d.n_embd, name="output_norm"))
+        ggml.set_output(cur)
+        cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+        cur = ggml.unary(ggml.unary(ggml.unary(cur, "SCALE")), "SCALE")
+        ggml.set_output(cur)
+        g.gf.expand(cur)
+        return g.gf
+
+
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "qwen2": lambda d, r, w: build_decoder(d, r, w, QWEN2),
@@ -1071,6 +1237,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama4": build_llama4,
     "minimax-m2": build_minimax_m2,
     "gemma3": build_gemma3,
+    "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
     "olmo2": build_olmo2,

@@ -338,6 +338,19 @@ class GraphContext:
         res = ggml.mul_mat(rot, res)
         return ggml.reshape(res, *cur.ne)
 
+    def _cpy_v(self, cache_v: Tensor, v: Tensor, v_idxs: Tensor, n_embd_v: int) -> Tensor:
+        """llama_kv_cache::cpy_v: rows set into the cache, or (without flash attention, V transposed) elements."""
+        if self.r.flash_attn:
+            return self._cpy(cache_v, v, v_idxs)
+        if ggml.row_size(v.type, n_embd_v) == v.nb[2]:
+            v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
+        else:
+            v_cur = ggml.cont(v, n_embd_v, v.ne[2])
+        n_el_v = cache_v.ne[0] * cache_v.ne[1] * cache_v.ne[2] * cache_v.ne[3]
+        v_view = ggml.reshape(cache_v, 1, n_el_v)
+        v_cur = ggml.reshape(v_cur, 1, v_cur.ne[0] * v_cur.ne[1] * v_cur.ne[2] * v_cur.ne[3])
+        return ggml.set_rows(v_view, v_cur, v_idxs)
+
     def attn_kv(
         self,
         kv: KVInputs,
@@ -346,49 +359,40 @@ class GraphContext:
         wo_b: Tensor | None,
         wo_s: Tensor | None,
         q: Tensor,
-        k: Tensor,
-        v: Tensor,
+        k: Tensor | None,
+        v: Tensor | None,
         n_head_kv: int,
         head_k: int,
         head_v: int,
         sinks: Tensor | None = None,
         iswa: bool = False,
         softcap: bool = False,
+        source: int | None = None,
     ) -> Tensor:
         """build_attn with a KV cache (llm_graph_input_attn_kv; `iswa`: the llm_graph_input_attn_kv_iswa
-        overload, which expands K before V; `softcap`: hparams.attn_soft_cap, Gemma 2)."""
+        overload, which expands K before V; `softcap`: hparams.attn_soft_cap, Gemma 2; K and V None with the
+        `source` layer whose cache this layer reads: Gemma 3n's shared KV, nothing stored)."""
         r = self.r
         gf = self.gf
         if kv.k_rot is not None:
             q = self.hadamard(q, kv.k_rot)
-            k = self.hadamard(k, kv.k_rot)
-        if kv.v_rot is not None:
+            k = self.hadamard(k, kv.k_rot) if k is not None else None
+        if kv.v_rot is not None and v is not None:
             v = self.hadamard(v, kv.v_rot)
         gf.expand(q)
-        if iswa:
-            gf.expand(k)
-            gf.expand(v)
-        else:
-            gf.expand(v)
-            gf.expand(k)
+        for t in (k, v) if iswa else (v, k):
+            if t is not None:
+                gf.expand(t)
         kv_size, n_stream = kv.kv_size, r.n_stream
         n_embd_v = head_v * n_head_kv
-        cache_k = self._cache(r.type_k, head_k * n_head_kv, kv_size, f"cache_k_l{layer}", layer)
-        cache_v = self._cache(r.type_v, n_embd_v, kv_size, f"cache_v_l{layer}", layer)
-        gf.expand(self._cpy(cache_k, k, kv.k_idxs))
-        # cpy_v
+        owner = layer if source is None else source
+        cache_k = self._cache(r.type_k, head_k * n_head_kv, kv_size, f"cache_k_l{owner}", owner)
+        cache_v = self._cache(r.type_v, n_embd_v, kv_size, f"cache_v_l{owner}", owner)
+        if k is not None:
+            gf.expand(self._cpy(cache_k, k, kv.k_idxs))
         v_trans = not r.flash_attn
-        if not v_trans:
-            gf.expand(self._cpy(cache_v, v, kv.v_idxs))
-        else:
-            if ggml.row_size(v.type, n_embd_v) == v.nb[2]:
-                v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
-            else:
-                v_cur = ggml.cont(v, n_embd_v, v.ne[2])
-            n_el_v = cache_v.ne[0] * cache_v.ne[1] * cache_v.ne[2] * cache_v.ne[3]
-            v_view = ggml.reshape(cache_v, 1, n_el_v)
-            v_cur = ggml.reshape(v_cur, 1, v_cur.ne[0] * v_cur.ne[1] * v_cur.ne[2] * v_cur.ne[3])
-            gf.expand(ggml.set_rows(v_view, v_cur, kv.v_idxs))
+        if v is not None:
+            gf.expand(self._cpy_v(cache_v, v, kv.v_idxs, n_embd_v))
         # get_k / get_v
         kk = self._get(cache_k, head_k, n_head_kv)
         if not v_trans:

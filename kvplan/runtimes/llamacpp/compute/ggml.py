@@ -274,6 +274,11 @@ def sum_rows(a: Tensor) -> Tensor:
     return new(a.type, (1, a.ne[1], a.ne[2], a.ne[3]), "SUM_ROWS", (a,))
 
 
+def mean(a: Tensor) -> Tensor:
+    """ggml_mean: f32, one value per row."""
+    return new("f32", (1, a.ne[1], a.ne[2], a.ne[3]), "MEAN", (a,))
+
+
 def repeat(a: Tensor, *ne: int) -> Tensor:
     return new(a.type, ne, "REPEAT", (a,))
 

@@ -2,8 +2,9 @@
 treat a run of identical layers identically once the first ones have set the allocator's free blocks. A layer's
 signature is its part of the graph (ops, shapes, strides, flags, pins, and its sources as positions relative to
 the layer) and where the placement puts it (its device, each weight's destination under the overrides, each
-weight's real bytes). Where the signatures repeat with a period of up to MAX_PERIOD layers for more than KEPT
-periods, the graph is rebuilt with the first KEPT periods only; every device's compute buffer is the same (proven
+weight's real bytes). Where the signatures repeat with a period of up to MAX_PERIOD layers, the graph is rebuilt
+with the first KEPT periods of the stretch and the rest dropped in multiples of DROPPED_IN periods (those left over
+kept); every device's compute buffer is the same (proven
 against the whole graph on every recorded case and on the realistic shapes' placements:
 tests/runtimes/llamacpp/compute/test_layers.py)."""
 
@@ -17,7 +18,7 @@ from kvplan.runtimes.llamacpp.compute.tensor import Tensor
 
 #: the periods kept of a repeating stretch of layers, and the longest period looked for (Gemma 3: 6; a Q4_K_M's
 #: mixed types: 3)
-KEPT = 4
+KEPT = 3
 MAX_PERIOD = 8
 #: the periods dropped come in multiples of this: the allocator's free blocks may cycle through two or four
 #: layouts from one layer to the next, and the layers after the dropped ones must meet the layout they would
