@@ -112,6 +112,8 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     text = cfg.get("text_config")
     c: Mapping[str, object] = text if isinstance(text, Mapping) else cfg
     vocab, ff = c.get("vocab_size"), c.get("intermediate_size")
+    if isinstance(ff, list) and ff and isinstance(ff[0], int):
+        ff = ff[0]  # one width per layer (Gemma 3n): the converter writes the array, read as its first value
     if not isinstance(ff, int):
         return None
     if not isinstance(vocab, int):

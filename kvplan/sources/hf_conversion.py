@@ -1219,6 +1219,8 @@ def _derive(config_class: str, cfg: dict[str, Any]) -> None:  # noqa: C901 - one
             cfg["head_dim"] = hidden // heads
         elif config_class == "DeepseekV3Config" and cfg.get("qk_rope_head_dim") is not None:
             cfg["head_dim"] = cfg["qk_rope_head_dim"]
+    if config_class == "Gemma3nTextConfig" and cfg.get("intermediate_size") is None:
+        cfg["intermediate_size"] = 16384  # the class's default (one width, or a list of one per layer)
     if cfg.get("layer_types") is not None or not isinstance(layers, int) or not 0 < layers <= LLAMA_MAX_LAYERS:
         return
     n = layers
