@@ -45,15 +45,16 @@ def reserve_for(p: MemoryPlan) -> Reserve:
     init_full() presents them (every cell)."""
     c = p.context
     n_tokens = n_outputs = min(c.n_ctx, c.n_ubatch)
-    if n_tokens % c.n_seq:
-        n_tokens = (n_tokens + c.n_seq - 1) // c.n_seq * c.n_seq
+    n_seqs = c.n_seq
+    if n_tokens % n_seqs:
+        n_tokens = (n_tokens + n_seqs - 1) // n_seqs * n_seqs
     attn = [x for x in p.caches if x.kind is CacheKind.ATTENTION]
     recr = [x for x in p.caches if x.kind is CacheKind.RECURRENT]
     swa = [x for x in attn if x.name in _WINDOWS]
     full = [x for x in attn if x.name not in _WINDOWS]
     return Reserve(
         n_tokens=n_tokens,
-        n_seqs=c.n_seq,
+        n_seqs=n_seqs,
         n_outputs=min(n_outputs, c.n_batch),
         flash_attn=c.flash_attn is FlashAttn.ON,
         kv_unified=c.kv_unified,

@@ -1053,6 +1053,88 @@ def build_nemotron_h(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def _lightning(g: GraphContext, d: Dims, rs: RSInputs, la: tuple[Tensor, Tensor, Tensor, Tensor], cur: Tensor,
+               il: int) -> Tensor:  # fmt: skip
+    """minimax-01.cpp's lightning attention layer: the unused conv state gathered (n_embd_r 0), Q/K/V from one
+    SiLU'd projection, the decayed linear attention over the previous state and within the batch, the new state
+    stored, the output RMS-normed and gated by a sigmoid."""
+    slopes, q_decay_exp, k_decay_exp, diag_decay_exp = la
+    head, n_head, n_seqs = d.head_k, d.n_head, g.r.n_seqs
+    n_seq_tokens = g.r.n_tokens // n_seqs
+    conv_all = g.rs_cache(g.r.type_r, 0, f"cache_r_l{il}", il)
+    g.gf.expand(g.rs(rs, conv_all, 0))
+    states_all = g.rs_cache(g.r.type_s, head * head * n_head, f"cache_s_l{il}", il)
+    slope_rate = ggml.unary(slopes, "SCALE")
+    cur = ggml.reshape(cur, cur.ne[0], n_seq_tokens, 1, n_seqs)
+    qkv_all = ggml.unary(g.lora_mm(g.wt(d.n_embd, 3 * head * n_head, name="attn_qkv"), cur))
+    qkv_all = ggml.reshape(qkv_all, head * 3, n_head, n_seq_tokens, n_seqs)
+    strides = (qkv_all.nb[1], qkv_all.nb[2], qkv_all.nb[3])
+    q, k, v = (ggml.view(qkv_all, (head, n_head, n_seq_tokens, n_seqs), strides, i * ggml.row_size(qkv_all.type, head))
+               for i in range(3))  # fmt: skip
+    state = g.rs(rs, states_all, head * head * n_head)
+    kv_old = ggml.reshape(state, head, head, n_head, n_seqs)
+    q_decay = ggml.unary(ggml.unary(q_decay_exp, "SCALE"))
+    k_decay = ggml.unary(ggml.unary(k_decay_exp, "SCALE"))
+    diag_decay = ggml.unary(ggml.unary(diag_decay_exp, "SCALE"))
+    q_s = ggml.binary("MUL", q, q_decay)
+    qkv_none_diag = ggml.mul_mat(kv_old, ggml.permute(q_s, 0, 2, 1, 3))
+    qk = ggml.mul_mat(ggml.permute(k, 0, 2, 1, 3), ggml.permute(q, 0, 2, 1, 3))
+    qk = ggml.binary("MUL", qk, diag_decay)
+    v_trans = ggml.cont(ggml.permute(v, 1, 2, 0, 3))
+    qkv = ggml.binary("ADD", qkv_none_diag, ggml.mul_mat(v_trans, qk))
+    g.gf.expand(qkv)
+    block_decay = ggml.reshape(ggml.unary(ggml.unary(slope_rate, "SCALE")), 1, 1, n_head)
+    kv_old_s = ggml.binary("MUL", kv_old, block_decay)
+    k_after = ggml.cont(ggml.permute(ggml.binary("MUL", k, k_decay), 1, 2, 0, 3))
+    kv_new = ggml.binary("ADD", kv_old_s, ggml.mul_mat(k_after, v_trans))
+    n_s = head * head * n_head
+    g.gf.expand(ggml.cpy(kv_new, ggml.view(states_all, (n_s * n_seqs,), (), 0)))
+    qkv = ggml.cont(ggml.permute(qkv, 0, 2, 1, 3))
+    qkv = ggml.reshape(qkv, qkv.ne[0] * qkv.ne[1], qkv.ne[2], 1, qkv.ne[3])
+    qkv_norm = g.norm(qkv, g.wt(head * n_head, name="attn_norm_2"))
+    gate = ggml.unary(g.lora_mm(g.wt(d.n_embd, head * n_head, name="attn_gate"), cur))
+    cur = g.lora_mm(g.wt(head * n_head, d.n_embd, name="attn_output"), ggml.binary("MUL", gate, qkv_norm))
+    return ggml.reshape(cur, cur.ne[0], n_seq_tokens * n_seqs)
+
+
+def build_minimax_01(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_minimax_01::graph (src/models/minimax-01.cpp): lightning-attention layers (_lightning) and,
+    every few layers, softmax attention with partial RoPE; the residual taken after the norm and scaled; experts
+    with softmax routing."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    rs = g.rs_inp()
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv) if not all(d.recurrent) else None
+    pos = g.inp_pos()
+    out_ids = g.inp_out_ids()
+    n_seqs = r.n_seqs
+    t = r.n_tokens // n_seqs
+    la = (ggml.inp("f32", (d.n_head,), "slopes"), ggml.inp("f32", (1, d.n_head, t, n_seqs), "q_decay_exp"),
+          ggml.inp("f32", (1, d.n_head, t, n_seqs), "k_decay_exp"),
+          ggml.inp("f32", (t, t, d.n_head, n_seqs), "diag_decay_exp"))  # fmt: skip
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        residual = cur
+        if d.recurrent[il] or kv is None:
+            cur = _lightning(g, d, rs, la, cur, il)
+        else:
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+            wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+            cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
+                            d.head_v)  # fmt: skip
+        cur, residual = _last_outputs(d, il, out_ids, cur, residual)
+        ffn_inp = ggml.binary("ADD", cur, ggml.unary(residual, "SCALE"))
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        residual = cur
+        # (softmax routing without a probability bias: its loader creates no ffn_exp_probs_b)
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale,
+                        scales=False)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ggml.unary(residual, "SCALE"))
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1236,6 +1318,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "jamba": build_jamba,
     "llama4": build_llama4,
     "minimax-m2": build_minimax_m2,
+    "minimax-01": build_minimax_01,
     "gemma3": build_gemma3,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
