@@ -57,6 +57,7 @@ class Dims:
     n_ff_layers: tuple[int, ...] = ()  # each layer's feed-forward width (Nemotron-H: a layer is one block kind)
     moe_latent: int = 0  # the experts' narrower width (Nemotron 3 Super's latent projections)
     kv_source: tuple[int, ...] = ()  # each layer's KV owner (-1: its own; Gemma 3n's later layers reuse a cache)
+    shortconv_l_cache: int = 0  # LFM2's short convolution width (shortconv.l_cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1135,6 +1136,76 @@ def build_minimax_01(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def _shortconv(g: GraphContext, d: Dims, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
+    """lfm2.cpp's build_shortconv_block (causal, no kept snapshots): B, C and x from one projection, B·x
+    transposed behind the conv state, the last d_conv columns stored back, the short convolution gated by C."""
+    n_seqs = g.r.n_seqs
+    n_seq_tokens = g.r.n_tokens // n_seqs
+    d_conv = d.shortconv_l_cache - 1
+    cur = ggml.reshape(cur, cur.ne[0], n_seq_tokens, n_seqs)
+    bcx = g.lora_mm(g.wt(d.n_embd, 3 * d.n_embd, name="shortconv.in_proj"), cur)
+    chunk = bcx.ne[0] // 3
+    b, c, x = (ggml.view(bcx, (chunk, bcx.ne[1], bcx.ne[2]), (bcx.nb[1], bcx.nb[2]), i * ggml.row_size(bcx.type, chunk))
+               for i in range(3))  # fmt: skip
+    bx = ggml.transpose(ggml.binary("MUL", b, x))
+    conv_state = g.rs_cache(g.r.type_r, d_conv * d.n_embd, f"cache_r_l{il}", il)
+    conv = ggml.reshape(g.rs(rs, conv_state, d_conv * d.n_embd), d_conv, d.n_embd, n_seqs)
+    bx = ggml.concat(conv, bx, 0)
+    snap = ggml.view(bx, (d_conv, bx.ne[1], bx.ne[2]), (bx.nb[1], bx.nb[2]), ggml.row_size(bx.type, bx.ne[0] - d_conv))
+    g.gf.expand(ggml.cpy(snap, ggml.view(conv_state, (d_conv * d.n_embd, n_seqs), (conv_state.nb[1],), 0)))
+    conv_out = ggml.ssm_conv(bx, g.wt(d.shortconv_l_cache, d.n_embd, name="shortconv.conv"))
+    y = g.lora_mm(g.wt(d.n_embd, d.n_embd, name="shortconv.out_proj"), ggml.binary("MUL", c, conv_out))
+    return ggml.reshape(y, y.ne[0], n_seq_tokens * n_seqs)
+
+
+def build_lfm2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_lfm2::graph<iswa> (src/models/lfm2.cpp; lfm2moe's is the same class): short-convolution layers
+    (_shortconv) and attention layers with Q/K norms (through the window cache where the file sets one), each
+    followed by the SwiGLU feed-forward, or from n_layer_dense_lead on the experts (LFM2-MoE)."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    g.gf.expand(inp_l)
+    iswa = any(d.swa)
+    rs = g.rs_inp()
+    attn = _kv_inputs(g, d, iswa) if not all(d.recurrent) else None
+    if attn is not None and iswa:  # build_inp_mem_hybrid_iswa builds no Hadamard rotation inputs
+        for inputs in attn:
+            inputs.k_rot = inputs.v_rot = None
+    pos = g.inp_pos()
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        prev = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if d.recurrent[il] or attn is None:
+            cur = _shortconv(g, d, rs, cur, il)
+        else:
+            kv, kv_swa = attn
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+            q = ggml.rope(g.norm(q, g.wt(d.head_k, name="attn_q_norm")), pos, None)
+            k = ggml.rope(g.norm(k, g.wt(d.head_k, name="attn_k_norm")), pos, None)
+            wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+            cur = g.attn_kv(kv_swa if iswa and d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
+                            d.n_head_kv, d.head_k, d.head_v, iswa=iswa)  # fmt: skip
+        cur, prev = _last_outputs(d, il, out_ids, cur, prev)
+        cur = ggml.binary("ADD", prev, cur)
+        ffn = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"))
+        if d.n_expert and il >= d.n_layer_dense_lead:
+            ffn = g.moe_ffn(ffn, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff,
+                            gating=_GATING.get(d.expert_gating, "softmax"), w_scale=d.expert_weights_scale,
+                            exp_probs_b=True, scales=False)  # fmt: skip
+        else:
+            ffn = g.ffn_par(ffn, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="token_embd_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1319,6 +1390,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llama4": build_llama4,
     "minimax-m2": build_minimax_m2,
     "minimax-01": build_minimax_01,
+    "lfm2": build_lfm2,
+    "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
