@@ -170,6 +170,24 @@ REAL_MODELS: dict[str, dict] = {
         ff=16384,
         **{"{arch}.attention.sliding_window": 512, "{arch}.vocab_size": 262144, "{arch}.final_logit_softcapping": 30.0},
     ),
+    # Granite 3.3 8B (config.json: 40 layers, hidden 4096, 32 heads / 8 KV, 12800-wide feed-forward, vocabulary
+    # 49159, its embedding / residual / attention / logit multipliers)
+    "granite-3.3-8b": _dense(
+        "granite",
+        40,
+        4096,
+        32,
+        8,
+        131072,
+        ff=12800,
+        **{
+            "{arch}.vocab_size": 49159,
+            "{arch}.embedding_scale": 12.0,
+            "{arch}.residual_scale": 0.22,
+            "{arch}.logit_scale": 16.0,
+            "{arch}.attention.scale": 0.0078125,
+        },
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

@@ -4,7 +4,7 @@ model class (src/models/*.cpp), each a transcription of that class's graph const
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvplan.runtimes.llamacpp.compute import ggml
@@ -1385,6 +1385,11 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "nemotron_h_moe": build_nemotron_h,
     "mamba": lambda d, r, w: build_mamba2(d, r, w, mamba1=True),
     "granitehybrid": build_granite_hybrid,
+    # llama_model_granite::graph (src/models/granite.cpp; granite_moe's is the same class): granite-hybrid.cpp's
+    # attention layers, feed-forward and multipliers without its Mamba-2 layers
+    "granite": build_granite_hybrid,
+    # granite-moe.cpp never reads the rope_finetuned switch: RoPE on every layer
+    "granitemoe": lambda d, r, w: build_granite_hybrid(replace(d, rope=True), r, w),
     "falcon-h1": build_falcon_h1,
     "jamba": build_jamba,
     "llama4": build_llama4,
