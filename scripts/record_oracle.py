@@ -188,6 +188,19 @@ REAL_MODELS: dict[str, dict] = {
             "{arch}.attention.scale": 0.0078125,
         },
     ),
+    # GLM-4-9B-0414 (config.json: 40 layers, hidden 4096, 32 heads / 2 KV of 128, half of each head rotated,
+    # 13696-wide feed-forward, vocabulary 151552)
+    "glm-4-9b-0414": _dense(
+        "glm4",
+        40,
+        4096,
+        32,
+        2,
+        32768,
+        head_dim=128,
+        ff=13696,
+        **{"{arch}.vocab_size": 151552, "{arch}.rope.dimension_count": 64},
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

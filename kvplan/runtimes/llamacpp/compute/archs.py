@@ -1206,6 +1206,33 @@ def build_lfm2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_glm4(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_glm4::graph (src/models/glm4.cpp): GLM-4-0414's post-attention and post-MLP norms around a
+    fused up/gate projection (SwiGLU over its halves), multi-section RoPE where the file sets sections."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos(4 if d.mrope else 1)  # (four positions per token for multi-section RoPE)
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        cur = ggml.glu(ggml.mul_mat(g.wt(d.n_embd, 2 * d.n_ff, name="ffn_up"), cur))
+        cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur)
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"))
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1396,6 +1423,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "minimax-m2": build_minimax_m2,
     "minimax-01": build_minimax_01,
     "lfm2": build_lfm2,
+    "glm4": build_glm4,
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
