@@ -201,6 +201,14 @@ REAL_MODELS: dict[str, dict] = {
         ff=13696,
         **{"{arch}.vocab_size": 151552, "{arch}.rope.dimension_count": 64},
     ),
+    # Seed-OSS-36B (config.json: 64 layers, hidden 5120, 80 heads / 8 KV of 128, 27648-wide feed-forward, vocabulary
+    # 155136) and ERNIE-4.5-0.3B (18 layers, hidden 1024, 16 heads / 2 KV of 128, 3072-wide, vocabulary 103424)
+    "seed-oss-36b": _dense(
+        "seed_oss", 64, 5120, 80, 8, 524288, head_dim=128, ff=27648, **{"{arch}.vocab_size": 155136}
+    ),
+    "ernie-4.5-0.3b": _dense(
+        "ernie4_5", 18, 1024, 16, 2, 131072, head_dim=128, ff=3072, **{"{arch}.vocab_size": 103424}
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

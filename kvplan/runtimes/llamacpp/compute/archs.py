@@ -77,6 +77,8 @@ LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
 QWEN2 = Decoder(ffn_scale=False, output_bias=True)
 QWEN3 = Decoder(qk_norm=True)
 SMOLLM3 = Decoder(wo_bias=False, ffn_bias=False, ffn_scale=False, no_rope_step=4)
+#: seed-oss.cpp and ernie4-5.cpp: neither the output bias nor the feed-forward's biases and scales passed
+SEED_OSS = ERNIE4_5 = Decoder(ffn_scale=False)
 
 
 def _kv_inputs(g: GraphContext, d: Dims, iswa: bool) -> tuple[KVInputs, KVInputs]:
@@ -1404,6 +1406,9 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen3": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "smollm3": lambda d, r, w: build_decoder(d, r, w, SMOLLM3),
+    "seed_oss": lambda d, r, w: build_decoder(d, r, w, SEED_OSS),
+    # ernie4-5.cpp's graph is dense whatever experts the file declares
+    "ernie4_5": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, ERNIE4_5),
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
     "command-r": build_command_r,
     "cohere2": lambda d, r, w: build_command_r(d, r, w, cohere2=True),
