@@ -209,6 +209,31 @@ REAL_MODELS: dict[str, dict] = {
     "ernie-4.5-0.3b": _dense(
         "ernie4_5", 18, 1024, 16, 2, 131072, head_dim=128, ff=3072, **{"{arch}.vocab_size": 103424}
     ),
+    # Qwen1.5-MoE-A2.7B (config.json: 24 layers, hidden 2048, 16 heads / 16 KV, 60 experts of 1408, 4 used, a
+    # 5632-wide shared expert, vocabulary 151936)
+    "qwen1.5-moe-a2.7b": _moe(
+        _dense(
+            "qwen2moe",
+            24,
+            2048,
+            16,
+            16,
+            8192,
+            ff=5632,
+            **{"{arch}.vocab_size": 151936, "{arch}.expert_shared_feed_forward_length": 5632},
+        ),
+        60,
+        4,
+        1408,
+    ),
+    # OLMoE-1B-7B-0924 (config.json: 16 layers, hidden 2048, 16 heads / 16 KV, 64 experts of 1024, 8 used,
+    # vocabulary 50304)
+    "olmoe-1b-7b": _moe(
+        _dense("olmoe", 16, 2048, 16, 16, 4096, ff=1024, **{"{arch}.vocab_size": 50304}),
+        64,
+        8,
+        1024,
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

@@ -1235,6 +1235,54 @@ def build_glm4(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_qwen2moe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_qwen2moe::graph (src/models/qwen2moe.cpp): Qwen2's attention, softmax-routed experts without
+    normalised weights, and a shared expert gated by a sigmoid written as silu(x) / x."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    n_ff_exp = d.n_ff_exp or d.n_ff // d.n_expert_used
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, norm_w=False, w_scale=d.expert_weights_scale,
+                        scales=False)  # fmt: skip
+        gate_inp = g.lora_mm(g.wt(d.n_embd, name="ffn_gate_inp_shexp"), cur)
+        gate = ggml.binary("DIV", ggml.unary(gate_inp), gate_inp)
+        shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp or d.n_ff, bias=False, scale=False, suffix="_shexp")
+        cur = ggml.binary("ADD", moe, ggml.binary("MUL", shexp, gate))
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_olmoe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_olmoe::graph (src/models/olmoe.cpp): OLMo-2's Q/K norms over all heads behind a pre-norm,
+    softmax-routed experts without normalised weights."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = _qkv_normed_over_heads(g, d, cur, pos)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, norm_w=False,
+                        w_scale=d.expert_weights_scale, scales=False)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1429,6 +1477,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "minimax-01": build_minimax_01,
     "lfm2": build_lfm2,
     "glm4": build_glm4,
+    "qwen2moe": build_qwen2moe,
+    "olmoe": build_olmoe,
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
