@@ -234,6 +234,23 @@ REAL_MODELS: dict[str, dict] = {
         8,
         1024,
     ),
+    # EXAONE-4.0-32B (config.json: 64 layers, hidden 5120, 40 heads / 8 KV of 128, 27392-wide feed-forward,
+    # vocabulary 102400, a 4096-token window on three layers of four)
+    "exaone-4.0-32b": _dense(
+        "exaone4",
+        64,
+        5120,
+        40,
+        8,
+        131072,
+        head_dim=128,
+        ff=27392,
+        **{
+            "{arch}.vocab_size": 102400,
+            "{arch}.attention.sliding_window": 4096,
+            "{arch}.attention.sliding_window_pattern": 4,
+        },
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

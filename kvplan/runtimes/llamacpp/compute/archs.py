@@ -1283,6 +1283,33 @@ def build_olmoe(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_exaone4(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_exaone4::graph<iswa> (src/models/exaone4.cpp): no pre-norms; Q/K normed per head, RoPE on the
+    window layers only (every layer without windows), post-attention and post-MLP norms."""
+    g = GraphContext(r, w)
+    iswa = any(d.swa)
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, iswa)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        factors = g.opt("rope_freqs", d.head_k // 2)
+        q, k, v = g.qkv(inp_l, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        if d.swa[il] or not iswa:
+            q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv_swa if iswa and d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, d.head_k, d.head_v, iswa=iswa)  # fmt: skip
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1479,6 +1506,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "glm4": build_glm4,
     "qwen2moe": build_qwen2moe,
     "olmoe": build_olmoe,
+    "exaone4": build_exaone4,
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
