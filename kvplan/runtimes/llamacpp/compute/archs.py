@@ -1310,6 +1310,33 @@ def build_exaone4(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_starcoder2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_starcoder2::graph (src/models/starcoder2.cpp): layer norms with biases, attention with its output
+    bias, a GELU feed-forward (up and down, with biases)."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.opt("attn_norm.bias", d.n_embd), rms=False)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"), g.opt("ffn_norm.bias", d.n_embd), rms=False)
+        cur = ggml.mul_mat(g.wt(d.n_embd, d.n_ff, name="ffn_up"), cur)
+        b = g.opt("ffn_up.bias", d.n_ff)
+        cur = ggml.unary(ggml.binary("ADD", cur, b) if b is not None else cur)
+        cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur)
+        b = g.opt("ffn_down.bias", d.n_embd)
+        cur = ggml.binary("ADD", cur, b) if b is not None else cur
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1507,6 +1534,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen2moe": build_qwen2moe,
     "olmoe": build_olmoe,
     "exaone4": build_exaone4,
+    "starcoder2": build_starcoder2,
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
