@@ -253,7 +253,16 @@ REAL_MODELS: dict[str, dict] = {
     ),
     # StarCoder2-15B (config.json: 40 layers, hidden 6144, 48 heads / 4 KV, 24576-wide feed-forward, vocabulary
     # 49152)
-    "starcoder2-15b": _dense("starcoder2", 40, 6144, 48, 4, 16384, ff=24576, **{"{arch}.vocab_size": 49152}),
+    "starcoder2-15b": _dense(
+        "starcoder2",
+        40,
+        6144,
+        48,
+        4,
+        16384,
+        ff=24576,
+        **{"{arch}.vocab_size": 49152, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(
