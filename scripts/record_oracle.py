@@ -263,6 +263,18 @@ REAL_MODELS: dict[str, dict] = {
         ff=24576,
         **{"{arch}.vocab_size": 49152, "{arch}.attention.layer_norm_epsilon": 1e-5},
     ),
+    # Qwen2.5-VL-7B's language model (config.json: 28 layers, hidden 3584, 28 heads / 4 KV, 18944-wide, vocabulary
+    # 152064, multi-section RoPE of 16 / 24 / 24)
+    "qwen2.5-vl-7b": _dense(
+        "qwen2vl",
+        28,
+        3584,
+        28,
+        4,
+        128000,
+        ff=18944,
+        **{"{arch}.vocab_size": 152064, "{arch}.rope.dimension_sections": [16, 24, 24, 0]},
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

@@ -77,6 +77,8 @@ LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
 QWEN2 = Decoder(ffn_scale=False, output_bias=True)
 QWEN3 = Decoder(qk_norm=True)
 SMOLLM3 = Decoder(wo_bias=False, ffn_bias=False, ffn_scale=False, no_rope_step=4)
+#: qwen2vl.cpp: Qwen2's layers, its output bias created but never added
+QWEN2VL = Decoder(ffn_scale=False)
 #: seed-oss.cpp and ernie4-5.cpp: neither the output bias nor the feed-forward's biases and scales passed
 SEED_OSS = ERNIE4_5 = Decoder(ffn_scale=False)
 
@@ -134,10 +136,11 @@ def _lm_head(
 
 def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     """llama_model_llama::graph (src/models/llama.cpp) and the classes that differ from it only as `o` says
-    (qwen2.cpp, qwen3.cpp, qwen3moe.cpp, smollm3.cpp); MoE layers as build_moe_ffn with softmax gating."""
+    (qwen2.cpp, qwen3.cpp, qwen3moe.cpp, smollm3.cpp, qwen2vl.cpp: multi-section RoPE's four positions per
+    token); MoE layers as build_moe_ffn with softmax gating."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
+    pos = g.inp_pos(4 if d.mrope else 1)
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
@@ -1509,6 +1512,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen3moe": lambda d, r, w: build_decoder(d, r, w, QWEN3),
     "smollm3": lambda d, r, w: build_decoder(d, r, w, SMOLLM3),
     "seed_oss": lambda d, r, w: build_decoder(d, r, w, SEED_OSS),
+    "qwen2vl": lambda d, r, w: build_decoder(d, r, w, QWEN2VL),
     # ernie4-5.cpp's graph is dense whatever experts the file declares
     "ernie4_5": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, ERNIE4_5),
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
