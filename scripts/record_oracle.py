@@ -275,6 +275,11 @@ REAL_MODELS: dict[str, dict] = {
         ff=18944,
         **{"{arch}.vocab_size": 152064, "{arch}.rope.dimension_sections": [16, 24, 24, 0]},
     ),
+    # InternLM2.5-7B (config.json: 32 layers, hidden 4096, 32 heads / 8 KV, 14336-wide, vocabulary 92544) and
+    # Arcee AFM-4.5B (36 layers, hidden 2560, 20 heads / 4 KV of 128, a 18432-wide ReLU² feed-forward, vocabulary
+    # 128004)
+    "internlm2.5-7b": _dense("internlm2", 32, 4096, 32, 8, 32768, ff=14336, **{"{arch}.vocab_size": 92544}),
+    "afm-4.5b": _dense("arcee", 36, 2560, 20, 4, 65536, head_dim=128, ff=18432, **{"{arch}.vocab_size": 128004}),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

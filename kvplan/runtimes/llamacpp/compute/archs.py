@@ -71,6 +71,7 @@ class Decoder:
     ffn_scale: bool = True  # build_ffn gets the scales
     output_bias: bool = False  # output.bias (qwen2)
     no_rope_step: int = 0  # every n-th layer attends without RoPE (SmolLM3: n_no_rope_layer_step 4)
+    relu_sqr: bool = False  # the feed-forward is up and down only with ReLU² (arcee.cpp)
 
 
 LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
@@ -79,8 +80,11 @@ QWEN3 = Decoder(qk_norm=True)
 SMOLLM3 = Decoder(wo_bias=False, ffn_bias=False, ffn_scale=False, no_rope_step=4)
 #: qwen2vl.cpp: Qwen2's layers, its output bias created but never added
 QWEN2VL = Decoder(ffn_scale=False)
-#: seed-oss.cpp and ernie4-5.cpp: neither the output bias nor the feed-forward's biases and scales passed
-SEED_OSS = ERNIE4_5 = Decoder(ffn_scale=False)
+#: seed-oss.cpp, ernie4-5.cpp and internlm2.cpp: neither the output bias nor the feed-forward's biases and
+#: scales passed
+SEED_OSS = ERNIE4_5 = INTERNLM2 = Decoder(ffn_scale=False)
+#: arcee.cpp (AFM): each layer's RoPE factors, a ReLU² feed-forward of up and down
+ARCEE = Decoder(rope_factors=True, ffn_scale=False, relu_sqr=True)
 
 
 def _kv_inputs(g: GraphContext, d: Dims, iswa: bool) -> tuple[KVInputs, KVInputs]:
@@ -166,6 +170,8 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         if d.n_expert:
             cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale)
+        elif o.relu_sqr:
+            cur = g.ffn_relu_sqr(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         else:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         cur = ggml.binary("ADD", cur, ffn_inp)
@@ -1513,6 +1519,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "smollm3": lambda d, r, w: build_decoder(d, r, w, SMOLLM3),
     "seed_oss": lambda d, r, w: build_decoder(d, r, w, SEED_OSS),
     "qwen2vl": lambda d, r, w: build_decoder(d, r, w, QWEN2VL),
+    "internlm2": lambda d, r, w: build_decoder(d, r, w, INTERNLM2),
+    "arcee": lambda d, r, w: build_decoder(d, r, w, ARCEE),
     # ernie4-5.cpp's graph is dense whatever experts the file declares
     "ernie4_5": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, ERNIE4_5),
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),

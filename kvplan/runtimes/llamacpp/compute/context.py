@@ -605,13 +605,15 @@ class GraphContext:
             t = ggml.binary("MUL", t, s)
         return t
 
-    def ffn_relu_sqr(self, cur: Tensor, n_embd: int, n_ff: int, suffix: str = "", bias: bool = True) -> Tensor:
-        """build_ffn with up and down only, LLM_FFN_RELU_SQR (ggml_relu, then ggml_sqr), biases (where passed)
-        and scales where the model has them (Nemotron-H)."""
+    def ffn_relu_sqr(
+        self, cur: Tensor, n_embd: int, n_ff: int, suffix: str = "", bias: bool = True, scale: bool = True
+    ) -> Tensor:
+        """build_ffn with up and down only, LLM_FFN_RELU_SQR (ggml_relu, then ggml_sqr), the biases and scales the
+        architecture passes where the model has them (Nemotron-H, Arcee)."""
         up, down = "ffn_up" + suffix, "ffn_down" + suffix
-        cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, bias, True)
+        cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, bias, scale)
         cur = ggml.unary(ggml.unary(cur), "SQR")
-        return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, True)
+        return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, scale)
 
     def ffn_par(
         self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True, suffix: str = ""
