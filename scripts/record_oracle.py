@@ -280,6 +280,29 @@ REAL_MODELS: dict[str, dict] = {
     # 128004)
     "internlm2.5-7b": _dense("internlm2", 32, 4096, 32, 8, 32768, ff=14336, **{"{arch}.vocab_size": 92544}),
     "afm-4.5b": _dense("arcee", 36, 2560, 20, 4, 65536, head_dim=128, ff=18432, **{"{arch}.vocab_size": 128004}),
+    # ERNIE-4.5-21B-A3B (config.json: 28 layers, hidden 2560, 20 heads / 4 KV of 128, the first layer dense
+    # (12288 wide), 64 experts of 1536, 6 used, on every layer after it, 2 shared ones; vocabulary 103424)
+    "ernie-4.5-21b-a3b": _moe(
+        _dense(
+            "ernie4_5-moe",
+            28,
+            2560,
+            20,
+            4,
+            131072,
+            head_dim=128,
+            ff=12288,
+            **{
+                "{arch}.vocab_size": 103424,
+                "{arch}.leading_dense_block_count": 1,
+                "{arch}.interleave_moe_layer_step": 1,
+                "{arch}.expert_shared_feed_forward_length": 3072,
+            },
+        ),
+        64,
+        6,
+        1536,
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

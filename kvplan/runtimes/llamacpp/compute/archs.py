@@ -1346,6 +1346,37 @@ def build_starcoder2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
 
 
+def build_ernie4_5_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_ernie4_5_moe::graph (src/models/ernie4-5-moe.cpp): ERNIE 4.5's layers, experts (with the
+    probability bias where the file has it, and a shared expert where it declares one) on every
+    interleave_moe_layer_step-th layer after the dense lead, SwiGLU elsewhere."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    step = d.moe_layer_step or 1
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il >= d.n_layer_dense_lead and (il + 1) % step == 0:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale,
+                            exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
+            if d.n_ff_shexp:
+                shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp, bias=False, scale=False, suffix="_shexp")
+                moe = ggml.binary("ADD", moe, shexp)
+            cur = moe
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1546,6 +1577,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen2moe": build_qwen2moe,
     "olmoe": build_olmoe,
     "exaone4": build_exaone4,
+    "ernie4_5-moe": build_ernie4_5_moe,
     "starcoder2": build_starcoder2,
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
