@@ -72,6 +72,7 @@ class Decoder:
     output_bias: bool = False  # output.bias (qwen2)
     no_rope_step: int = 0  # every n-th layer attends without RoPE (SmolLM3: n_no_rope_layer_step 4)
     relu_sqr: bool = False  # the feed-forward is up and down only with ReLU² (arcee.cpp)
+    mrope: bool = False  # multi-section RoPE whatever the file says (the arch's rope type: qwen2vl), four positions
 
 
 LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
@@ -79,7 +80,7 @@ QWEN2 = Decoder(ffn_scale=False, output_bias=True)
 QWEN3 = Decoder(qk_norm=True)
 SMOLLM3 = Decoder(wo_bias=False, ffn_bias=False, ffn_scale=False, no_rope_step=4)
 #: qwen2vl.cpp: Qwen2's layers, its output bias created but never added
-QWEN2VL = Decoder(ffn_scale=False)
+QWEN2VL = Decoder(ffn_scale=False, mrope=True)
 #: seed-oss.cpp, ernie4-5.cpp and internlm2.cpp: neither the output bias nor the feed-forward's biases and
 #: scales passed
 SEED_OSS = ERNIE4_5 = INTERNLM2 = Decoder(ffn_scale=False)
@@ -144,7 +145,7 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     token); MoE layers as build_moe_ffn with softmax gating."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos(4 if d.mrope else 1)
+    pos = g.inp_pos(4 if o.mrope else 1)
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
