@@ -303,6 +303,33 @@ REAL_MODELS: dict[str, dict] = {
         6,
         1536,
     ),
+    # EXAONE-3.5-7.8B (config.json: 32 layers, hidden 4096, 32 heads / 8 KV, 14336-wide, vocabulary 102400)
+    "exaone-3.5-7.8b": _dense("exaone", 32, 4096, 32, 8, 32768, ff=14336, **{"{arch}.vocab_size": 102400}),
+    # dots.llm1 (config.json: 62 layers, hidden 4096, 32 heads / 32 KV of 128, the first layer dense (10944 wide),
+    # 128 experts of 1408, 6 used, sigmoid-routed with the probability bias, 2 shared; vocabulary 152064)
+    "dots.llm1": _moe(
+        _dense(
+            "dots1",
+            62,
+            4096,
+            32,
+            32,
+            32768,
+            head_dim=128,
+            ff=10944,
+            **{
+                "{arch}.vocab_size": 152064,
+                "{arch}.leading_dense_block_count": 1,
+                "{arch}.expert_shared_count": 2,
+                "{arch}.expert_weights_norm": True,
+                "{arch}.expert_weights_scale": 2.5,
+                "{arch}.expert_gating_func": 2,
+            },
+        ),
+        128,
+        6,
+        1408,
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

@@ -84,6 +84,8 @@ QWEN2VL = Decoder(ffn_scale=False, mrope=True)
 #: seed-oss.cpp, ernie4-5.cpp and internlm2.cpp: neither the output bias nor the feed-forward's biases and
 #: scales passed
 SEED_OSS = ERNIE4_5 = INTERNLM2 = Decoder(ffn_scale=False)
+#: exaone.cpp (EXAONE 3.x): each layer's RoPE factors, no output bias, no feed-forward biases or scales
+EXAONE = Decoder(rope_factors=True, ffn_scale=False)
 #: arcee.cpp (AFM): each layer's RoPE factors, a ReLU² feed-forward of up and down
 ARCEE = Decoder(rope_factors=True, ffn_scale=False, relu_sqr=True)
 
@@ -1378,6 +1380,36 @@ def build_ernie4_5_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_dots1(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_dots1::graph (src/models/dots1.cpp): per-head Q/K norms, dense lead layers, then experts
+    routed by the file's gating function (with the probability bias where it has one) plus n_expert_shared
+    experts' worth of shared expert."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = ggml.rope(g.norm(q, g.wt(d.head_k, name="attn_q_norm")), pos, None)
+        k = ggml.rope(g.norm(k, g.wt(d.head_k, name="attn_k_norm")), pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            gating, bias = _GATING.get(d.expert_gating, "softmax"), w.has("exp_probs_b.bias")
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=gating, norm_w=d.expert_weights_norm,
+                            w_scale=d.expert_weights_scale, exp_probs_b=bias, scales=False)  # fmt: skip
+            shexp = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", moe, shexp)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1553,6 +1585,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen2vl": lambda d, r, w: build_decoder(d, r, w, QWEN2VL),
     "internlm2": lambda d, r, w: build_decoder(d, r, w, INTERNLM2),
     "arcee": lambda d, r, w: build_decoder(d, r, w, ARCEE),
+    "exaone": lambda d, r, w: build_decoder(d, r, w, EXAONE),
     # ernie4-5.cpp's graph is dense whatever experts the file declares
     "ernie4_5": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, ERNIE4_5),
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
@@ -1579,6 +1612,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "olmoe": build_olmoe,
     "exaone4": build_exaone4,
     "ernie4_5-moe": build_ernie4_5_moe,
+    "dots1": build_dots1,
     "starcoder2": build_starcoder2,
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
