@@ -141,6 +141,34 @@ def _lm_head(
     return g.gf
 
 
+def _attention(
+    g: GraphContext, d: Dims, kv: KVInputs, cur: Tensor, pos: Tensor, il: int, qk_norm: bool = False,
+    wo_bias: bool = False,
+) -> Tensor:  # fmt: skip
+    """The llama-like classes' attention block: build_qkv, per-head Q/K norms where the class has them, RoPE,
+    build_attn through the KV cache (with the output bias where the class passes it)."""
+    q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+    if qk_norm:
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+    q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+    wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+    wo_b = g.opt("attn_output.bias", d.n_embd) if wo_bias else None
+    return g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+
+
+def _attention_block(
+    g: GraphContext, d: Dims, kv: KVInputs, inp_l: Tensor, pos: Tensor, il: int, out_ids: Tensor, qk_norm: bool = False
+) -> tuple[Tensor, Tensor]:
+    """A pre-norm layer's first half: the norm, _attention, the last layer's output rows, the residual; returns
+    the feed-forward's input (the residual stream) and its pre-norm."""
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+    cur = _attention(g, d, kv, cur, pos, il, qk_norm=qk_norm)
+    cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+    ffn_inp = ggml.binary("ADD", cur, inp_sa)
+    return ffn_inp, g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+
+
 def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     """llama_model_llama::graph (src/models/llama.cpp) and the classes that differ from it only as `o` says
     (qwen2.cpp, qwen3.cpp, qwen3moe.cpp, smollm3.cpp, qwen2vl.cpp: multi-section RoPE's four positions per
@@ -296,11 +324,13 @@ def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
-def build_minimax_m2(d: Dims, r: Reserve, w: Weights) -> Graph:
+def build_minimax_m2(d: Dims, r: Reserve, w: Weights, olmoe: bool = False) -> Graph:
     """llama_model_minimax_m2::graph (src/models/minimax-m2.cpp): Q and K normed over all their heads before a
-    partial RoPE, every layer's experts routed by the model's gating function with the probability bias."""
+    partial RoPE, every layer's experts routed by the model's gating function with the probability bias; with
+    `olmoe`, llama_model_olmoe::graph (olmoe.cpp): the same layers, softmax routing without normalised weights."""
     g = GraphContext(r, w)
     inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    gating = "softmax" if olmoe else _GATING.get(d.expert_gating, "softmax")
     for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
@@ -311,9 +341,9 @@ def build_minimax_m2(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
-        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff,
-                        gating=_GATING.get(d.expert_gating, "softmax"), w_scale=d.expert_weights_scale,
-                        exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, gating=gating, norm_w=not olmoe,
+                        w_scale=d.expert_weights_scale, exp_probs_b=not olmoe and w.has("exp_probs_b.bias"),
+                        scales=False)  # fmt: skip
         inp_l = ggml.binary("ADD", cur, ffn_inp)
     return _lm_head(g, d, inp_l)
 
@@ -1232,10 +1262,7 @@ def build_glm4(d: Dims, r: Reserve, w: Weights) -> Graph:
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur = _attention(g, d, kv, cur, pos, il)
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
@@ -1255,42 +1282,13 @@ def build_qwen2moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     n_ff_exp = d.n_ff_exp or d.n_ff // d.n_expert_used
     for il in g.layers(d.n_layer):
         g.il = il
-        inp_sa = inp_l
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_inp, cur = _attention_block(g, d, kv, inp_l, pos, il, out_ids)
         moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, norm_w=False, w_scale=d.expert_weights_scale,
                         scales=False)  # fmt: skip
         gate_inp = g.lora_mm(g.wt(d.n_embd, name="ffn_gate_inp_shexp"), cur)
         gate = ggml.binary("DIV", ggml.unary(gate_inp), gate_inp)
         shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp or d.n_ff, bias=False, scale=False, suffix="_shexp")
         cur = ggml.binary("ADD", moe, ggml.binary("MUL", shexp, gate))
-        inp_l = ggml.binary("ADD", cur, ffn_inp)
-    return _lm_head(g, d, inp_l)
-
-
-def build_olmoe(d: Dims, r: Reserve, w: Weights) -> Graph:
-    """llama_model_olmoe::graph (src/models/olmoe.cpp): OLMo-2's Q/K norms over all heads behind a pre-norm,
-    softmax-routed experts without normalised weights."""
-    g = GraphContext(r, w)
-    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
-    for il in g.layers(d.n_layer):
-        g.il = il
-        inp_sa = inp_l
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = _qkv_normed_over_heads(g, d, cur, pos)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
-        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, norm_w=False,
-                        w_scale=d.expert_weights_scale, scales=False)  # fmt: skip
         inp_l = ggml.binary("ADD", cur, ffn_inp)
     return _lm_head(g, d, inp_l)
 
@@ -1331,11 +1329,7 @@ def build_starcoder2(d: Dims, r: Reserve, w: Weights) -> Graph:
         g.il = il
         inp_sa = inp_l
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.opt("attn_norm.bias", d.n_embd), rms=False)
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, g.opt("attn_output.bias", d.n_embd), g.opt("attn_output.scale", 1), q, k, v,
-                        d.n_head_kv, d.head_k, d.head_v)  # fmt: skip
+        cur = _attention(g, d, kv, cur, pos, il, wo_bias=True)
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"), g.opt("ffn_norm.bias", d.n_embd), rms=False)
@@ -1358,15 +1352,7 @@ def build_ernie4_5_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     step = d.moe_layer_step or 1
     for il in g.layers(d.n_layer):
         g.il = il
-        inp_sa = inp_l
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_inp, cur = _attention_block(g, d, kv, inp_l, pos, il, out_ids)
         if il >= d.n_layer_dense_lead and (il + 1) % step == 0:
             moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale,
                             exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
@@ -1388,16 +1374,7 @@ def build_dots1(d: Dims, r: Reserve, w: Weights) -> Graph:
     inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
     for il in g.layers(d.n_layer):
         g.il = il
-        inp_sa = inp_l
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q = ggml.rope(g.norm(q, g.wt(d.head_k, name="attn_q_norm")), pos, None)
-        k = ggml.rope(g.norm(k, g.wt(d.head_k, name="attn_k_norm")), pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_inp, cur = _attention_block(g, d, kv, inp_l, pos, il, out_ids, qk_norm=True)
         if il < d.n_layer_dense_lead:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
         else:
@@ -1609,7 +1586,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "lfm2": build_lfm2,
     "glm4": build_glm4,
     "qwen2moe": build_qwen2moe,
-    "olmoe": build_olmoe,
+    "olmoe": lambda d, r, w: build_minimax_m2(d, r, w, olmoe=True),
     "exaone4": build_exaone4,
     "ernie4_5-moe": build_ernie4_5_moe,
     "dots1": build_dots1,
