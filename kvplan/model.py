@@ -219,6 +219,9 @@ class GraphFacts:
     moe_layer_step: int = 0
     #: moe_latent_size: the experts work in a narrower width, projected down and up (Nemotron 3 Super)
     moe_latent: int = 0
+    #: n_deepstack_layers: the vision tower's extra embeddings added after the first layers (Qwen3-VL); the input
+    #: embedding is (1 + n) × n_embd wide
+    n_deepstack: int = 0
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -330,6 +330,23 @@ REAL_MODELS: dict[str, dict] = {
         6,
         1408,
     ),
+    # Qwen3-VL-8B's language model (config.json: 36 layers, hidden 4096, 32 heads / 8 KV of 128, 12288-wide,
+    # vocabulary 151936, multi-section RoPE of 24 / 20 / 20, three deepstack layers)
+    "qwen3-vl-8b": _dense(
+        "qwen3vl",
+        36,
+        4096,
+        32,
+        8,
+        262144,
+        head_dim=128,
+        ff=12288,
+        **{
+            "{arch}.vocab_size": 151936,
+            "{arch}.rope.dimension_sections": [24, 20, 20, 0],
+            "{arch}.n_deepstack_layers": 3,
+        },
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

@@ -74,6 +74,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             dense_layers=_dense_layers(kv, tensor_shapes, arch),
             moe_layer_step=_int(kv, f"{arch}.interleave_moe_layer_step", 0),
             moe_latent=_int(kv, f"{arch}.moe_latent_size", 0),
+            n_deepstack=_int(kv, f"{arch}.n_deepstack_layers", 0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -106,9 +107,27 @@ def _jamba_dense(c: Mapping[str, object]) -> frozenset[int]:
     return frozenset(i for i in range(min(n, 1 << 16)) if i % period != offset)
 
 
+#: architectures whose converter derives widths this port does not follow yet (LFM2's block_auto_adjust_ff_dim,
+#: ERNIE 4.5 MoE's and Qwen3-Omni's expert widths, dots.llm1's and MiniMax-01's MoE keys): from their config.json
+#: no graph is built — "widths not known" rather than a wrong compute buffer (a GGUF gives them)
+WIDTHS_NOT_PORTED = frozenset({
+    "Lfm2ForCausalLM", "LFM2ForCausalLM", "Lfm2Model", "Lfm2BidirectionalModel", "Lfm2MoeForCausalLM",
+    "Dots1ForCausalLM", "Ernie4_5_MoeForCausalLM", "MiniMaxM1ForCausalLM", "MiniMaxText01ForCausalLM",
+    "Qwen3OmniMoeForConditionalGeneration",
+})  # fmt: skip
+
+
 def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     """The graph facts of the GGUF llama.cpp's converter makes from a config.json (a multimodal checkpoint's
-    text_config): vocabulary, feed-forward and expert widths, and the biases the conversion writes."""
+    text_config): vocabulary, feed-forward and expert widths, and the biases the conversion writes; None for the
+    architectures in WIDTHS_NOT_PORTED."""
+    named = cfg.get("architectures")
+    if isinstance(named, list) and WIDTHS_NOT_PORTED & {str(a) for a in named}:
+        return None
+    return _from_config(cfg)
+
+
+def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     text = cfg.get("text_config")
     c: Mapping[str, object] = text if isinstance(text, Mapping) else cfg
     vocab, ff = c.get("vocab_size"), c.get("intermediate_size")
@@ -172,4 +191,12 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         ssm_dt_b_c_rms=model_type == "falcon_mamba"
         or "FalconMambaForCausalLM" in archs,  # the converter's use_dt_b_c_norm (conversion/mamba.py)
         tensors=frozenset(tensors),
+        n_deepstack=_deepstack(cfg),
     )
+
+
+def _deepstack(cfg: Mapping[str, object]) -> int:
+    """Qwen3-VL's converter: n_deepstack_layers = len(vision_config.deepstack_visual_indexes)."""
+    vision = cfg.get("vision_config")
+    idx = vision.get("deepstack_visual_indexes") if isinstance(vision, Mapping) else None
+    return len(idx) if isinstance(idx, list) else 0

@@ -16,7 +16,7 @@ from kvplan.facts.hf_archs import HF_ARCHS
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp.compute.archs import BUILDERS
 from kvplan.sources.gguf_reader import T_BOOL, T_F32, T_I32, T_STRING, ArrayValue
-from kvplan.sources.graph_facts import graph_facts
+from kvplan.sources.graph_facts import WIDTHS_NOT_PORTED, graph_facts
 from kvplan.sources.hf_config import load_hf_config
 from kvplan.sources.metadata import describe
 from tests.helpers import FIXTURES
@@ -113,6 +113,9 @@ def test_config_gives_the_converted_graph_widths(name: str, tmp_path: Path) -> N
         return
     gguf, config = _from_gguf(case["gguf_kv"]), _from_config(case, tmp_path)
     assert not isinstance(gguf, KvplanError) and not isinstance(config, KvplanError)
+    if WIDTHS_NOT_PORTED & set(case["config"].get("architectures") or ()):
+        assert config.graph is None, name  # widths the port does not derive yet: no graph from the config
+        return
     assert gguf.graph is not None
     if config.graph is None:  # a config without its feed-forward widths: the converted GGUF has none either
         assert (gguf.graph.n_ff, gguf.graph.n_ff_exp) == (0, 0), name

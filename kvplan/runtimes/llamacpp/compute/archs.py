@@ -58,6 +58,7 @@ class Dims:
     moe_latent: int = 0  # the experts' narrower width (Nemotron 3 Super's latent projections)
     kv_source: tuple[int, ...] = ()  # each layer's KV owner (-1: its own; Gemma 3n's later layers reuse a cache)
     shortconv_l_cache: int = 0  # LFM2's short convolution width (shortconv.l_cache)
+    n_deepstack: int = 0  # Qwen3-VL's deepstack layers (n_deepstack_layers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +74,17 @@ class Decoder:
     no_rope_step: int = 0  # every n-th layer attends without RoPE (SmolLM3: n_no_rope_layer_step 4)
     relu_sqr: bool = False  # the feed-forward is up and down only with ReLU² (arcee.cpp)
     mrope: bool = False  # multi-section RoPE whatever the file says (the arch's rope type: qwen2vl), four positions
+    deepstack: bool = False  # the first n_deepstack_layers add a slice of the wide input embedding (qwen3vl.cpp)
+    moe_scales: bool = True  # build_moe_ffn gets the experts' scales
 
 
 LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
 QWEN2 = Decoder(ffn_scale=False, output_bias=True)
 QWEN3 = Decoder(qk_norm=True)
 SMOLLM3 = Decoder(wo_bias=False, ffn_bias=False, ffn_scale=False, no_rope_step=4)
+#: qwen3vl.cpp / qwen3vl-moe.cpp: Qwen3's layers without the feed-forward's scales, multi-section RoPE, the
+#: deepstack embeddings added after the first layers
+QWEN3VL = Decoder(qk_norm=True, ffn_scale=False, mrope=True, deepstack=True, moe_scales=False)
 #: qwen2vl.cpp: Qwen2's layers, its output bias created but never added
 QWEN2VL = Decoder(ffn_scale=False, mrope=True)
 #: seed-oss.cpp, ernie4-5.cpp and internlm2.cpp: neither the output bias nor the feed-forward's biases and
@@ -174,7 +180,8 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     (qwen2.cpp, qwen3.cpp, qwen3moe.cpp, smollm3.cpp, qwen2vl.cpp: multi-section RoPE's four positions per
     token); MoE layers as build_moe_ffn with softmax gating."""
     g = GraphContext(r, w)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    n_embd_inp = d.n_embd * (1 + d.n_deepstack) if o.deepstack else 0
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab, n_embd_inp=n_embd_inp)
     pos = g.inp_pos(4 if o.mrope else 1)
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
@@ -200,12 +207,17 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
         if d.n_expert:
-            cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale)
+            cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale,
+                            scales=o.moe_scales)  # fmt: skip
         elif o.relu_sqr:
             cur = g.ffn_relu_sqr(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         else:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         cur = ggml.binary("ADD", cur, ffn_inp)
+        if o.deepstack and il < d.n_deepstack and g.t_inp_embd is not None:
+            t = g.t_inp_embd
+            ds = ggml.view(t, (d.n_embd, t.ne[1]), (t.nb[1],), (il + 1) * ggml.row_size("f32", d.n_embd))
+            cur = ggml.binary("ADD", cur, ds)
         inp_l = cur
     return _lm_head(g, d, inp_l, output_bias=o.output_bias)
 
@@ -1560,6 +1572,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "smollm3": lambda d, r, w: build_decoder(d, r, w, SMOLLM3),
     "seed_oss": lambda d, r, w: build_decoder(d, r, w, SEED_OSS),
     "qwen2vl": lambda d, r, w: build_decoder(d, r, w, QWEN2VL),
+    "qwen3vl": lambda d, r, w: build_decoder(d, r, w, QWEN3VL),
+    "qwen3vlmoe": lambda d, r, w: build_decoder(d, r, w, QWEN3VL),
     "internlm2": lambda d, r, w: build_decoder(d, r, w, INTERNLM2),
     "arcee": lambda d, r, w: build_decoder(d, r, w, ARCEE),
     "exaone": lambda d, r, w: build_decoder(d, r, w, EXAONE),

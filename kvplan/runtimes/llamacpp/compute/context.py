@@ -93,6 +93,8 @@ class GraphContext:
         #: the layer being built (INPUT_LAYER before the first, OUTPUT_LAYER after the last): its weights are
         #: that layer's, its norms are pinned to that layer's device
         self.il = INPUT_LAYER
+        #: res->t_inp_embd: the input embeddings as build_inp_embd leaves them (before any scale)
+        self.t_inp_embd: Tensor | None = None
 
     @property
     def il(self) -> int:
@@ -129,13 +131,21 @@ class GraphContext:
 
     # --- inputs
 
-    def inp_embd(self, n_embd: int, n_vocab: int, scale: float = 0.0) -> Tensor:
+    def inp_embd(self, n_embd: int, n_vocab: int, scale: float = 0.0, n_embd_inp: int = 0) -> Tensor:
+        """build_inp_embd: the tokens' rows (padded to n_embd_inp where the input is wider: Qwen3-VL's deepstack,
+        the input itself then viewed n_embd wide as res->t_inp_embd) or the embeddings input."""
+        wide = n_embd_inp if n_embd_inp > n_embd else n_embd
         tokens = ggml.inp("i32", (self.n_tokens,), "inp_tokens")
-        embd = ggml.inp("f32", (n_embd, self.n_tokens), "inp_embd")
+        embd = ggml.inp("f32", (wide, self.n_tokens), "inp_embd")
         cur = ggml.get_rows(self.wt(n_embd, n_vocab, name="token_embd"), tokens)
         cur.name = "token_embd"
+        if wide > n_embd:
+            cur = ggml.pad(cur, wide)
         self.gf.expand(cur)  # ggml_build_forward_select: both paths, the tokens' first
         self.gf.expand(embd)
+        if wide > n_embd:
+            cur = ggml.view(cur, (n_embd, self.n_tokens), (cur.nb[1],), 0)
+        self.t_inp_embd = cur
         if scale:
             cur = ggml.unary(cur, "SCALE")
         self.gf.expand(cur)

@@ -274,6 +274,11 @@ def sum_rows(a: Tensor) -> Tensor:
     return new(a.type, (1, a.ne[1], a.ne[2], a.ne[3]), "SUM_ROWS", (a,))
 
 
+def pad(a: Tensor, ne0: int) -> Tensor:
+    """ggml_pad along the first dimension: a new tensor ne0 wide."""
+    return new(a.type, (ne0, a.ne[1], a.ne[2], a.ne[3]), "PAD", (a,))
+
+
 def mean(a: Tensor) -> Tensor:
     """ggml_mean: f32, one value per row."""
     return new("f32", (1, a.ne[1], a.ne[2], a.ne[3]), "MEAN", (a,))
