@@ -347,6 +347,23 @@ REAL_MODELS: dict[str, dict] = {
             "{arch}.n_deepstack_layers": 3,
         },
     ),
+    # Phi-3.5-MoE (config.json: 32 layers, hidden 4096, 32 heads / 8 KV, 16 experts of 6400, 2 used, vocabulary
+    # 32064, layer norms)
+    "phi-3.5-moe": _moe(
+        _dense(
+            "phimoe",
+            32,
+            4096,
+            32,
+            8,
+            131072,
+            ff=6400,
+            **{"{arch}.vocab_size": 32064, "{arch}.attention.layer_norm_epsilon": 1e-5},
+        ),
+        16,
+        2,
+        6400,
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

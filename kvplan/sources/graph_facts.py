@@ -108,12 +108,12 @@ def _jamba_dense(c: Mapping[str, object]) -> frozenset[int]:
 
 
 #: architectures whose converter derives widths this port does not follow yet (LFM2's block_auto_adjust_ff_dim,
-#: ERNIE 4.5 MoE's and Qwen3-Omni's expert widths, dots.llm1's and MiniMax-01's MoE keys): from their config.json
-#: no graph is built — "widths not known" rather than a wrong compute buffer (a GGUF gives them)
+#: ERNIE 4.5 MoE's, Qwen3-Omni's and PhiMoE's expert widths, dots.llm1's and MiniMax-01's MoE keys): from their
+#: config.json no graph is built — "widths not known" rather than a wrong compute buffer (a GGUF gives them)
 WIDTHS_NOT_PORTED = frozenset({
     "Lfm2ForCausalLM", "LFM2ForCausalLM", "Lfm2Model", "Lfm2BidirectionalModel", "Lfm2MoeForCausalLM",
     "Dots1ForCausalLM", "Ernie4_5_MoeForCausalLM", "MiniMaxM1ForCausalLM", "MiniMaxText01ForCausalLM",
-    "Qwen3OmniMoeForConditionalGeneration",
+    "Qwen3OmniMoeForConditionalGeneration", "PhiMoEForCausalLM",
 })  # fmt: skip
 
 

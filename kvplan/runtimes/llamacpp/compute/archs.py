@@ -1610,6 +1610,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
+    "phimoe": build_phi3,  # llama_model_phimoe's graph is llama_model_phi3::graph
     "olmo2": build_olmo2,
     "gpt-oss": build_openai_moe,
     "glm4moe": build_glm4_moe,
