@@ -364,6 +364,23 @@ REAL_MODELS: dict[str, dict] = {
         2,
         6400,
     ),
+    # Nemotron-Mini-4B (config.json: 32 layers, hidden 3072, 24 heads / 8 KV of 128, half of each head rotated,
+    # a 9216-wide ReLU² feed-forward, vocabulary 256000, layer norms)
+    "nemotron-mini-4b": _dense(
+        "nemotron",
+        32,
+        3072,
+        24,
+        8,
+        4096,
+        head_dim=128,
+        ff=9216,
+        **{
+            "{arch}.vocab_size": 256000,
+            "{arch}.rope.dimension_count": 64,
+            "{arch}.attention.layer_norm_epsilon": 1e-5,
+        },
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

@@ -1332,9 +1332,10 @@ def build_exaone4(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
-def build_starcoder2(d: Dims, r: Reserve, w: Weights) -> Graph:
+def build_starcoder2(d: Dims, r: Reserve, w: Weights, relu_sqr: bool = False) -> Graph:
     """llama_model_starcoder2::graph (src/models/starcoder2.cpp): layer norms with biases, attention with its output
-    bias, a GELU feed-forward (up and down, with biases)."""
+    bias, a GELU feed-forward (up and down, with biases); with `relu_sqr`, llama_model_nemotron::graph
+    (nemotron.cpp): the same with ReLU²."""
     g = GraphContext(r, w)
     inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
     for il in g.layers(d.n_layer):
@@ -1348,6 +1349,8 @@ def build_starcoder2(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = ggml.mul_mat(g.wt(d.n_embd, d.n_ff, name="ffn_up"), cur)
         b = g.opt("ffn_up.bias", d.n_ff)
         cur = ggml.unary(ggml.binary("ADD", cur, b) if b is not None else cur)
+        if relu_sqr:
+            cur = ggml.unary(cur, "SQR")
         cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur)
         b = g.opt("ffn_down.bias", d.n_embd)
         cur = ggml.binary("ADD", cur, b) if b is not None else cur
@@ -1605,6 +1608,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "ernie4_5-moe": build_ernie4_5_moe,
     "dots1": build_dots1,
     "starcoder2": build_starcoder2,
+    "nemotron": lambda d, r, w: build_starcoder2(d, r, w, relu_sqr=True),
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
