@@ -381,6 +381,8 @@ REAL_MODELS: dict[str, dict] = {
             "{arch}.attention.layer_norm_epsilon": 1e-5,
         },
     ),
+    # Gemma 7B (config.json: 28 layers, hidden 3072, 16 heads / 16 KV of 256, 24576-wide, vocabulary 256000)
+    "gemma-7b": _dense("gemma", 28, 3072, 16, 16, 8192, head_dim=256, ff=24576, **{"{arch}.vocab_size": 256000}),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

@@ -1402,6 +1402,30 @@ def build_dots1(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_gemma(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_gemma::graph (src/models/gemma.cpp): Gemma 1, the embeddings scaled, Q scaled after RoPE, a
+    GELU-gated feed-forward, no post norms or soft-capping."""
+    g = GraphContext(r, w)
+    inp_l = ggml.unary(g.inp_embd(d.n_embd, d.n_vocab), "SCALE")
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = ggml.unary(ggml.rope(q, pos, None), "SCALE")
+        k = ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_l = _last_outputs(d, il, out_ids, cur, inp_l)
+        sa_out = ggml.binary("ADD", cur, inp_l)
+        cur = g.norm(sa_out, g.wt(d.n_embd, name="ffn_norm"))
+        cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, sa_out)
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1611,6 +1635,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "nemotron": lambda d, r, w: build_starcoder2(d, r, w, relu_sqr=True),
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
+    "gemma": build_gemma,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
