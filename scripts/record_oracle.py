@@ -383,6 +383,10 @@ REAL_MODELS: dict[str, dict] = {
     ),
     # Gemma 7B (config.json: 28 layers, hidden 3072, 16 heads / 16 KV of 256, 24576-wide, vocabulary 256000)
     "gemma-7b": _dense("gemma", 28, 3072, 16, 16, 8192, head_dim=256, ff=24576, **{"{arch}.vocab_size": 256000}),
+    # Hunyuan-7B (config.json: 32 layers, hidden 4096, 32 heads / 8 KV of 128, 14336-wide, vocabulary 128167)
+    "hunyuan-7b": _dense(
+        "hunyuan-dense", 32, 4096, 32, 8, 262144, head_dim=128, ff=14336, **{"{arch}.vocab_size": 128167}
+    ),
     "phi-4": _dense("phi3", 40, 5120, 40, 10, 16384, ff=17920),
     "phi-3-mini-4k": _dense("phi3", 32, 3072, 32, 32, 4096, ff=8192, **{"{arch}.attention.sliding_window": 2047}),
     "command-r-v01": _dense(

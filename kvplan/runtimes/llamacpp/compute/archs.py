@@ -1426,6 +1426,34 @@ def build_gemma(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
+    RoPE factors, Q and K normed after RoPE, SwiGLU; one position per token even where the file sets RoPE
+    sections (as recorded from llama.cpp on its tiny model, which sets them)."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        factors = g.opt("rope_freqs", d.head_k // 2)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 #: llama_model_gemma3n's constants (src/llama-hparams.h: n_altup, i_altup_act, laurel_rank, n_embd_altup, not read
 #: from the file; src/models/models.h: n_layer_sparsity)
 _ALTUP, _ALTUP_ACT, _LAUREL_RANK, _EMBD_ALTUP, _SPARSE_LAYERS = 4, 0, 64, 256, 10
@@ -1636,6 +1664,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "lfm2moe": build_lfm2,
     "gemma3": build_gemma3,
     "gemma": build_gemma,
+    "hunyuan-dense": build_hunyuan_dense,
     "gemma3n": lambda d, r, w: _Gemma3n(d, r, w).build(),
     "gemma2": lambda d, r, w: build_gemma3(d, r, w, gemma2=True),
     "phi3": build_phi3,
