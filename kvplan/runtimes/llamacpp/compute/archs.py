@@ -313,6 +313,16 @@ def _qkv_normed_over_heads(g: GraphContext, d: Dims, cur: Tensor, pos: Tensor) -
     return q, k, ggml.reshape(outs[2], d.head_v, d.n_head_kv, n_tok)
 
 
+def _post_normed_ffn(g: GraphContext, d: Dims, cur: Tensor, inp_sa: Tensor) -> Tensor:
+    """olmo2.cpp's and exaone4.cpp's second half: the attention's post-norm and residual, the SwiGLU feed-forward
+    without a pre-norm, its post-norm (build_norm(..., -1): not pinned) and residual."""
+    cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
+    ffn_inp = ggml.binary("ADD", cur, inp_sa)
+    cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
+    cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)
+    return ggml.binary("ADD", cur, ffn_inp)
+
+
 def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_olmo2::graph<iswa> (src/models/olmo2.cpp): no pre-norms; Q and K normed over all their heads
     before RoPE; a norm after the attention and after the SwiGLU feed-forward."""
@@ -328,11 +338,7 @@ def build_olmo2(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = g.attn_kv(layer_kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k,
                         d.head_v, iswa=iswa)  # fmt: skip
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
-        cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
-        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)
-        inp_l = ggml.binary("ADD", cur, ffn_inp)
+        inp_l = _post_normed_ffn(g, d, cur, inp_sa)
     return _lm_head(g, d, inp_l)
 
 
@@ -1324,11 +1330,7 @@ def build_exaone4(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = g.attn_kv(kv_swa if iswa and d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
                         d.n_head_kv, d.head_k, d.head_v, iswa=iswa)  # fmt: skip
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
-        cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=False)
-        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)
-        inp_l = ggml.binary("ADD", cur, ffn_inp)
+        inp_l = _post_normed_ffn(g, d, cur, inp_sa)
     return _lm_head(g, d, inp_l)
 
 
