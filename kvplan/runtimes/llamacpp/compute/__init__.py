@@ -5,7 +5,7 @@ tests/fixtures/oracle/compute_graph.json); other architectures have no graph her
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 
 from kvplan.model import ModelDescription
@@ -45,16 +45,15 @@ def reserve_for(p: MemoryPlan) -> Reserve:
     init_full() presents them (every cell)."""
     c = p.context
     n_tokens = n_outputs = min(c.n_ctx, c.n_ubatch)
-    n_seqs = c.n_seq
-    if n_tokens % n_seqs:
-        n_tokens = (n_tokens + n_seqs - 1) // n_seqs * n_seqs
+    if n_tokens % c.n_seq:
+        n_tokens = (n_tokens + c.n_seq - 1) // c.n_seq * c.n_seq
     attn = [x for x in p.caches if x.kind is CacheKind.ATTENTION]
     recr = [x for x in p.caches if x.kind is CacheKind.RECURRENT]
     swa = [x for x in attn if x.name in _WINDOWS]
     full = [x for x in attn if x.name not in _WINDOWS]
     return Reserve(
         n_tokens=n_tokens,
-        n_seqs=n_seqs,
+        n_seqs=c.n_seq,
         n_outputs=min(n_outputs, c.n_batch),
         flash_attn=c.flash_attn is FlashAttn.ON,
         kv_unified=c.kv_unified,
@@ -85,8 +84,8 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         return None
     n_expert = g.n_expert or m.n_expert
     n_used = g.n_expert_used or m.n_expert_used
-    no_ffn = g.n_ff <= 0 and m.arch not in _NO_FFN and not any(la.n_ff for la in layers)
-    if g.n_vocab <= 0 or m.n_embd <= 0 or (n_expert and not 0 < n_used <= n_expert) or (not n_expert and no_ffn):
+    ff_unknown = g.n_ff <= 0 and m.arch not in _NO_FFN and not any(la.n_ff for la in layers)
+    if g.n_vocab <= 0 or m.n_embd <= 0 or (n_expert and not 0 < n_used <= n_expert) or (not n_expert and ff_unknown):
         return None
     d = Dims(
         n_embd=m.n_embd,
@@ -194,11 +193,7 @@ def no_graph_reason(p: MemoryPlan) -> str:
 def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
     """llama.cpp's compute buffer on the CPU backend (every layer on the CPU), or None where kvplan has no graph
     for the architecture."""
-    classes = _layer_classes(p)
-    if classes is None:
-        return None
-    short = kept(classes[0])
-    g = graph_of(p, short if len(short) < p.model.n_layer else ())
+    g = _shortened(p)
     if g is None:
         return None
     alloc = GraphAllocator()
@@ -217,7 +212,7 @@ def device_compute_buffers(
     """llama.cpp's compute buffer on every device of a placement, then the host's (the CPU backend's), as its
     scheduler splits the graph over them with the devices' `rules` (RPC: the CPU backend's, recorded; CUDA: read
     from ggml-cuda), or None where kvplan has no graph for the architecture."""
-    g = _shortened(p, placement, weight_bytes or {})
+    g = _shortened(p, placement, weight_bytes)
     if g is None:
         return None
     sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens, rules, weight_bytes).reserve(g)
@@ -234,8 +229,8 @@ _CLASSES: dict[tuple[int, Reserve], tuple[ModelDescription, _Classes]] = {}
 
 def _layer_classes(p: MemoryPlan) -> _Classes | None:
     """Which layers' graphs are alike (layers.structure), the graph's weight names, and each layer's, or None
-    without a graph.
-    Kept per model and reserve up to the cache sizes, which every layer of a cache shares (a solver's contexts)."""
+    without a graph; kept per model and reserve up to the cache sizes, which every layer of a cache shares (a
+    solver's contexts)."""
     key = (id(p.model), replace(reserve_for(p), kv_size=0, kv_size_swa=0, n_ctx_seq=0))
     hit = _CLASSES.get(key)
     if hit is not None and hit[0] is p.model:
@@ -251,17 +246,23 @@ def _layer_classes(p: MemoryPlan) -> _Classes | None:
     return found
 
 
-def _shortened(p: MemoryPlan, placement: Placement, weight_bytes: Mapping[str, int]) -> Graph | None:
-    """The graph with its repeating layers shortened where their placement repeats too (layers.py)."""
+def _shortened(
+    p: MemoryPlan, placement: Placement | None = None, weight_bytes: Mapping[str, int] | None = None
+) -> Graph | None:
+    """The graph with its repeating layers shortened (layers.py): where they repeat, and where a `placement` is
+    given, where their placement repeats too."""
     classes = _layer_classes(p)
     if classes is None:
         return None
     n_layer = p.model.n_layer
-    if len(placement.where) <= n_layer:  # (where: the trunk's layers, any MTP block's, then the output layer)
-        return graph_of(p)
     codes, names, layer_names = classes
-    moved = destinations(placement.rules, names) if placement.rules else {}
-    short = kept(list(zip(codes, placed(placement.where, layer_names, moved, weight_bytes), strict=True)))
+    sigs: list[Hashable] = list(codes)
+    if placement is not None:
+        if len(placement.where) <= n_layer:  # (where: the trunk's layers, any MTP block's, then the output layer)
+            return graph_of(p)
+        moved = destinations(placement.rules, names) if placement.rules else {}
+        sigs = list(zip(codes, placed(placement.where, layer_names, moved, weight_bytes or {}), strict=True))
+    short = kept(sigs)
     return graph_of(p, short if len(short) < n_layer else ())
 
 

@@ -96,11 +96,12 @@ EXAONE = Decoder(rope_factors=True, ffn_scale=False)
 ARCEE = Decoder(rope_factors=True, ffn_scale=False, relu_sqr=True)
 
 
-def _kv_inputs(g: GraphContext, d: Dims, iswa: bool) -> tuple[KVInputs, KVInputs]:
-    """build_attn_inp_kv, or build_attn_inp_kv_iswa's pair (the full cache's inputs, then the window cache's)."""
+def _kv_inputs(g: GraphContext, d: Dims, iswa: bool, rot: bool = True) -> tuple[KVInputs, KVInputs]:
+    """build_attn_inp_kv, or build_attn_inp_kv_iswa's pair (the full cache's inputs, then the window cache's);
+    `rot` off: without the Hadamard rotation inputs (a hybrid iSWA memory's)."""
     n_v = d.head_v * d.n_head_kv
-    kv = g.attn_inp_kv(g.r.kv_size, d.head_k, d.head_v, n_v)
-    return kv, (g.attn_inp_kv(g.r.kv_size_swa, d.head_k, d.head_v, n_v) if iswa else kv)
+    kv = g.attn_inp_kv(g.r.kv_size, d.head_k, d.head_v, n_v, rot)
+    return kv, (g.attn_inp_kv(g.r.kv_size_swa, d.head_k, d.head_v, n_v, rot) if iswa else kv)
 
 
 def _last_outputs(d: Dims, il: int, out_ids: Tensor, cur: Tensor, residual: Tensor) -> tuple[Tensor, Tensor]:
@@ -1229,10 +1230,8 @@ def build_lfm2(d: Dims, r: Reserve, w: Weights) -> Graph:
     g.gf.expand(inp_l)
     iswa = any(d.swa)
     rs = g.rs_inp()
-    attn = _kv_inputs(g, d, iswa) if not all(d.recurrent) else None
-    if attn is not None and iswa:  # build_inp_mem_hybrid_iswa builds no Hadamard rotation inputs
-        for inputs in attn:
-            inputs.k_rot = inputs.v_rot = None
+    # (build_inp_mem_hybrid_iswa builds no Hadamard rotation inputs)
+    attn = _kv_inputs(g, d, iswa, rot=not iswa) if not all(d.recurrent) else None
     pos = g.inp_pos()
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):

@@ -157,16 +157,16 @@ class GraphContext:
     def inp_out_ids(self) -> Tensor:
         return ggml.inp("i32", (self.r.n_outputs,), "out_ids")
 
-    def attn_inp_kv(self, kv_size: int, head_k: int, head_v: int, n_embd_v_gqa_max: int) -> KVInputs:
-        """build_attn_inp_kv_impl: k/v row indices, the KQ mask and the rotation inputs of one cache."""
+    def attn_inp_kv(self, kv_size: int, head_k: int, head_v: int, n_embd_v_gqa_max: int, rot: bool = True) -> KVInputs:
+        """build_attn_inp_kv_impl: k/v row indices, the KQ mask and the rotation inputs of one cache (`rot` off:
+        build_inp_mem_hybrid_iswa, which builds none)."""
         r = self.r
         k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
         v_rows = r.n_tokens if r.flash_attn else r.n_tokens * n_embd_v_gqa_max
         v_idxs = ggml.inp("i64", (v_rows,), "attn_inp_v_idxs")
-        return KVInputs(
-            kv_size, k_idxs, v_idxs, self._kq_mask(kv_size), self._rot(r.type_k, head_k, True),
-            self._rot(r.type_v, head_v, False),
-        )  # fmt: skip
+        k_rot = self._rot(r.type_k, head_k, True) if rot else None
+        v_rot = self._rot(r.type_v, head_v, False) if rot else None
+        return KVInputs(kv_size, k_idxs, v_idxs, self._kq_mask(kv_size), k_rot, v_rot)
 
     def rs_inp(self) -> RSInputs:
         """build_rs_inp_impl over init_full() (n_rs = the cache's size, head 0)."""
