@@ -93,6 +93,10 @@ class TensorWeights:
     expert_bytes: tuple[int, ...] = ()
     #: every tensor: (name, layer: -1 the input layer, -2 the output layer; bytes), for -ot overrides
     tensors: tuple[tuple[str, int, int], ...] = ()
+    #: (name, layer, bytes) of what a CUDA buffer allocates for a tensor beyond its bytes: a quantized tensor's last
+    #: row padded to a multiple of 512 values (ggml_backend_cuda_buffer_type_get_alloc_size), then each tensor
+    #: 128-byte aligned in the buffer (ggml-alloc.c alloc_tensor_range); only the tensors where that is not 0
+    cuda_extra: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def total_bytes(self) -> int:

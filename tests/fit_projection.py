@@ -16,6 +16,14 @@ _SWITCHES = {"-cmoe": "cpu_moe", "--swa-full": "swa_full", "-nkvo": "no_kv_offlo
 def projected(model: ModelDescription, devices: list[int], args: list[str], backend: str = "cpu") -> dict[str, int]:
     """kvplan's compute per device as llama.cpp's fit measures it, for llama-fit-params's flags (`backend` cpu:
     the RPC devices' rules; cuda: CUDA's)."""
+    return {name: cols[2] for name, cols in projected_columns(model, devices, args, backend).items()}
+
+
+def projected_columns(
+    model: ModelDescription, devices: list[int], args: list[str], backend: str = "cpu"
+) -> dict[str, list[int]]:
+    """Each device's [weights, KV / state, compute] as llama.cpp's fit measures them (its model, context and
+    compute columns), then the host's."""
     from kvplan.capacity.llamacpp import LlamaCppRuntime
     from kvplan.capacity.llamacpp_settings import settings_for
     from kvplan.capacity.request import Origin, Raw
@@ -38,6 +46,6 @@ def projected(model: ModelDescription, devices: list[int], args: list[str], back
     o = req.llamacpp
     placed = target.place(settings_for(o, o.backend or Backend.CUDA))
     assert placed.compute_basis.startswith("llama.cpp's graph split")
-    out = {f"RPC{i}": g.compute_bytes for i, g in enumerate(placed.gpus)}
-    out["Host"] = placed.host.compute_bytes
+    out = {f"RPC{i}": [g.weight_bytes, g.kv_bytes, g.compute_bytes] for i, g in enumerate(placed.gpus)}
+    out["Host"] = [placed.host.weight_bytes, placed.host.kv_bytes, placed.host.compute_bytes]
     return out

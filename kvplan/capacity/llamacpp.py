@@ -48,6 +48,8 @@ from kvplan.units import GIB
 #: at ubatch 512); the part that grows with the context is compute_buffer() below
 DEFAULT_OVERHEAD_BYTES = 1 * GIB
 COMPUTE_BASIS = "llama.cpp's graph split over the devices (ports of its scheduler and allocator)"
+#: how far CUDA's rules are proven (tests/runtimes/llamacpp/compute/test_cuda_recorded.py, test_cuda_graph_recorded.py)
+CUDA_RULES = "CUDA's rules, recorded on an H200 (122 of 122 single-GPU placements equal)"
 #: what a GPU's total memory holds that llama.cpp does not see free, where the compute is kvplan's own: an
 #: estimate from public startup logs (total − free reported before loading: RTX 4090 24,563 − 23,040 MiB,
 #: llama.cpp issue #27680 and Ollama issue #8923; H100 80 GB 79.65 − 78.6 GiB, Ollama issue #8098): 1.05 to
@@ -185,6 +187,7 @@ class Target:
 
     def _place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
         model, weights, memory = self.model, self.weights, self.memory
+        own_plan = p is None  # (a draft's plan is given: its caches stay as planned)
         p = p or plan(model, settings)
         # all zero (or none): llama.cpp's default split, by each device's memory (load_tensors' all_zero)
         splits = self.splits if self.splits and any(self.splits) else [float(m) for m in memory]
@@ -201,9 +204,15 @@ class Target:
                 w[-1] += e
             w[where[-1]] += weights.output_bytes
             w[-1] += weights.input_bytes
-        for cache in p.caches:
-            for il, b in zip(cache.layers, cache.layer_bytes, strict=True):
-                kv[-1 if self.no_kv_offload else where[min(il, len(where) - 1)]] += b
+        if weights.cuda_extra and p.context.backend is not Backend.CPU:
+            self._cuda_extra(weights, where, w)
+        host_caches = None  # a layer's cache in host memory is a CPU buffer's (llama_kv_cache: no CUDA padding)
+        if own_plan and p.context.backend is not Backend.CPU and (self.no_kv_offload or -1 in where):
+            host_caches = plan(model, dataclasses.replace(settings, backend=Backend.CPU)).caches
+        for ic, cache in enumerate(p.caches):
+            for j, (il, b) in enumerate(zip(cache.layers, cache.layer_bytes, strict=True)):
+                d = -1 if self.no_kv_offload else where[min(il, len(where) - 1)]
+                kv[d] += host_caches[ic].layer_bytes[j] if d == -1 and host_caches is not None else b
         computes = [0] * (n + 1)
         parts: list[tuple[tuple[str, int], ...]] = [()] * (n + 1)
         exact = self._compute_exact(p, where, computes, parts) if self.overhead is None else None
@@ -260,7 +269,7 @@ class Target:
             return None
         for i, c in enumerate(got):
             out[i], parts[i] = c.bytes, c.parts
-        return COMPUTE_BASIS if backend_rules.recorded else f"{COMPUTE_BASIS}; CUDA's rules from its source"
+        return COMPUTE_BASIS if backend_rules is RPC else f"{COMPUTE_BASIS}; {CUDA_RULES}"
 
     def _override_rules(self) -> list[tuple[re.Pattern[str], int]]:
         """The tensor buffer overrides in llama.cpp's order: -ot's (pattern → GPU index, -1 for the host), then
@@ -281,6 +290,17 @@ class Target:
         for name, il, b in weights.tensors:
             home = -1 if il == -1 else where[-1] if il == -2 else where[il]
             w[moved.get(name, home)] += b
+
+    def _cuda_extra(self, weights: Weights, where: list[int], w: list[int]) -> None:
+        """CUDA's buffers pad each quantized tensor's last row (TensorWeights.cuda_extra): on the GPUs only."""
+        from kvplan.runtimes.llamacpp.overrides import destinations
+
+        rules = self._override_rules()
+        moved = destinations(rules, tuple(name for name, _il, _b in weights.cuda_extra)) if rules else {}
+        for name, il, pad in weights.cuda_extra:
+            d = moved.get(name, -1 if il == -1 else where[-1] if il == -2 else where[il])
+            if d != -1:
+                w[d] += pad
 
     def fitting(self, settings: LlamaCppSettings) -> Placement | None:
         """The placement if llama.cpp accepts the settings and every GPU has room, else None."""

@@ -73,6 +73,8 @@ class Weights:
     basis: str
     expert_bytes: tuple[int, ...] = ()  # of each layer's bytes, its MoE experts' (exact weights only)
     tensors: tuple[tuple[str, int, int], ...] = ()  # (name, layer | -1 input | -2 output, bytes): exact only
+    #: (name, layer, bytes) a CUDA buffer adds to a quantized tensor's last row (TensorWeights.cuda_extra)
+    cuda_extra: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -117,6 +119,7 @@ def model_weights(
             "exact: the GGUF's tensor sizes",
             tw.expert_bytes,
             tw.tensors,
+            tw.cuda_extra,
         )
     if model.n_params is None:
         raise BadInputError(
@@ -161,6 +164,7 @@ def without_layers(weights: Weights, layers: range) -> Weights:
         layer_bytes=tuple(0 if il in drop else b for il, b in enumerate(weights.layer_bytes)),
         expert_bytes=tuple(0 if il in drop else b for il, b in enumerate(weights.expert_bytes)),
         tensors=tuple(t for t in weights.tensors if t[1] not in drop),
+        cuda_extra=tuple(t for t in weights.cuda_extra if t[1] not in drop),
     )
 
 

@@ -25,6 +25,12 @@ class GGMLType:
         return self.block_elements > 1
 
 
+#: MATRIX_ROW_PADDING (ggml-cuda/common.cuh): a CUDA buffer pads a quantized tensor's last row to a multiple of
+#: this many values (ggml_backend_cuda_buffer_type_get_alloc_size), weights and compute tensors alike
+CUDA_MATRIX_ROW_PADDING = 512
+#: ggml_backend_cuda_buffer_type_get_alignment
+CUDA_BUFFER_ALIGNMENT = 128
+
 _TABLE = [
     (0, "f32", 1, 4),
     (1, "f16", 1, 2),

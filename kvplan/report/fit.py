@@ -412,8 +412,9 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
         )
     elif graph.startswith(COMPUTE_BASIS):
         basis = (
-            "kvplan's compute per GPU, llama.cpp's graph split over the GPUs with CUDA's rules read from its source "
-            "(not recorded on a GPU); measure with llama-fit-params --fit-print on and pass --overhead to check"
+            "kvplan's compute per GPU, llama.cpp's graph split over the GPUs with CUDA's buffer rules (its compute "
+            "buffers recorded on an H200: 122 of 122 single-GPU placements equal); the CUDA context is an estimate: "
+            "measure with llama-fit-params --fit-print on and pass --overhead to check"
         )
     else:
         basis = (

@@ -7,6 +7,8 @@ import os
 import re
 
 from kvplan.errors import GGUFError
+from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT, GGML_TYPES_BY_ID
+from kvplan.facts.ggml_types import CUDA_MATRIX_ROW_PADDING as MATRIX_ROW_PADDING
 from kvplan.model import ModelDescription, TensorWeights
 from kvplan.sources.gguf_reader import GGUFFile, TensorInfo, read_gguf
 from kvplan.sources.metadata import describe
@@ -111,9 +113,22 @@ def tensor_weights(tensors: list[TensorInfo], n_layer_all: int) -> TensorWeights
         tied = next(t.n_bytes for t in tensors if t.name == "token_embd.weight")
         output_bytes += tied
         placed.append(("token_embd.weight", -2, tied))  # llama.cpp loads it again as the output (duplicated)
+    pads = {t.name: _cuda_extra(t) for t in tensors}
+    padding = tuple((name, il, pads[name]) for name, il, _b in placed if pads.get(name))
     return TensorWeights(
-        input_bytes, tuple(layers), output_bytes, tuple(experts) if any(experts) else (), tuple(placed)
+        input_bytes, tuple(layers), output_bytes, tuple(experts) if any(experts) else (), tuple(placed), padding
     )
+
+
+def _cuda_extra(t: TensorInfo) -> int:
+    """What a CUDA buffer allocates for the tensor beyond its bytes: a quantized last row padded to a multiple of
+    MATRIX_ROW_PADDING values, the whole aligned to the buffer's 128 bytes."""
+    kind = GGML_TYPES_BY_ID[t.ggml_type]
+    ne0 = t.shape[0] if t.shape else 1
+    size = t.n_bytes
+    if kind.is_quantized and ne0 % MATRIX_ROW_PADDING:
+        size += kind.row_bytes(MATRIX_ROW_PADDING - ne0 % MATRIX_ROW_PADDING)
+    return -(-size // CUDA_BUFFER_ALIGNMENT) * CUDA_BUFFER_ALIGNMENT - t.n_bytes
 
 
 #: llama.cpp's LLM_FFN_EXPS_REGEX (common/arg.cpp): the MoE expert tensors --cpu-moe / --n-cpu-moe move

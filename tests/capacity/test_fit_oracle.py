@@ -63,7 +63,8 @@ def _args(case: dict[str, Any]) -> dict[str, str]:
 
 
 def _settings(case: dict[str, Any]) -> dict[str, Any]:
-    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "fit": "off"}  # -fitp
+    # -fitp; the devices are RPC servers: the CPU backend's buffers (CUDA's pad quantized rows and align to 128)
+    settings: dict[str, Any] = {"memory": ",".join(f"{m}MiB" for m in case["devices"]), "fit": "off", "backend": "cpu"}
     for flag, value in _args(case).items():
         settings[_FLAGS[flag]] = value
     for flag, dest in _SWITCHES.items():
@@ -121,13 +122,15 @@ def test_mtp_blocks_are_loaded_only_for_the_mtp_draft(tmp_path: Path) -> None:
     nextn = sum(t.n_bytes for t in read_gguf(path, check_data_bounds=False).tensors if t.name.startswith("blk.46."))
     assert nextn > 1 << 30  # a whole MoE layer: 1.6 GiB
     model = kvplan.load_model(str(path))
-    plain = kvplan.fit(model, memory="80000MiB", ctx_size=8192).to_dict()["devices"]
-    mtp = kvplan.fit(model, memory="80000MiB", ctx_size=8192, mtp=True).to_dict()["devices"]
+    plain = kvplan.fit(model, memory="80000MiB", ctx_size=8192, backend="cpu").to_dict()["devices"]
+    mtp = kvplan.fit(model, memory="80000MiB", ctx_size=8192, mtp=True, backend="cpu").to_dict()["devices"]
     assert mtp[0]["weight_bytes"] - plain[0]["weight_bytes"] == nextn
     assert mtp[1]["weight_bytes"] == plain[1]["weight_bytes"]  # the host: token embeddings only
     # as a draft model (-md) it is loaded without them too: the draft's params inherit load_mtp from the main's
     main = sparse_fit_model(tmp_path / "llama.gguf", "llama-3.1-8b", "Q8_0")
-    doc = kvplan.fit(str(main), memory="200000MiB", ctx_size=8192, model_draft=str(path), fit="off").to_dict()
+    doc = kvplan.fit(
+        str(main), memory="200000MiB", ctx_size=8192, model_draft=str(path), fit="off", backend="cpu"
+    ).to_dict()
     total = sum(t.n_bytes for t in read_gguf(path, check_data_bounds=False).tensors)
     assert sum(d["weight_bytes"] for d in doc["llamacpp"]["draft"]["devices"]) == total - nextn
 
@@ -158,6 +161,7 @@ def test_llama_cpp_fit_answers_placed_by_kvplan(
         "memory": ",".join(f"{m}MiB" for m in case["devices"]),
         "ctx_size": int(args["-c"]),
         "fit": "off",  # the flags llama.cpp's fit chose, as given
+        "backend": "cpu",  # (RPC devices: the CPU backend's buffers)
     }
     if args.get("-ngl", "-1") != "-1":
         settings["n_gpu_layers"] = int(args["-ngl"])

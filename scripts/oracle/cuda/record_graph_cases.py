@@ -28,8 +28,10 @@ def main() -> None:
     doc = json.loads((ORACLE / "compute_graph.json").read_text())
     files = sorted({c["gguf"] for c in doc["cases"] if not c["gguf"].startswith(("REAL:", "GEN:"))})
     out: list[dict[str, object]] = []
-    rec = {"source": "scripts/oracle/cuda/record.sh (llama.cpp 2026-10-01, CUDA backend, harness no_alloc=1)",
-           "cases": out}
+    rec = {
+        "source": "scripts/oracle/cuda/record.sh (llama.cpp 2026-10-01, CUDA backend, harness no_alloc=1)",
+        "cases": out,
+    }
     total = len(files) * len(PASSES)
     for p in PASSES:
         params = {**BASE, **p}
@@ -40,8 +42,7 @@ def main() -> None:
                 return
             args = [f"{k}={v}" for k, v in params.items()] + ["no_alloc=1"]
             try:
-                done = subprocess.run([harness, str(ORACLE / name), *args], capture_output=True, text=True,
-                                      timeout=120)
+                done = subprocess.run([harness, str(ORACLE / name), *args], capture_output=True, text=True, timeout=120)
             except subprocess.TimeoutExpired:
                 out.append({"gguf": name, "params": params, "error": "timeout"})
                 continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
 from kvplan.runtimes.llamacpp.compute.tensor import FLAG_INPUT, FLAG_OUTPUT, INPLACE_OPS, Tensor
 
 SIZE_MAX = 2**64 - 1
@@ -110,7 +111,8 @@ class DynAllocator:
 @dataclass(frozen=True, slots=True)
 class BufferType:
     """What the allocator needs of a backend buffer type: its alignment, maximum buffer size and allocation size
-    (ggml_backend_buft_get_alloc_size: the tensor's bytes, except where `fa_f16_copies` says otherwise)."""
+    (ggml_backend_buft_get_alloc_size: the tensor's bytes, except where `fa_f16_copies` or `row_padding` say
+    otherwise)."""
 
     name: str
     alignment: int = 32
@@ -119,10 +121,21 @@ class BufferType:
     #: a FLASH_ATTN_EXT result also holds f16 copies of a K and V that are not f16, 128-byte aligned, where the
     #: MMA or tile kernel runs (batches of prompt tokens)
     fa_f16_copies: bool = False
+    #: CUDA's too ([TAG_ALLOC_SIZE_EXPAND]): a quantized tensor's last row padded to a multiple of this many values
+    #: (MATRIX_ROW_PADDING), so that its kernels may read past the end
+    row_padding: int = 0
 
     def alloc_size(self, t: Tensor) -> int:
-        if not self.fa_f16_copies or t.op != "FLASH_ATTN_EXT":
-            return t.nbytes
+        size = self._fa_size(t) if self.fa_f16_copies and t.op == "FLASH_ATTN_EXT" else t.nbytes
+        pad = self.row_padding
+        if pad and t.ne[0] % pad:
+            kind = GGML_TYPES_BY_NAME.get(t.type)
+            if kind is not None and kind.is_quantized:
+                size += kind.row_bytes(pad - t.ne[0] % pad)
+        return size
+
+    @staticmethod
+    def _fa_size(t: Tensor) -> int:
         size = t.nbytes
         k, v = t.srcs[1], t.srcs[2]
         if k is not None and k.type != "f16":

@@ -466,7 +466,7 @@ class GraphContext:
                 kq = ggml.unary(ggml.unary(ggml.unary(kq, "SCALE")), "SCALE")
             if kq_b is not None:
                 kq = ggml.binary("ADD", kq, kq_b)
-            kq = ggml.soft_max(kq, mask, sinks)
+            kq = ggml.soft_max(kq, mask, sinks, scaled=True)
             if not v_trans:
                 v = ggml.cont(ggml.transpose(v))
             kqv = ggml.mul_mat(v, kq)
@@ -520,7 +520,7 @@ class GraphContext:
         if gating == "softmax":
             probs = ggml.soft_max(logits, None)
         elif gating == "sigmoid":
-            probs = ggml.unary(logits)
+            probs = ggml.unary(logits, kind="sigmoid")
         elif gating == "softmax_weight":
             probs = logits
         else:

@@ -33,6 +33,20 @@ def _contiguous(type_: str, ne: Shape) -> tuple[int, int, int, int]:
     return (nb0, nb1, nb2, nb2 * ne[2])
 
 
+def is_contiguous(t: Tensor) -> bool:
+    """ggml_is_contiguous: rows packed, then each dimension of more than one element right after the last."""
+    size, blck = _type(t.type)
+    if t.ne[0] != blck and t.nb[0] != size:
+        return False
+    nxt = size * (t.ne[0] // blck)
+    for i in range(1, 4):
+        if t.ne[i] != 1:
+            if t.nb[i] != nxt:
+                return False
+            nxt *= t.ne[i]
+    return True
+
+
 def _nbytes(type_: str, ne: Shape, nb: Sequence[int]) -> int:
     """ggml_nbytes."""
     if min(ne) <= 0:
@@ -188,9 +202,12 @@ def cast(a: Tensor, type_: str) -> Tensor:
     return t
 
 
-def unary(a: Tensor, op: str = "UNARY") -> Tensor:
-    """ggml_norm, ggml_rms_norm, ggml_scale, ggml_silu, ggml_gelu, ...: a result shaped as `a`."""
-    return dup(a, op, (a,))
+def unary(a: Tensor, op: str = "UNARY", kind: str = "") -> Tensor:
+    """ggml_norm, ggml_rms_norm, ggml_scale, ggml_silu, ggml_gelu, ...: a result shaped as `a` (`kind`: the unary
+    function where a backend's rules read it, "sigmoid")."""
+    t = dup(a, op, (a,))
+    t.param = kind
+    return t
 
 
 def binary(op: str, a: Tensor, b: Tensor) -> Tensor:
@@ -203,11 +220,14 @@ def rope(a: Tensor, pos: Tensor, factors: Tensor | None) -> Tensor:
     return dup(a, "ROPE", (a, pos, factors) if factors is not None else (a, pos))
 
 
-def soft_max(a: Tensor, mask: Tensor | None, sinks: Tensor | None = None) -> Tensor:
+def soft_max(a: Tensor, mask: Tensor | None, sinks: Tensor | None = None, scaled: bool = False) -> Tensor:
+    """ggml_soft_max (`scaled`: ggml_soft_max_ext with a scale or ALiBi bias)."""
     srcs: tuple[Tensor | None, ...] = (a, mask) if sinks is None else (a, mask, sinks)
     while srcs and srcs[-1] is None:
         srcs = srcs[:-1]
-    return dup(a, "SOFT_MAX", srcs, a.name)
+    t = dup(a, "SOFT_MAX", srcs, a.name)
+    t.param = "scaled" if scaled else ""
+    return t
 
 
 def flash_attn_ext(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, sinks: Tensor | None = None) -> Tensor:

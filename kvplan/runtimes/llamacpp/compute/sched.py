@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kvplan.runtimes.llamacpp.compute.alloc import CPU, BufferType, GraphAllocator
+from kvplan.runtimes.llamacpp.compute.cuda import MATRIX_ROW_PADDING, alloc_deps, use_counts
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 from kvplan.runtimes.llamacpp.compute.tensor import (
     FLAG_INPUT,
@@ -37,6 +38,7 @@ from kvplan.runtimes.llamacpp.overrides import destinations
 
 #: GGML_SCHED_MAX_COPIES: the copies of each input with pipeline parallelism
 MAX_COPIES = 4
+GGML_MAX_SRC = 10
 _VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
 #: ops whose weights do not choose their backend (ggml_backend_sched_backend_id_from_cur)
 _NOT_BY_WEIGHT = frozenset({"ROPE", "FLASH_ATTN_EXT"})
@@ -54,18 +56,26 @@ class DeviceRules:
     alignment: int = 32
     offload_min_batch: int | None = None
     fa_f16_copies: bool = False
+    #: quantized rows padded to a multiple of this many values in its buffers (0: none)
+    row_padding: int = 0
+    #: its graph_optimize keeps the MoE fusions' tensors alive longer (cuda.py)
+    fusion_deps: bool = False
     recorded: bool = False
 
     def buffer_type(self, i: int) -> BufferType:
-        return BufferType(f"{self.name}{i}", self.alignment, fa_f16_copies=self.fa_f16_copies)
+        return BufferType(
+            f"{self.name}{i}", self.alignment, fa_f16_copies=self.fa_f16_copies, row_padding=self.row_padding
+        )
 
 
 #: a ggml RPC server's device (ggml-rpc.cpp): the CPU backend's buffers behind it, every op supported, no op offload
 RPC = DeviceRules("RPC", 32, recorded=True)
 #: ggml-cuda.cu (also HIP/ROCm, built from the same source): 128-byte buffers, op offload from 32 rows
 #: (ggml_backend_cuda_device_offload_op, get_op_batch_size; GGML_OP_OFFLOAD_MIN_BATCH), the flash-attention
-#: result's f16 K/V copies; its graph_optimize's allocation dependencies (MoE fusions) are not modelled
-CUDA = DeviceRules("CUDA", 128, 32, fa_f16_copies=True)
+#: result's f16 K/V copies and quantized rows padded to 512 values (ggml_backend_cuda_buffer_type_get_alloc_size),
+#: the MoE fusions' allocation dependencies (ggml_backend_cuda_graph_optimize: cuda.py). Recorded on an H200
+#: (tests/fixtures/oracle/compute_cuda.json); HIP's build is not
+CUDA = DeviceRules("CUDA", 128, 32, fa_f16_copies=True, row_padding=MATRIX_ROW_PADDING, fusion_deps=True, recorded=True)
 
 
 def op_batch_size(t: Tensor) -> int:
@@ -161,6 +171,14 @@ def _view_dep(t: Tensor) -> Tensor:
     """ggml_view_tensor(input) with src[0] = input: keeps the input alive until its copy is made."""
     root = t.view_src if t.view_src is not None else t
     return Tensor("NONE", t.type, t.ne, t.nb, t.nbytes, (t,), root, name=t.name + " (view)")
+
+
+def _keep_dep(keep: Sequence[Tensor]) -> Tensor:
+    """ggml_view_tensor(keep[0]) with the kept tensors as sources (up to GGML_MAX_SRC): an op-less node after the
+    `until` node, so that the allocator frees none of them before it."""
+    t = keep[0]
+    root = t.view_src if t.view_src is not None else t
+    return Tensor("NONE", t.type, t.ne, t.nb, t.nbytes, tuple(keep), root, name=t.name + " (kept)")
 
 
 class Scheduler:
@@ -343,13 +361,25 @@ class Scheduler:
             if b == -1:
                 ids[id(node)] = 0
 
-    def _copy_of(self, src: Tensor, name: str) -> Tensor:
-        """A split's copy of a source; a weight's is its real size."""
+    def _copy_of(self, src: Tensor, name: str, backend: int) -> Tensor:
+        """A split's copy of a source in a backend's buffer; a weight's is its real size (on a device, as the
+        device's buffer allocates it)."""
         cp = _dup_layout(src, name)
         if src.external and src.usage == USAGE_WEIGHTS:
             cp.nbytes = self.weight_bytes.get(gguf_name(src), src.nbytes)
+            if backend != self.cpu:
+                cp.nbytes = self._weight_alloc_size(src, cp.nbytes)
             cp.usage = USAGE_WEIGHTS  # (a copy in the compute buffer: only its role reads this)
         return cp
+
+    def _weight_alloc_size(self, w: Tensor, nbytes: int) -> int:
+        """A weight's bytes in a device buffer that pads quantized rows (the graph's weights carry shapes, not
+        types: a weight of neither 2 nor 4 bytes a value is quantized, and its padding costs its bytes per value,
+        exact since the padding is whole blocks)."""
+        pad, n = self.rules.row_padding, w.ne[0] * w.ne[1] * w.ne[2] * w.ne[3]
+        if pad and n and w.ne[0] % pad and nbytes not in (2 * n, 4 * n):
+            nbytes += nbytes * (pad - w.ne[0] % pad) // n
+        return nbytes
 
     def _needs_new_split(self, node: Tensor, cur_b: int, ids: dict[int, int]) -> bool:
         """A weight of the node on another backend whose buffer this one cannot read starts a new split."""
@@ -391,7 +421,7 @@ class Scheduler:
                     continue
                 made = copies.get((id(src), cur_b))
                 if made is None:
-                    made = [self._copy_of(src, f"{cur_b}#{src.name}#{c}") for c in range(self.n_copies)]
+                    made = [self._copy_of(src, f"{cur_b}#{src.name}#{c}", cur_b) for c in range(self.n_copies)]
                     if self.n_copies > 1:
                         for cp in made:
                             cp.flags |= FLAG_INPUT | FLAG_OUTPUT
@@ -437,14 +467,21 @@ class Scheduler:
         """The graph the allocator is given: each split's inputs (a view keeping the source alive, then its copy)
         before the split's nodes; the leafs: the copies (pipeline parallelism), then the graph's own."""
         out = SplitGraph([], [], [], [], new_srcs)
+        deps = self._alloc_deps(g.nodes, splits, new_srcs)
         for s in splits:
             assert s.inputs is not None
             for inp in s.inputs:
                 out.nodes += (_view_dep(inp), copies[(id(inp), s.backend)][0])
                 out.node_backends += (ids[id(inp)], s.backend)
             for j in range(s.i_start, s.i_end):
-                out.nodes.append(g.nodes[j])
-                out.node_backends.append(ids[id(g.nodes[j])])
+                node = g.nodes[j]
+                out.nodes.append(node)
+                out.node_backends.append(ids[id(node)])
+                keep = deps.get(id(node))
+                for k in range(0, len(keep) if keep else 0, GGML_MAX_SRC):
+                    assert keep is not None
+                    out.nodes.append(_keep_dep(keep[k : k + GGML_MAX_SRC]))
+                    out.node_backends.append(s.backend)
         if self.n_copies > 1:
             for leaf, made in graph_inputs:
                 out.leafs += made
@@ -460,6 +497,24 @@ class Scheduler:
             out.leaf_backends.append(ids[id(leaf)])
         self.n_splits = len(splits)
         return out
+
+    def _alloc_deps(
+        self, nodes: list[Tensor], splits: list[Split], new_srcs: dict[int, tuple[Tensor | None, ...]]
+    ) -> dict[int, list[Tensor]]:
+        """The devices' graph_optimize over their splits (ggml_backend_sched_split_graph, after the splits): the
+        tensors each node keeps alive (node id → kept tensors)."""
+        if not self.rules.fusion_deps:
+            return {}
+        uses = use_counts(nodes)
+
+        def srcs(t: Tensor) -> tuple[Tensor | None, ...]:
+            return new_srcs.get(id(t), t.srcs)
+
+        deps: dict[int, list[Tensor]] = {}
+        for s in splits:
+            if s.backend != self.cpu:
+                deps.update(alloc_deps(nodes, s.i_start, s.i_end, uses, srcs))
+        return deps
 
     def reserve(self, g: Graph) -> tuple[list[int], GraphAllocator]:
         """ggml_backend_sched_reserve_size: the compute buffer of every backend (devices, then the CPU)."""

@@ -81,6 +81,9 @@ class Tensor:
     usage: int = 0
     layer: int = INPUT_LAYER
     pin: int | None = None
+    #: an op's parameter where a backend's rules read it: a UNARY's function ("sigmoid"), a SOFT_MAX's "scaled"
+    #: (a scale or ALiBi bias other than ggml_soft_max's 1 and 0)
+    param: str = ""
     #: the layer being built when the tensor was made (layers.py compares the layers' graphs by it)
     born: int = field(default_factory=_building)
     # the graph allocator's state for this tensor (ggml-alloc.c's hash_node), reset by each reserve

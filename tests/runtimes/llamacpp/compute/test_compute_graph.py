@@ -7,59 +7,18 @@ file) across context, ubatch, -np / -kvu, cache types, -fa and
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FIXTURES
+from graph_cases import ORACLE, REAL, model_of, settings_of
 
-import kvplan
-from kvplan.model import ModelDescription
-from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings, plan
+from kvplan.runtimes.llamacpp import LlamaCppSettings, plan
 from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer
 from kvplan.runtimes.llamacpp.compute.archs import BUILDERS
-from kvplan.sources.graph_facts import graph_facts
 
-ORACLE = FIXTURES / "oracle"
 DOC = json.loads((ORACLE / "compute_graph.json").read_text())
 CASES: list[dict[str, Any]] = DOC["cases"]
-REAL = "REAL:gemma-3-270m-q4_k_m.gguf"
-
-
-@cache
-def _model(name: str) -> ModelDescription:
-    if name.startswith("GEN:"):  # made from a fixture's metadata and a real tensor list (tests/gguf_files.py)
-        import tempfile
-
-        from gguf_files import generated
-
-        return kvplan.load_model(str(generated(name.removeprefix("GEN:"), Path(tempfile.mkdtemp()))))
-    if name != REAL:
-        return kvplan.load_model(str(ORACLE / name))
-    meta = ORACLE / "file" / "gemma-3-270m-q4_k_m.meta.gguf"
-    infos = json.loads((ORACLE / "file" / "gemma-3-270m-q4_k_m.tensors.json").read_text())["tensors"]
-    from kvplan.sources.gguf_reader import read_gguf
-
-    kv = read_gguf(meta, check_data_bounds=False).kv
-    facts = graph_facts(kv, {n: tuple(shape) for n, _type, shape in infos})
-    return dataclasses.replace(kvplan.load_model(str(meta)), graph=facts)
-
-
-def _settings(p: dict[str, Any]) -> LlamaCppSettings:
-    return LlamaCppSettings(
-        n_ctx=p["n_ctx"],
-        n_seq=p["n_seq_max"],
-        kv_unified=bool(p["kv_unified"]),
-        n_batch=p["n_batch"],
-        n_ubatch=p["n_ubatch"],
-        type_k=p["type_k"],
-        type_v=p["type_v"],
-        flash_attn=FlashAttn.ON if p["fa"] == 1 else FlashAttn.OFF,
-        swa_full=bool(p["swa_full"]),
-    )
 
 
 def _fast(case: dict[str, Any]) -> bool:
@@ -68,7 +27,7 @@ def _fast(case: dict[str, Any]) -> bool:
 
 
 def test_the_recording_covers_every_builder() -> None:
-    archs = {_model(c["gguf"]).arch for c in CASES}
+    archs = {model_of(c["gguf"]).arch for c in CASES}
     assert archs == set(BUILDERS)
     assert len(CASES) >= 1000 and not any("error" in c for c in CASES)
     assert (
@@ -84,14 +43,14 @@ def test_the_recording_covers_every_builder() -> None:
     ids=[f"{c['gguf'].rsplit('/', 1)[-1]}-{i}" for i, c in enumerate(CASES)],
 )
 def test_compute_buffer_equals_llama_cpp(case: dict[str, Any]) -> None:
-    model = _model(case["gguf"])
-    got = cpu_compute_buffer(plan(model, _settings(case["params"])))
+    model = model_of(case["gguf"])
+    got = cpu_compute_buffer(plan(model, settings_of(case["params"])))
     assert got is not None
     assert got.bytes == case["compute_bytes"]["CPU"], case["params"]
 
 
 def test_the_real_file_headline() -> None:
     """Issue 24's own case: Gemma 3 270M at -c 4096 -ub 512 holds 539,494,400 B, the logits 512 MiB of it."""
-    got = cpu_compute_buffer(plan(_model(REAL), LlamaCppSettings(n_ctx=4096)))
+    got = cpu_compute_buffer(plan(model_of(REAL), LlamaCppSettings(n_ctx=4096)))
     assert got is not None and got.bytes == 539_494_400
     assert dict(got.parts)["logits"] == 262_144 * 512 * 4

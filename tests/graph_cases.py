@@ -1,0 +1,54 @@
+"""The fixture models and settings of the oracle's compute-graph recordings (compute_graph.json and the CUDA
+recordings made from its fixtures): a recorded case's model by its "gguf" name and its llama.cpp settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from helpers import FIXTURES
+
+import kvplan
+from kvplan.model import ModelDescription
+from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings
+from kvplan.sources.graph_facts import graph_facts
+
+ORACLE = FIXTURES / "oracle"
+#: Gemma 3 270M as the real file's own tensors (its metadata and tensor list are shipped)
+REAL = "REAL:gemma-3-270m-q4_k_m.gguf"
+
+
+@cache
+def model_of(name: str) -> ModelDescription:
+    if name.startswith("GEN:"):  # made from a fixture's metadata and a real tensor list (tests/gguf_files.py)
+        import tempfile
+
+        from gguf_files import generated
+
+        return kvplan.load_model(str(generated(name.removeprefix("GEN:"), Path(tempfile.mkdtemp()))))
+    if name != REAL:
+        return kvplan.load_model(str(ORACLE / name))
+    meta = ORACLE / "file" / "gemma-3-270m-q4_k_m.meta.gguf"
+    infos = json.loads((ORACLE / "file" / "gemma-3-270m-q4_k_m.tensors.json").read_text())["tensors"]
+    from kvplan.sources.gguf_reader import read_gguf
+
+    kv = read_gguf(meta, check_data_bounds=False).kv
+    facts = graph_facts(kv, {n: tuple(shape) for n, _type, shape in infos})
+    return dataclasses.replace(kvplan.load_model(str(meta)), graph=facts)
+
+
+def settings_of(p: dict[str, Any]) -> LlamaCppSettings:
+    return LlamaCppSettings(
+        n_ctx=p["n_ctx"],
+        n_seq=p["n_seq_max"],
+        kv_unified=bool(p["kv_unified"]),
+        n_batch=p["n_batch"],
+        n_ubatch=p["n_ubatch"],
+        type_k=p["type_k"],
+        type_v=p["type_v"],
+        flash_attn=FlashAttn.ON if p["fa"] == 1 else FlashAttn.OFF,
+        swa_full=bool(p["swa_full"]),
+    )
