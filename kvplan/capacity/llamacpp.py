@@ -292,11 +292,12 @@ class Target:
             w[moved.get(name, home)] += b
 
     def _cuda_extra(self, weights: Weights, where: list[int], w: list[int]) -> None:
-        """CUDA's buffers pad each quantized tensor's last row (TensorWeights.cuda_extra): on the GPUs only."""
+        """What CUDA's buffers allocate beyond each tensor's bytes (TensorWeights.cuda_extra): on the GPUs only
+        (the override patterns' matches are the ones _place_tensors finds, kept per names tuple)."""
         from kvplan.runtimes.llamacpp.overrides import destinations
 
-        rules = self._override_rules()
-        moved = destinations(rules, tuple(name for name, _il, _b in weights.cuda_extra)) if rules else {}
+        rules = self._override_rules() if self.overrides or self.n_cpu_moe else []
+        moved = destinations(rules, weights.names) if rules else {}
         for name, il, pad in weights.cuda_extra:
             d = moved.get(name, -1 if il == -1 else where[-1] if il == -2 else where[il])
             if d != -1:

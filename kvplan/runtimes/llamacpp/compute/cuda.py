@@ -14,6 +14,7 @@ A node's uses are counted over the whole graph as ggml_visit_parents_graph count
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 
 from kvplan.facts.ggml_types import CUDA_MATRIX_ROW_PADDING
@@ -51,16 +52,18 @@ def _can_fuse(
     if start + count > len(nodes):
         return False
     sub = nodes[start : start + count]
+    if any(node.op != op for node, op in zip(sub, ops, strict=True)):
+        return False
     ids = {id(n) for n in sub}
+    inside: dict[int, int] = {}  # uses by the subgraph's nodes (a node's users all come after it)
+    for node in sub:
+        for s in srcs(node):
+            if s is not None:
+                inside[id(s)] = inside.get(id(s), 0) + 1
     for i, node in enumerate(sub):
-        if node.op != ops[i]:
-            return False
         if start + i in outputs:
             continue
-        if node.flags & FLAG_OUTPUT:
-            return False
-        inside = sum(1 for other in sub[i + 1 :] for s in srcs(other) if s is node)
-        if inside != uses.get(id(node), 0):
+        if node.flags & FLAG_OUTPUT or inside.get(id(node), 0) != uses.get(id(node), 0):
             return False
         vs = node.view_src
         if vs is not None and id(vs) not in ids and not (vs.external and vs.usage == USAGE_WEIGHTS):
@@ -119,7 +122,9 @@ def _weighted_reduction(
 ) -> tuple[int, Tensor, list[Tensor]] | None:
     """ggml_cuda_match_moe_weighted_reduction: (node count, the last add, the tensors kept until it)."""
     first = nodes[i]
-    if first.op != "MUL" or first.type != "f32" or not is_contiguous(first):
+    if first.op != "MUL" or i + 1 >= len(nodes) or nodes[i + 1].op not in ("MUL", "VIEW"):
+        return None  # (a view of the product, or the second product, comes next: else nothing to match)
+    if first.type != "f32" or not is_contiguous(first):
         return None
     weighted, kept, mul_count = first, [], 1
     if i + 1 < len(nodes):  # (experts × expert scale) × router weights
@@ -215,45 +220,59 @@ def _should_use_topk_moe(gating: Tensor, logits: Tensor | None, weights: Tensor,
     return True
 
 
+#: the ops a fusion can start at: the weighted sum's first MUL, top-k routing's gating (an ARGSORT first is the
+#: delayed softmax, which graph_optimize leaves alone)
+_FIRST_OPS = frozenset({"MUL", "UNARY", "SOFT_MAX"})
+
+
+def candidates(nodes: Sequence[Tensor]) -> list[int]:
+    """The indices of the nodes a fusion can start at (one list per graph: the splits only cut it)."""
+    return [i for i, n in enumerate(nodes) if n.op in _FIRST_OPS]
+
+
 def alloc_deps(  # noqa: C901 - graph_optimize's loop over both fusions, in its order
-    nodes: Sequence[Tensor], start: int, end: int, uses: Mapping[int, int], srcs: Srcs
+    nodes: Sequence[Tensor], start: int, end: int, uses: Mapping[int, int], srcs: Srcs, starts: Sequence[int]
 ) -> dict[int, list[Tensor]]:
-    """ggml_backend_cuda_graph_optimize's allocation dependencies over one split (nodes[start:end]): for each
-    `until` node (by id), the tensors kept alive until it is computed, in the order they were added."""
-    deps: dict[int, list[Tensor]] = {}
+    """ggml_backend_cuda_graph_optimize's allocation dependencies over one split (nodes[start:end]; `starts`:
+    candidates(nodes)): for each `until` node (by id), the tensors kept alive until it is computed, in the order
+    they were added. A matched fusion's nodes are skipped, as graph_optimize's loop skips them."""
+    lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+    if lo == hi:
+        return {}
     split = nodes[start:end]
+    deps: dict[int, dict[int, Tensor]] = {}  # until → kept tensors by id, in the order added (each once)
 
     def add(t: Tensor | None, until: Tensor) -> None:
-        if t is None:
-            return
-        keep = deps.setdefault(id(until), [])
-        if not any(k is t for k in keep):
-            keep.append(t)
+        if t is not None:
+            deps.setdefault(id(until), {}).setdefault(id(t), t)
 
-    i = 0
-    while i < len(split):
+    after = 0  # the first index past the last fusion matched
+    for at in starts[lo:hi]:
+        i = at - start
+        if i < after:
+            continue
         found = _weighted_reduction(split, i, uses, srcs)
         if found is not None:
             count, dst, kept = found
             for t in kept:
                 add(t, dst)
-            i += count - 1
+            after = i + count
+            continue  # (the loop's next look is at the last add: no fusion starts there)
+        fused = _topk_moe_ops(split, i, srcs)
+        if fused is None:
+            continue
+        ops, ids_at = fused
+        last = i + len(ops) - 1
         node = split[i]
-        if node.op in ("UNARY", "SOFT_MAX", "ARGSORT"):
-            fused = _topk_moe_ops(split, i, srcs)
-            if fused is not None:
-                ops, ids_at = fused
-                last = i + len(ops) - 1
-                if _can_fuse(split, i, len(ops), ops, (ids_at, last), uses, srcs) and _should_use_topk_moe(
-                    node, _src(srcs, node, 0), split[last], split[ids_at], srcs
-                ):
-                    until_at = start + i + len(ops)
-                    if until_at < len(nodes):
-                        until = nodes[until_at]
-                        for t in split[i : i + len(ops)]:
-                            add(t, until)
-                            for s in srcs(t):
-                                add(s, until)
-                    i += len(ops) - 1
-        i += 1
-    return deps
+        if _can_fuse(split, i, len(ops), ops, (ids_at, last), uses, srcs) and _should_use_topk_moe(
+            node, _src(srcs, node, 0), split[last], split[ids_at], srcs
+        ):
+            until_at = start + i + len(ops)
+            if until_at < len(nodes):
+                until = nodes[until_at]
+                for t in split[i : i + len(ops)]:
+                    add(t, until)
+                    for src in srcs(t):
+                        add(src, until)
+            after = i + len(ops)
+    return {until: list(kept.values()) for until, kept in deps.items()}

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kvplan.runtimes.llamacpp.compute.alloc import CPU, BufferType, GraphAllocator
-from kvplan.runtimes.llamacpp.compute.cuda import MATRIX_ROW_PADDING, alloc_deps, use_counts
+from kvplan.runtimes.llamacpp.compute.cuda import MATRIX_ROW_PADDING, alloc_deps, candidates, use_counts
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 from kvplan.runtimes.llamacpp.compute.tensor import (
     FLAG_INPUT,
@@ -171,6 +171,22 @@ def _view_dep(t: Tensor) -> Tensor:
     """ggml_view_tensor(input) with src[0] = input: keeps the input alive until its copy is made."""
     root = t.view_src if t.view_src is not None else t
     return Tensor("NONE", t.type, t.ne, t.nb, t.nbytes, (t,), root, name=t.name + " (view)")
+
+
+_SCANS: dict[int, tuple[list[Tensor], dict[int, int], list[int]]] = {}
+
+
+def _fusion_scan(nodes: list[Tensor]) -> tuple[dict[int, int], list[int]]:
+    """A graph's use counts and the nodes a CUDA fusion can start at (cuda.py), once per graph (kept with the last
+    few; every split reads copies, so the matches themselves are found per placement)."""
+    hit = _SCANS.get(id(nodes))
+    if hit is not None and hit[0] is nodes:
+        return hit[1], hit[2]
+    if len(_SCANS) >= 16:
+        del _SCANS[next(iter(_SCANS))]
+    uses, starts = use_counts(nodes), candidates(nodes)
+    _SCANS[id(nodes)] = (nodes, uses, starts)
+    return uses, starts
 
 
 def _keep_dep(keep: Sequence[Tensor]) -> Tensor:
@@ -505,7 +521,7 @@ class Scheduler:
         tensors each node keeps alive (node id → kept tensors)."""
         if not self.rules.fusion_deps:
             return {}
-        uses = use_counts(nodes)
+        uses, starts = _fusion_scan(nodes)
 
         def srcs(t: Tensor) -> tuple[Tensor | None, ...]:
             return new_srcs.get(id(t), t.srcs)
@@ -513,7 +529,7 @@ class Scheduler:
         deps: dict[int, list[Tensor]] = {}
         for s in splits:
             if s.backend != self.cpu:
-                deps.update(alloc_deps(nodes, s.i_start, s.i_end, uses, srcs))
+                deps.update(alloc_deps(nodes, s.i_start, s.i_end, uses, srcs, starts))
         return deps
 
     def reserve(self, g: Graph) -> tuple[list[int], GraphAllocator]:
