@@ -35,6 +35,34 @@ class LlamaCppSettings:
     backend: Backend = Backend.CPU  # buffer rules: cpu (alignment 32, verified) or cuda (128 + row padding)
 
 
+#: ggml_cuda_get_best_fattn_kernel (ggml-cuda/fattn.cu): the K head sizes with a kernel when V's is the same
+_CUDA_FA_SAME = frozenset({40, 64, 72, 80, 96, 112, 128, 256})
+#: (K, V) head sizes with a kernel only where the grouped-query optimisation applies (at least 2 query heads per
+#: KV head), and the multiple of query heads per KV head each needs
+_CUDA_FA_GQA = {(192, 128): 8, (320, 256): 32, (512, 512): 1, (576, 512): 1}
+#: ggml_cuda_fattn_kv_type_supported
+_CUDA_FA_TYPES = frozenset({"f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})
+
+
+def cuda_fa_missing(model: ModelDescription, type_k: str, type_v: str) -> str | None:
+    """Why CUDA has no flash-attention kernel for this model's attention, or None: the K/V head sizes and cache
+    types ggml_cuda_get_best_fattn_kernel accepts (a reading of the source, not recorded). With -fa auto,
+    llama.cpp's context then runs its probe graph, finds the op on the CPU instead of the layer's GPU
+    (resolve_fused_ops) and turns flash attention off."""
+    for layer in model.layers[: model.n_layer]:
+        if layer.recurrent or not layer.n_head_kv:
+            continue
+        dk, dv, gqa = layer.head_k, layer.head_v, layer.n_head // layer.n_head_kv
+        multiple = _CUDA_FA_GQA.get((dk, dv))
+        if not (dk in _CUDA_FA_SAME and dv == dk) and not (multiple and gqa >= 2 and gqa % multiple == 0):
+            return (
+                f"CUDA has no flash-attention kernel for K/V heads of {dk}/{dv} with {gqa} query head(s) per KV "
+                f"head (layer {layer.index})"
+            )
+    bad = [t for t in (type_k, type_v) if t not in _CUDA_FA_TYPES]
+    return f"CUDA's flash attention does not read {bad[0]} caches" if bad else None
+
+
 def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # noqa: C901 - llama.cpp's checks, in its order
     """llama_init_from_model's checks and the llama_context constructor's cparams, in order."""
     try:
@@ -68,6 +96,10 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # 
             raise RefusedConfigError(
                 f"llama.cpp refuses: quantized V cache ({type_v.name}) requires flash attention (-fa on)"
             )
+    fa_off_in_graph = fa_on_cpu = ""  # the cache is laid out for flash attention either way (auto counts as on)
+    if fa is not FlashAttn.OFF and backend is Backend.CUDA:
+        missing = cuda_fa_missing(model, type_k.name, type_v.name) or ""
+        fa_off_in_graph, fa_on_cpu = (missing, "") if fa is FlashAttn.AUTO else ("", missing)
     for t, attr, label in ((type_k, "head_k", "K"), (type_v, "head_v", "V")):
         if fa is not FlashAttn.OFF and t.is_quantized:
             for layer in model.layers[: model.n_layer]:
@@ -132,4 +164,6 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # 
         swa_full=s.swa_full,
         mtp=s.mtp,
         backend=backend,
+        fa_off_in_graph=fa_off_in_graph,
+        fa_on_cpu=fa_on_cpu,
     )

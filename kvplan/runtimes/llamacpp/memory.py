@@ -565,6 +565,17 @@ def plan(model: ModelDescription, settings: LlamaCppSettings) -> MemoryPlan:
             f"--rs-seq {settings.n_rs_seq} ignored: llama.cpp cannot roll back {model.arch}'s "
             "recurrent state, so it keeps no snapshots"
         )
+    if ctx.fa_off_in_graph:
+        notes.append(
+            f"flash attention auto: {ctx.fa_off_in_graph}, so llama.cpp builds the cache for it and then runs the "
+            "graph without it (resolve_fused_ops; CUDA's kernels read from ggml-cuda/fattn.cu, not recorded): the "
+            "compute buffer holds the f32 KQ scores"
+        )
+    if ctx.fa_on_cpu:
+        notes.append(
+            f"flash attention on: {ctx.fa_on_cpu}, so llama.cpp runs it on the CPU with copies of K and V in host "
+            "memory; kvplan's compute buffers assume the GPU runs it (not modelled)"
+        )
     if ctx.flash_attn_asked is FlashAttn.AUTO and model.v_width_variable and not model.mla:
         notes.append(
             "flash attention auto counts as on when llama.cpp builds the cache: V rows keep "

@@ -64,6 +64,11 @@ class Context:
     swa_full: bool
     mtp: bool
     backend: Backend
+    #: -fa auto where the backend has no kernel for the model's attention (CUDA: context.cuda_fa_missing): the
+    #: cache is built for flash attention, then llama.cpp's probe turns it off for the graph (resolve_fused_ops)
+    fa_off_in_graph: str = ""
+    #: -fa on (or forced on by a quantized V) where the backend has no kernel: llama.cpp runs it on the CPU
+    fa_on_cpu: str = ""
 
     @property
     def v_trans(self) -> bool:

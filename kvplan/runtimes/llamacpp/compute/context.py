@@ -45,6 +45,14 @@ class Reserve:
     n_ctx_seq: int = 0  # the context per sequence (cparams.n_ctx_seq)
     #: the layers built, when not all of them (layers.py: runs of identical layers shortened; () is all)
     layers: tuple[int, ...] = ()
+    #: the caches laid out for flash attention though the graph runs without it (-fa auto where the backend has
+    #: no kernel: V rows, not transposed); None: as `flash_attn`
+    cache_flash_attn: bool | None = None
+
+    @property
+    def layout_fa(self) -> bool:
+        """Whether the caches are laid out for flash attention (V stored by rows, llama_kv_cache's !v_trans)."""
+        return self.flash_attn if self.cache_flash_attn is None else self.cache_flash_attn
 
 
 @dataclass(slots=True)
@@ -162,7 +170,7 @@ class GraphContext:
         build_inp_mem_hybrid_iswa, which builds none)."""
         r = self.r
         k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs")
-        v_rows = r.n_tokens if r.flash_attn else r.n_tokens * n_embd_v_gqa_max
+        v_rows = r.n_tokens if r.layout_fa else r.n_tokens * n_embd_v_gqa_max
         v_idxs = ggml.inp("i64", (v_rows,), "attn_inp_v_idxs")
         k_rot = self._rot(r.type_k, head_k, True) if rot else None
         v_rot = self._rot(r.type_v, head_v, False) if rot else None
@@ -350,7 +358,7 @@ class GraphContext:
 
     def _cpy_v(self, cache_v: Tensor, v: Tensor, v_idxs: Tensor, n_embd_v: int) -> Tensor:
         """llama_kv_cache::cpy_v: rows set into the cache, or (without flash attention, V transposed) elements."""
-        if self.r.flash_attn:
+        if self.r.layout_fa:
             return self._cpy(cache_v, v, v_idxs)
         if ggml.row_size(v.type, n_embd_v) == v.nb[2]:
             v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
@@ -400,7 +408,7 @@ class GraphContext:
         cache_v = self._cache(r.type_v, n_embd_v, kv_size, f"cache_v_l{owner}", owner)
         if k is not None:
             gf.expand(self._cpy(cache_k, k, kv.k_idxs))
-        v_trans = not r.flash_attn
+        v_trans = not r.layout_fa
         if v is not None:
             gf.expand(self._cpy_v(cache_v, v, kv.v_idxs, n_embd_v))
         # get_k / get_v

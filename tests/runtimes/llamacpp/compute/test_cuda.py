@@ -11,10 +11,11 @@ import json
 import pytest
 from graph_cases import ORACLE, model_of, settings_of
 
-from kvplan.runtimes.llamacpp import plan
+from kvplan.runtimes.llamacpp import Backend, FlashAttn, LlamaCppSettings, plan
 from kvplan.runtimes.llamacpp.compute import CUDA, Placement, device_compute_buffers
 from kvplan.runtimes.llamacpp.compute.alloc import BufferType
 from kvplan.runtimes.llamacpp.compute.ggml import is_contiguous, new, permute, reshape, view
+from kvplan.runtimes.llamacpp.context import cuda_fa_missing
 from kvplan.sources.gguf_reader import TensorInfo
 from kvplan.sources.gguf_source import _cuda_extra
 
@@ -69,3 +70,39 @@ def test_is_contiguous_skips_dimensions_of_one() -> None:
     assert is_contiguous(t) and is_contiguous(reshape(t, 8, 1, 4))
     assert not is_contiguous(permute(t, 1, 0, 2, 3))
     assert not is_contiguous(view(t, (4, 4), (t.nb[1],), 0))  # rows of 4 out of 8
+
+
+def test_fa_auto_without_a_cuda_kernel_runs_the_graph_without_it() -> None:
+    """llama.cpp's tiny DeepSeek-2 has one query head per latent KV head: CUDA has no flash-attention kernel for
+    576/512 without grouped queries, so -fa auto's probe finds the op on the CPU and turns it off for the graph
+    (the cache is already built). MLA caches have no V, so the layout is the same either way, and the GPU and
+    host buffers are the ones llama.cpp recorded on the H200 with -fa off."""
+    case = next(
+        c
+        for c in GRAPH
+        if c["gguf"] == "tiny/deepseek2-moe.gguf" and c["params"]["fa"] == 0 and c["params"]["type_k"] == "f16"
+    )
+    model = model_of("tiny/deepseek2-moe.gguf")
+    auto = dict(case["params"], fa=1)
+    settings = dataclasses.replace(settings_of(auto), flash_attn=FlashAttn.AUTO, backend=Backend.CUDA)
+    p = plan(model, settings)
+    assert p.context.fa_off_in_graph.startswith("CUDA has no flash-attention kernel for K/V heads of 576/512")
+    assert any("runs the graph without it" in n for n in p.notes)
+    got = device_compute_buffers(p, Placement(1, (0,) * (model.n_layer_all + 1)), CUDA)
+    assert got is not None
+    assert [got[0].bytes, got[1].bytes] == [case["bytes"]["CUDA0"][2], case["bytes"]["CUDA_Host"][2]]
+    on_cpu = plan(model, dataclasses.replace(settings, backend=Backend.CPU))  # the CPU has the kernel
+    assert on_cpu.context.fa_off_in_graph == "" and on_cpu.context.flash_attn is FlashAttn.ON
+
+
+def test_cuda_fa_kernels_by_head_size_and_cache_type() -> None:
+    v3 = model_of("real/deepseek-v3.gguf")  # MLA 576/512, 128 query heads on the latent head
+    assert cuda_fa_missing(v3, "f16", "f16") is None and cuda_fa_missing(v3, "q8_0", "q8_0") is None
+    assert cuda_fa_missing(model_of("real/gpt-oss-20b.gguf"), "q4_0", "q4_1") is None  # 64/64
+    assert cuda_fa_missing(model_of("real/gemma-3-12b.gguf"), "f16", "f16") is None  # 256/256
+    assert cuda_fa_missing(v3, "iq4_nl", "f16") == "CUDA's flash attention does not read iq4_nl caches"
+    # quantized V forces flash attention on (llama.cpp: "required for quantized V cache"): no probe then
+    forced = plan(model_of("tiny/deepseek2-moe.gguf"), LlamaCppSettings(n_ctx=4096, type_k="q8_0", type_v="q8_0",
+                                                                        backend="cuda"))  # fmt: skip
+    assert forced.context.fa_off_in_graph == "" and forced.context.fa_on_cpu.startswith("CUDA has no")
+    assert any("runs it on the CPU" in n and "not modelled" in n for n in forced.notes)
