@@ -40,7 +40,12 @@ def model_of(name: str) -> ModelDescription:
     return dataclasses.replace(kvplan.load_model(str(meta)), graph=facts)
 
 
+#: the harness's fa values (llama_flash_attn_type): -1 auto, 0 off, 1 on
+FA = {-1: FlashAttn.AUTO, 0: FlashAttn.OFF, 1: FlashAttn.ON}
+
+
 def settings_of(p: dict[str, Any]) -> LlamaCppSettings:
+    """A recorded case's harness parameters as llama.cpp's settings."""
     return LlamaCppSettings(
         n_ctx=p["n_ctx"],
         n_seq=p["n_seq_max"],
@@ -49,6 +54,8 @@ def settings_of(p: dict[str, Any]) -> LlamaCppSettings:
         n_ubatch=p["n_ubatch"],
         type_k=p["type_k"],
         type_v=p["type_v"],
-        flash_attn=FlashAttn.ON if p["fa"] == 1 else FlashAttn.OFF,
+        flash_attn=FA[p["fa"]],
         swa_full=bool(p["swa_full"]),
+        n_rs_seq=p.get("n_rs_seq", 0),
+        mtp=bool(p.get("mtp", 0)),
     )

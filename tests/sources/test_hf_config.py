@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from graph_cases import settings_of
 from helpers import FIXTURES, kv, oracle_cases
 
 from kvplan.errors import KvplanError
-from kvplan.runtimes.llamacpp import LlamaCppSettings, plan
+from kvplan.runtimes.llamacpp import plan
 from kvplan.sources import load_model
 
 HF = FIXTURES / "hf"
-FA = {-1: "auto", 0: "off", 1: "on"}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in HF.iterdir()))
@@ -24,19 +24,7 @@ def test_config_equals_llama_cpp_on_the_converted_model(name: str) -> None:
     assert len(cases) > 40, name
     for case in cases:
         p = case["params"]
-        s = LlamaCppSettings(
-            n_ctx=p["n_ctx"],
-            n_seq=p["n_seq_max"],
-            kv_unified=bool(p["kv_unified"]),
-            n_batch=p["n_batch"],
-            n_ubatch=p["n_ubatch"],
-            type_k=p["type_k"],
-            type_v=p["type_v"],
-            flash_attn=FA[p["fa"]],
-            swa_full=bool(p["swa_full"]),
-            n_rs_seq=p["n_rs_seq"],
-            mtp=bool(p["mtp"]),
-        )
+        s = settings_of(p)
         try:
             got = plan(model, s)
         except KvplanError:
@@ -121,11 +109,7 @@ def test_hybrid_configs_equal_llama_cpp_on_the_shape_gguf(name: str, gguf: str, 
         p = case["params"]
         if "n_ctx=0" in skip and p["n_ctx"] == 0:
             continue
-        s = LlamaCppSettings(
-            n_ctx=p["n_ctx"], n_seq=p["n_seq_max"], kv_unified=bool(p["kv_unified"]), n_batch=p["n_batch"],
-            n_ubatch=p["n_ubatch"], type_k=p["type_k"], type_v=p["type_v"], flash_attn=FA[p["fa"]],
-            swa_full=bool(p["swa_full"]), n_rs_seq=p["n_rs_seq"], mtp=bool(p["mtp"]),
-        )  # fmt: skip
+        s = settings_of(p)
         try:
             got: object = plan(model, s).total_bytes
         except KvplanError:

@@ -12,14 +12,13 @@ from collections import defaultdict
 from functools import cache
 
 import pytest
+from graph_cases import settings_of
 from helpers import ORACLE, oracle_cases
 
 from kvplan.errors import HParamsError, KvplanError, RefusedConfigError
 from kvplan.model import ModelDescription
-from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings, plan
+from kvplan.runtimes.llamacpp import plan
 from kvplan.sources.gguf_source import load_gguf_model
-
-FA = {-1: "auto", 0: "off", 1: "on"}
 
 # llama.cpp's refusal message → the same reason in kvplan's message
 REASONS = [
@@ -51,22 +50,6 @@ def _model(rel: str) -> ModelDescription | KvplanError:
         return exc
 
 
-def _settings(p: dict) -> LlamaCppSettings:
-    return LlamaCppSettings(
-        n_ctx=p["n_ctx"],
-        n_seq=p["n_seq_max"],
-        kv_unified=bool(p["kv_unified"]),
-        n_batch=p["n_batch"],
-        n_ubatch=p["n_ubatch"],
-        type_k=p["type_k"],
-        type_v=p["type_v"],
-        flash_attn=FlashAttn(FA[p["fa"]]),
-        swa_full=bool(p["swa_full"]),
-        n_rs_seq=p.get("n_rs_seq", 0),
-        mtp=bool(p.get("mtp", 0)),
-    )
-
-
 # llama.cpp's tiny MiniMax-01 (2 heads of 128, 256 wide) survives the graph abort that real-size MiniMax-01
 # models hit when n_ubatch is not a multiple of the sequences without --kv-unified (recorded on
 # real/minimax-m1.gguf); kvplan refuses there, as llama.cpp does for every real-size model.
@@ -76,7 +59,7 @@ TINY_SURVIVES_ABORT = {"tiny/minimax-01-moe.gguf"}
 def _check(case: dict, model: ModelDescription) -> str | None:
     """None when kvplan agrees with llama.cpp on this case, else a description of the difference."""
     try:
-        result = plan(model, _settings(case["params"]))
+        result = plan(model, settings_of(case["params"]))
     except RefusedConfigError as exc:
         if "error" not in case and case["gguf"] in TINY_SURVIVES_ABORT and "needs n_ubatch" in str(exc):
             return None
