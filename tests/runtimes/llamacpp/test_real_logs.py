@@ -7,8 +7,6 @@ decimals). These logs are the first fixtures of `kvplan explain` (issue 25)."""
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pytest
 from graph_cases import REAL, model_of
@@ -16,15 +14,10 @@ from helpers import FIXTURES
 
 from kvplan.runtimes.llamacpp import FlashAttn, LlamaCppSettings, plan
 from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer
+from kvplan.sources.llamacpp_log import LoggedCache, read_log
 
 LOGS = FIXTURES / "logs" / "llamacpp"
 INDEX = json.loads((LOGS / "index.json").read_text())["logs"]
-_KV = re.compile(
-    r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+)/(\d+) seqs\), "
-    r"K \((\w+)\): +([\d.]+) MiB, V \((\w+)\): +([\d.]+) MiB"
-)
-_COMPUTE = re.compile(r"sched_reserve: +CPU compute buffer size = +([\d.]+) MiB")
-_N_CTX = re.compile(r"llama_context: n_ctx += (\d+)")
 
 
 def _settings(args: list[str]) -> LlamaCppSettings:
@@ -48,32 +41,27 @@ def _mib(n: int) -> str:
 def test_the_logs_are_llama_cpps_own() -> None:
     assert len(INDEX) >= 10
     for name in INDEX:
-        text = (LOGS / name).read_text()
-        assert "print_info: arch                  = gemma3" in text and "sched_reserve:" in text
+        log = read_log(str(LOGS / name))
+        assert log.runs == 1 and log.model["arch"] == "gemma3" and log.model["n_swa"] == "512"
 
 
 @pytest.mark.parametrize("name", sorted(INDEX))
 def test_every_figure_of_the_log_is_kvplans(name: str) -> None:
-    text = Path(LOGS / name).read_text()
+    log = read_log(str(LOGS / name))
     p = plan(model_of(REAL), _settings(INDEX[name]))
-    assert [int(x) for x in _N_CTX.findall(text)] == [p.context.n_ctx]
-    logged = [m.groups() for m in _KV.finditer(text)]
+    ctx = p.context
+    assert (log.setting("n_ctx"), log.setting("n_ctx_seq"), log.setting("n_seq_max")) == (
+        ctx.n_ctx,
+        ctx.n_ctx_seq,
+        ctx.n_seq,
+    )
     attention = [c for c in p.caches if c.cells]  # (the log lists the full-attention cache, then the window's)
-    mine = [
-        (
-            _mib(c.k_bytes + c.v_bytes),
-            str(c.cells),
-            str(len(c.layers)),
-            str(p.context.n_seq),
-            str(p.context.n_seq),
-            p.context.type_k.name,
-            _mib(c.k_bytes),
-            p.context.type_v.name,
-            _mib(c.v_bytes),
-        )
+    assert log.caches == [
+        LoggedCache(_mib(c.k_bytes + c.v_bytes), c.cells, len(c.layers), ctx.n_seq, ctx.n_seq, ctx.type_k.name,
+                    _mib(c.k_bytes), ctx.type_v.name, _mib(c.v_bytes))
         for c in attention
-    ]
-    assert logged == mine
+    ]  # fmt: skip
+    assert [b.mib for b in log.buffers if b.kind == "KV"] == [_mib(c.buffer_bytes) for c in attention]
     compute = cpu_compute_buffer(p)
     assert compute is not None
-    assert _COMPUTE.findall(text) == [_mib(compute.bytes)]
+    assert [(b.buffer, b.mib) for b in log.buffers if b.kind == "compute"] == [("CPU", _mib(compute.bytes))]

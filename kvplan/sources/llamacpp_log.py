@@ -1,0 +1,147 @@
+"""A llama.cpp startup log (llama-server, llama-cli, llama-completion) read for what it states about the model, the
+context and its memory — the input of `kvplan explain` (issue 25; this module is its first part).
+
+The lines are matched wherever they sit in a line, so any logging prefix works (llama.cpp's own `0.00.909.646 I `,
+journald's, docker's timestamps, ANSI colours); a file is read as a stream of lines of at most MAX_LINE bytes
+(longer lines are cut there), so memory stays bounded whatever its size. A file holding several runs keeps the
+last one (`runs` says how many began). Figures are kept as printed — MiB to two decimals — since that is all a log
+states; kvplan's bytes are compared at that precision."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from kvplan.errors import BadInputError
+
+MAX_LINE = 64 << 10  # a startup line is under 200 bytes; a log line past this is cut
+MAX_FILE = 4 << 30  # what is read at most (a server's log grows with every request)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: a run's first model line (a fit's trial loads print none)
+_RUN_START = "print_info: file format"
+_PRINT_INFO = re.compile(r"print_info: ([A-Za-z_][\w .]*?)\s*= (.*)$")
+_CONTEXT = re.compile(r"llama_context: (\w+)\s+= (\S+)")
+_BUFFER = re.compile(r"(load_tensors|llama_kv_cache|llama_context|sched_reserve|llama_memory_recurrent):\s+"
+                     r"(\S+)\s+(model|KV|output|compute|RS) buffer size =\s+([\d.]+) MiB")  # fmt: skip
+_KV = re.compile(
+    r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)/(\d+) seqs\), "
+    r"K \((\w+)\):\s+([\d.]+) MiB, V \((\w+)\):\s+([\d.]+) MiB"
+)
+_BUILD = re.compile(r"build(?:: | = )(\d+) \(([0-9a-f]+)\)")
+
+
+@dataclass(frozen=True)
+class LoggedBuffer:
+    """One `... buffer size = X MiB` line: who printed it, the buffer type (CPU, CUDA0, CUDA_Host, CPU_Mapped …),
+    what it holds (model, KV, output, compute, RS) and its size as printed."""
+
+    source: str
+    buffer: str
+    kind: str
+    mib: str
+
+
+@dataclass(frozen=True)
+class LoggedCache:
+    """One `llama_kv_cache: size = …` line: a KV cache as llama.cpp reports it (cells per stream)."""
+
+    mib: str
+    cells: int
+    layers: int
+    seqs: int
+    seqs_max: int
+    type_k: str
+    k_mib: str
+    type_v: str
+    v_mib: str
+
+
+@dataclass
+class LlamaCppLog:
+    """What one run of llama.cpp printed at startup."""
+
+    build: str = ""  # "1234 (abcdef0)" where the log names its build
+    model: dict[str, str] = field(default_factory=dict)  # print_info: key → value as printed
+    context: dict[str, str] = field(default_factory=dict)  # llama_context's settings block
+    buffers: list[LoggedBuffer] = field(default_factory=list)
+    caches: list[LoggedCache] = field(default_factory=list)
+    runs: int = 0  # runs that began in the file (the last is kept)
+
+    def setting(self, key: str) -> int | None:
+        """An integer setting of llama_context's block (n_ctx, n_seq_max, n_batch …), None when not printed."""
+        v = self.context.get(key)
+        return int(v) if v is not None and v.isdigit() else None
+
+
+def parse_lines(lines: Iterable[str]) -> LlamaCppLog:
+    """The last run's figures from a log's lines."""
+    log, build = LlamaCppLog(), ""
+    for raw in lines:
+        line = _ANSI.sub("", raw).rstrip("\r\n")
+        if _RUN_START in line:
+            if log.runs:
+                log = LlamaCppLog(build=build, runs=log.runs)  # another run began: keep the last
+            log.runs += 1
+        if "build" in line and (m := _BUILD.search(line)):
+            build = log.build = f"{m.group(1)} ({m.group(2)})"
+        elif "print_info: " in line and (m := _PRINT_INFO.search(line)):
+            log.model.setdefault(m.group(1).strip(), m.group(2).strip())
+        elif "buffer size" in line and (m := _BUFFER.search(line)):
+            log.buffers.append(LoggedBuffer(*m.groups()))
+        elif "llama_kv_cache: size" in line and (m := _KV.search(line)):
+            g = m.groups()
+            log.caches.append(LoggedCache(g[0], int(g[1]), int(g[2]), int(g[3]), int(g[4]), g[5], g[6], g[7], g[8]))
+        elif "llama_context: " in line and (m := _CONTEXT.search(line)):
+            log.context.setdefault(m.group(1), m.group(2))
+    return log
+
+
+def _lines(data: Iterator[bytes]) -> Iterator[str]:
+    for chunk in data:
+        yield chunk.decode("utf-8", errors="replace")
+
+
+def read_log(path: str) -> LlamaCppLog:
+    """A log file's last run (`-`: standard input), read as a bounded stream of lines; a file that is not a
+    llama.cpp startup log is one clear error."""
+    import sys
+
+    try:
+        fh = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed below (not stdin)
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read the log: {exc.strerror or exc}") from None
+    try:
+        log = parse_lines(_lines(_bounded(fh, path)))
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read the log: {exc.strerror or exc}") from None
+    finally:
+        if fh is not sys.stdin.buffer:
+            fh.close()
+    if not log.model and not log.caches and not log.context:
+        raise BadInputError(
+            f"{path}: not a llama.cpp startup log (no print_info, llama_context or llama_kv_cache lines)"
+        )
+    return log
+
+
+def _bounded(fh: object, path: str) -> Iterator[bytes]:
+    """Lines of at most MAX_LINE bytes, MAX_FILE bytes in all."""
+    read = 0
+    readline = fh.readline  # type: ignore[attr-defined]
+    while True:
+        chunk: bytes = readline(MAX_LINE)
+        if not chunk:
+            return
+        read += len(chunk)
+        if read > MAX_FILE:
+            raise BadInputError(f"{path}: over {MAX_FILE >> 30} GiB; give the part with the startup")
+        if b"\0" in chunk:
+            raise BadInputError(f"{path}: binary data, not a log (a NUL byte at about byte {read:,})")
+        if len(chunk) == MAX_LINE and not chunk.endswith(b"\n"):
+            while True:  # the rest of an over-long line is skipped
+                more = readline(MAX_LINE)
+                read += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+        yield chunk
