@@ -29,6 +29,8 @@ _KV = re.compile(
     r"K \((\w+)\):\s+([\d.]+) MiB, V \((\w+)\):\s+([\d.]+) MiB"
 )
 _BUILD = re.compile(r"build(?:: | = )(\d+) \(([0-9a-f]+)\)")
+_LOADED = re.compile(r"llama_model_loader: loaded meta data with .* tensors from (.+?) \(version ")
+_OFFLOADED = re.compile(r"load_tensors: offloaded (\d+)/(\d+) layers to GPU")
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class LlamaCppLog:
     buffers: list[LoggedBuffer] = field(default_factory=list)
     caches: list[LoggedCache] = field(default_factory=list)
     runs: int = 0  # runs that began in the file (the last is kept)
+    model_path: str = ""  # the file llama.cpp loaded, as the log names it
+    swa_full: bool = False  # "using full-size SWA cache"
+    offloaded: tuple[int, int] | None = None  # layers offloaded / offloadable (printed on CPU-only builds too)
 
     def setting(self, key: str) -> int | None:
         """An integer setting of llama_context's block (n_ctx, n_seq_max, n_batch …), None when not printed."""
@@ -76,7 +81,7 @@ class LlamaCppLog:
 
 def parse_lines(lines: Iterable[str]) -> LlamaCppLog:
     """The last run's figures from a log's lines."""
-    log, build = LlamaCppLog(), ""
+    log, build, model_path = LlamaCppLog(), "", ""
     for raw in lines:
         line = _ANSI.sub("", raw).rstrip("\r\n")
         if _RUN_START in line:
@@ -85,16 +90,30 @@ def parse_lines(lines: Iterable[str]) -> LlamaCppLog:
             log.runs += 1
         if "build" in line and (m := _BUILD.search(line)):
             build = log.build = f"{m.group(1)} ({m.group(2)})"
-        elif "print_info: " in line and (m := _PRINT_INFO.search(line)):
-            log.model.setdefault(m.group(1).strip(), m.group(2).strip())
-        elif "buffer size" in line and (m := _BUFFER.search(line)):
-            log.buffers.append(LoggedBuffer(*m.groups()))
-        elif "llama_kv_cache: size" in line and (m := _KV.search(line)):
-            g = m.groups()
-            log.caches.append(LoggedCache(g[0], int(g[1]), int(g[2]), int(g[3]), int(g[4]), g[5], g[6], g[7], g[8]))
-        elif "llama_context: " in line and (m := _CONTEXT.search(line)):
-            log.context.setdefault(m.group(1), m.group(2))
+        elif "loaded meta data" in line and (m := _LOADED.search(line)):
+            model_path = m.group(1)
+        else:
+            _take(log, line)
+        if model_path and log.runs and not log.model_path:
+            log.model_path = model_path
     return log
+
+
+def _take(log: LlamaCppLog, line: str) -> None:
+    """One line's figure, where it states one."""
+    if "print_info: " in line and (m := _PRINT_INFO.search(line)):
+        log.model.setdefault(m.group(1).strip(), m.group(2).strip())
+    elif "buffer size" in line and (m := _BUFFER.search(line)):
+        log.buffers.append(LoggedBuffer(*m.groups()))
+    elif "llama_kv_cache: size" in line and (m := _KV.search(line)):
+        g = m.groups()
+        log.caches.append(LoggedCache(g[0], int(g[1]), int(g[2]), int(g[3]), int(g[4]), g[5], g[6], g[7], g[8]))
+    elif "llama_context: " in line and (m := _CONTEXT.search(line)):
+        log.context.setdefault(m.group(1), m.group(2))
+    elif "using full-size SWA cache" in line:
+        log.swa_full = True
+    elif "layers to GPU" in line and (m := _OFFLOADED.search(line)):
+        log.offloaded = (int(m.group(1)), int(m.group(2)))
 
 
 def _lines(data: Iterator[bytes]) -> Iterator[str]:

@@ -1,0 +1,135 @@
+"""A llama.cpp startup log accounted for figure by figure (issue 25's `kvplan explain`, its library part): the
+settings the log states re-planned by kvplan's own rules, and every figure the log prints about the context and
+its memory side by side with kvplan's — equal at the log's precision (MiB to two decimals), with the rule that
+produced it, or not explained and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.model import ModelDescription
+from kvplan.runtimes.llamacpp import Backend, FlashAttn, LlamaCppSettings, MemoryPlan, plan
+from kvplan.sources.llamacpp_log import LlamaCppLog
+
+_FA = {"auto": FlashAttn.AUTO, "enabled": FlashAttn.ON, "disabled": FlashAttn.OFF}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of the log: what it is, as printed, kvplan's in the same words, and why it is what it is."""
+
+    what: str
+    logged: str
+    kvplan: str
+    equal: bool
+    why: str
+    kvplan_bytes: int | None = None  # kvplan's exact bytes, for a memory figure
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A log's figures against kvplan's plan for the settings the log states."""
+
+    settings: LlamaCppSettings
+    figures: tuple[Figure, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def explained(self) -> bool:
+        return all(f.equal for f in self.figures)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f}"
+
+
+def settings_of(log: LlamaCppLog) -> LlamaCppSettings:
+    """The context parameters the log states (llama_context's block, the caches' types, --swa-full), and the
+    buffer rules of the devices it names (CUDA where a CUDA buffer is printed)."""
+    need = ("n_ctx", "n_seq_max", "n_batch", "n_ubatch")
+    missing = [k for k in need if log.setting(k) is None]
+    if missing:
+        from kvplan.errors import BadInputError
+
+        raise BadInputError(f"the log does not print llama_context's {', '.join(missing)} (is it cut short?)")
+    cache = log.caches[0] if log.caches else None
+    return LlamaCppSettings(
+        n_ctx=log.setting("n_ctx") or 0,
+        n_seq=log.setting("n_seq_max") or 1,
+        kv_unified=log.context.get("kv_unified") == "true",
+        n_batch=log.setting("n_batch") or 2048,
+        n_ubatch=log.setting("n_ubatch") or 512,
+        type_k=cache.type_k if cache else "f16",
+        type_v=cache.type_v if cache else "f16",
+        flash_attn=_FA.get(log.context.get("flash_attn", "auto"), FlashAttn.AUTO),
+        swa_full=log.swa_full,
+        backend=Backend.CUDA if any(b.buffer.startswith("CUDA") for b in log.buffers) else Backend.CPU,
+    )
+
+
+def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
+    """Every context and memory figure of the log against kvplan's plan of the same settings."""
+    s = settings_of(log)
+    p = plan(model, s)
+    figures = [*_context(log, p), *_caches(log, p), *_compute(log, p)]
+    return Explanation(s, tuple(figures), tuple(p.notes))
+
+
+def _context(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
+    c = p.context
+    out = []
+    for key, mine, why in (
+        ("n_ctx", c.n_ctx, "the context llama.cpp allocates: the asked one padded to 256 cells per sequence"),
+        ("n_ctx_seq", c.n_ctx_seq, "each sequence's share (the whole context with -kvu)"),
+        ("n_seq_max", c.n_seq, "-np"),
+    ):
+        got = log.setting(key)
+        if got is not None:
+            out.append(Figure(key, str(got), str(mine), got == mine, why))
+    return out
+
+
+def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
+    attention = [c for c in p.caches if c.cells and c.k_bytes]
+    out = []
+    if len(log.caches) != len(attention):
+        out.append(Figure("KV caches", str(len(log.caches)), str(len(attention)), False,
+                          "not explained: the log and kvplan hold a different number of caches"))  # fmt: skip
+        return out
+    kv_buffers = [b for b in log.buffers if b.kind == "KV"]
+    for i, (got, mine) in enumerate(zip(log.caches, attention, strict=True)):
+        name = mine.name
+        total = mine.k_bytes + mine.v_bytes
+        rows = [
+            (f"{name}: cells", str(got.cells), str(mine.cells), mine.why or "cells per stream", None),
+            (f"{name}: layers", str(got.layers), str(len(mine.layers)), "the layers this cache holds", None),
+            (f"{name}: K ({got.type_k}), MiB", got.k_mib, _mib(mine.k_bytes), "cells × K width × type", mine.k_bytes),
+            (f"{name}: V ({got.type_v}), MiB", got.v_mib, _mib(mine.v_bytes), "cells × V width × type", mine.v_bytes),
+            (f"{name}: size, MiB", got.mib, _mib(total), "K + V", total),
+        ]
+        if i < len(kv_buffers):
+            b = kv_buffers[i]
+            rows.append((f"{name}: {b.buffer} KV buffer, MiB", b.mib, _mib(mine.buffer_bytes),
+                         "every tensor aligned to the buffer's alignment", mine.buffer_bytes))  # fmt: skip
+        for what, logged, kv, why, n in rows:
+            out.append(Figure(what, logged, kv, logged == kv, why if logged == kv else "not explained", n))
+    return out
+
+
+def _compute(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
+    computes = [b for b in log.buffers if b.kind == "compute"]
+    if not computes:
+        return []
+    if [b.buffer for b in computes] != ["CPU"]:
+        why = "not explained yet: the GPUs' placement is not read from the log"
+        return [Figure(f"{b.buffer} compute buffer, MiB", b.mib, "", False, why) for b in computes]
+    from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer, no_graph_reason
+
+    got = cpu_compute_buffer(p)
+    if got is None:
+        return [Figure("CPU compute buffer, MiB", computes[0].mib, "", False, f"not explained: {no_graph_reason(p)}")]
+    parts = ", ".join(f"{role} {_mib(n)} MiB" for role, n in got.parts[:3])
+    equal = computes[0].mib == _mib(got.bytes)
+    why = f"llama.cpp's worst-case graph planned by ggml's allocator; at its peak: {parts}"
+    return [Figure("CPU compute buffer, MiB", computes[0].mib, _mib(got.bytes), equal,
+                   why if equal else "not explained", got.bytes)]  # fmt: skip

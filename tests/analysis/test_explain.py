@@ -1,0 +1,59 @@
+"""The library part of `kvplan explain` (kvplan/analysis/explain.py) on llama.cpp's own startup logs of the real
+Gemma 3 270M (tests/fixtures/logs/llamacpp/): every figure of every log equal to kvplan's, each with its rule; a
+log whose figures differ says so (not explained), and a log cut short before its settings is one clear error."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from graph_cases import REAL, model_of
+from helpers import FIXTURES
+
+from kvplan.analysis.explain import explain_llamacpp, settings_of
+from kvplan.errors import BadInputError
+from kvplan.runtimes.llamacpp import Backend, FlashAttn
+from kvplan.sources.llamacpp_log import parse_lines, read_log
+
+LOGS = FIXTURES / "logs" / "llamacpp"
+
+
+@pytest.mark.parametrize("path", sorted(LOGS.glob("*.log")), ids=lambda p: p.stem)
+def test_every_figure_of_every_log_is_explained(path: object) -> None:
+    e = explain_llamacpp(read_log(str(path)), model_of(REAL))
+    assert e.explained and len(e.figures) == 16
+    assert all(f.why and not f.why.startswith("not explained") for f in e.figures)
+
+
+def test_the_reasons_are_the_rules() -> None:
+    e = explain_llamacpp(read_log(str(LOGS / "gemma-3-270m-c20000-padded.log")), model_of(REAL))
+    by = {f.what: f for f in e.figures}
+    assert by["n_ctx"].logged == "20224" and "padded to 256" in by["n_ctx"].why
+    assert by["sliding window: cells"].why == "window 512 + ubatch 512 = 1,024, capped at 20,224, padded → 1,024"
+    assert by["CPU compute buffer, MiB"].kvplan_bytes == 539_494_400  # the logits: 262,144 × 512 × 4 B
+    assert "logits 512.00 MiB" in by["CPU compute buffer, MiB"].why
+
+
+def test_settings_come_from_the_log() -> None:
+    s = settings_of(read_log(str(LOGS / "gemma-3-270m-np3-swa-full.log")))
+    assert (s.n_ctx, s.n_seq, s.swa_full, s.kv_unified, s.flash_attn, s.backend) == (
+        12288, 3, True, False, FlashAttn.AUTO, Backend.CPU
+    )  # fmt: skip
+    assert settings_of(read_log(str(LOGS / "gemma-3-270m-q8_0-cache.log"))).type_v == "q8_0"
+
+
+def test_a_figure_that_differs_is_not_explained() -> None:
+    log = read_log(str(LOGS / "gemma-3-270m-default-c4096.log"))
+    cache = dataclasses.replace(log.caches[0], k_mib="6.01")
+    e = explain_llamacpp(dataclasses.replace(log, caches=[cache, *log.caches[1:]]), model_of(REAL))
+    wrong = [f for f in e.figures if not f.equal]
+    assert not e.explained and [(f.what, f.logged, f.kvplan, f.why) for f in wrong] == [
+        ("full attention: K (f16), MiB", "6.01", "6.00", "not explained")
+    ]
+
+
+def test_a_log_cut_before_its_settings_is_one_error() -> None:
+    text = (LOGS / "gemma-3-270m-np4.log").read_text().splitlines()
+    cut = [line for line in text if "llama_context: n_" not in line]
+    with pytest.raises(BadInputError, match="does not print llama_context's n_ctx, n_seq_max, n_batch, n_ubatch"):
+        settings_of(parse_lines(cut))
