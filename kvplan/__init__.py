@@ -1,7 +1,8 @@
 """kvplan: byte-exact KV cache and state memory planning for LLM inference.
 
 The library API (README, "Library"): ``kvplan.load_model``, ``kvplan.estimate``, ``kvplan.fit``,
-``kvplan.compare``, ``kvplan.curve``, ``kvplan.simulate``, ``kvplan.check``, ``kvplan.models``, ``kvplan.gpus``
+``kvplan.compare``, ``kvplan.curve``, ``kvplan.simulate``, ``kvplan.check``, ``kvplan.explain``, ``kvplan.models``,
+``kvplan.gpus``
 return the typed reports the command line renders; ``kvplan.plan`` / ``kvplan.planner`` are llama.cpp's
 allocation rules for sweeps. Names load on first use, so ``import kvplan`` costs nothing.
 """
@@ -20,6 +21,7 @@ __all__ = [
     "compare",
     "curve",
     "estimate",
+    "explain",
     "fit",
     "gpus",
     "load_model",
@@ -40,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
         compare,
         curve,
         estimate,
+        explain,
         fit,
         gpus,
         load_model,

@@ -38,6 +38,7 @@ __all__ = [
     "compare",
     "curve",
     "estimate",
+    "explain",
     "fit",
     "gpus",
     "load_model",
@@ -79,7 +80,7 @@ def _run(command: str, model: str | ModelDescription | None, settings: dict[str,
     if isinstance(model, ModelDescription):
         positionals["MODEL"], loaded = model.source, model
     elif model is not None:
-        positionals["MODEL" if command != "check" else "FILE"] = model
+        positionals[{"check": "FILE", "explain": "LOG"}.get(command, "MODEL")] = model
     try:
         unit = Units(units)
     except ValueError:
@@ -138,6 +139,12 @@ def check(path: str, *, units: str = "iec") -> Document:
 def models(*, arch: str | None = None, family: str | None = None) -> Document:
     """The built-in catalog (``kvplan models``)."""
     return _run("models", None, {"arch": arch, "family": family}, "iec")
+
+
+def explain(log: str, *, model: str | None = None, units: str = "iec") -> Document:
+    """A llama.cpp startup log against kvplan's plan of the settings it states, figure by figure (``kvplan
+    explain``; ``model``: what the log loaded, where its own path is not readable here)."""
+    return _run("explain", log, {"log_model": model}, units)
 
 
 def gpus() -> Document:

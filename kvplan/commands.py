@@ -17,6 +17,7 @@ from kvplan.options.requests import (
     CommandRequest,
     CompareRequest,
     CurveRequest,
+    ExplainRequest,
     FitRequest,
     GpusRequest,
     ModelsRequest,
@@ -145,6 +146,17 @@ def gpus(req: GpusRequest, units: Units = Units.IEC, progress: Progress | None =
     return gpus_document()
 
 
+def explain(req: ExplainRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
+    """A llama.cpp startup log against kvplan's plan of the settings it states, figure by figure."""
+    from kvplan.analysis.explain import explain_llamacpp, model_for
+    from kvplan.report.explain import explain_document
+    from kvplan.sources.llamacpp_log import read_log
+
+    log = read_log(req.log)
+    model = model_for(log, req.log, req.model)
+    return explain_document(explain_llamacpp(log, model), log.runs, model, units)
+
+
 RUN: dict[str, Callable[[Any, Units, Progress | None], Document]] = {
     "estimate": estimate,
     "fit": fit,
@@ -154,6 +166,7 @@ RUN: dict[str, Callable[[Any, Units, Progress | None], Document]] = {
     "simulate": simulate,
     "models": models,
     "gpus": gpus,
+    "explain": explain,
 }
 
 

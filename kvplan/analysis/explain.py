@@ -133,3 +133,27 @@ def _compute(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
     why = f"llama.cpp's worst-case graph planned by ggml's allocator; at its peak: {parts}"
     return [Figure("CPU compute buffer, MiB", computes[0].mib, _mib(got.bytes), equal,
                    why if equal else "not explained", got.bytes)]  # fmt: skip
+
+
+def model_for(log: LlamaCppLog, log_path: str, given: str | None) -> ModelDescription:
+    """The model to re-plan: the one given, else the file the log says llama.cpp loaded, found where the log names
+    it or beside the log."""
+    import os
+
+    from kvplan.errors import UsageError
+    from kvplan.sources import load_model
+
+    if given:
+        return load_model(given)
+    if not log.model_path:
+        raise UsageError(f"{log_path}: the log names no model file; give the model with -m MODEL")
+    places = [log.model_path]
+    if log_path != "-":
+        places.append(os.path.join(os.path.dirname(log_path), os.path.basename(log.model_path)))
+    for path in places:
+        if os.path.isfile(path):
+            return load_model(path)
+    raise UsageError(
+        f"{log_path}: the log loaded {log.model_path}, which is not readable here; give the model with -m MODEL "
+        "(a GGUF, spec, config.json, folder or catalog name)"
+    )

@@ -24,6 +24,7 @@ from kvplan.options.requests import (
     CommandRequest,
     CompareRequest,
     CurveRequest,
+    ExplainRequest,
     FitOn,
     FitRequest,
     GpusRequest,
@@ -343,6 +344,7 @@ BUILDERS: dict[str, Builder] = {
     "simulate": _simulate,
     "models": _models,
     "gpus": lambda pos, raw, server: GpusRequest(),
+    "explain": lambda pos, raw, server: ExplainRequest(pos["LOG"], parse(raw, "log_model").get("log_model")),
 }
 
 

@@ -72,6 +72,20 @@ class GpusRequest:
     pass
 
 
+@dataclass(frozen=True)
+class ExplainRequest:
+    log: str  # a path, or "-" for standard input
+    model: str | None = None  # what the log loaded, where its own path is not readable here
+
+
 CommandRequest = Union[  # noqa: UP007 (a runtime alias; X | Y of classes needs Python 3.10's types.UnionType)
-    Request, FitRequest, CompareRequest, CurveRequest, SimulateRequest, CheckRequest, ModelsRequest, GpusRequest
+    Request,
+    FitRequest,
+    CompareRequest,
+    CurveRequest,
+    SimulateRequest,
+    CheckRequest,
+    ModelsRequest,
+    GpusRequest,
+    ExplainRequest,
 ]

@@ -316,6 +316,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_peak_kv", ("--max-peak-kv",), v.share,
             "the peak share of KV blocks in use (90%)", "budgets", "LIMIT", key="budgets.max_peak_kv"),
     # the catalog
+    Setting("log_model", ("-m", "--model"), v.text,
+            "the model the log loaded (a GGUF, spec, config.json, folder or catalog name), where the path the log "
+            "names is not readable here", "command", "MODEL", key=None, choices=catalog_names),
     Setting("arch", ("--arch",), v.text,
             "only models of this GGUF architecture", "command", "ARCH", key=None, choices=_catalog_field("arch")),
     Setting("family", ("--family",), v.text,

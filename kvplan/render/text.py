@@ -66,12 +66,12 @@ def layout_table(table: Table, units: Units, width: int | None) -> tuple[Grid | 
         widths = _width(header, rows, total)
         if width is None or _span(widths) <= width:
             break
-        wrappable = [i for i, c in enumerate(cols) if c.wrap and widths[i] > 24]
-        if wrappable:  # shrink wrapping text first, never below 24 characters
+        # shrink wrapping text first, the widest first, never below 24 characters
+        while _span(widths) > width and (wrappable := [i for i, c in enumerate(cols) if c.wrap and widths[i] > 24]):
             i = max(wrappable, key=lambda j: widths[j])
             widths[i] = max(24, widths[i] - (_span(widths) - width))
-            if _span(widths) <= width:
-                break
+        if _span(widths) <= width:
+            break
         droppable = [c for c in cols if c.drop > 0]
         if not droppable:
             return _stacked(table, cols, units), dropped
