@@ -4,7 +4,7 @@ Exit codes (documented in the README, "Errors and exit codes"):
 
 ====  =========================================================================================
    0  success
-   1  an answer that is "no": a budget fails, `fit` finds nothing that fits
+   1  an answer that is "no": a budget fails, `fit` finds nothing that fits, `explain` cannot explain a figure
    2  usage error: an unknown option, a bad or missing value, options that contradict each other
    3  bad input: an unreadable or malformed model file, spec, deployments file or catalog name
    4  unsupported: an architecture or setting kvplan or the runtime does not support / refuses

@@ -61,3 +61,22 @@ def test_not_a_log_is_one_clear_error(tmp_path: Path, content: bytes, message: s
 def test_any_text_parses_or_is_empty(lines: list[str]) -> None:
     log = parse_lines(lines)  # never raises; a line that matches nothing is ignored
     assert log.runs >= 0 and all(c.cells >= 0 for c in log.caches)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=4000))
+def test_any_bytes_are_a_log_or_one_clear_error(data: bytes) -> None:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".log") as f:
+        f.write(data)
+        f.flush()
+        error, log = "", None
+        try:
+            log = read_log(f.name)
+        except BadInputError as exc:
+            error = str(exc)
+        if error:
+            assert "not a llama.cpp startup log" in error or "binary data" in error
+        else:  # read: it held a llama.cpp line
+            assert log is not None and (log.model or log.caches or log.context)
