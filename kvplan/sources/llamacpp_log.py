@@ -22,11 +22,20 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RUN_START = "print_info: file format"
 _PRINT_INFO = re.compile(r"print_info: ([A-Za-z_][\w .]*?)\s*= (.*)$")
 _CONTEXT = re.compile(r"llama_context: (\w+)\s+= (\S+)")
-_BUFFER = re.compile(r"(load_tensors|llama_kv_cache|llama_context|sched_reserve|llama_memory_recurrent):\s+"
+#: who prints a buffer's size (llama_kv_cache_unified: 2025's builds)
+_BUFFER_SOURCES = (
+    "load_tensors|llama_kv_cache_unified|llama_kv_cache|llama_context|sched_reserve|llama_memory_recurrent"
+)
+_BUFFER = re.compile(rf"({_BUFFER_SOURCES}):\s+"
                      r"(\S+)\s+(model|KV|output|compute|RS) buffer size =\s+([\d.]+) MiB")  # fmt: skip
 _KV = re.compile(
-    r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)/(\d+) seqs\), "
+    r"llama_kv_cache(?:_unified)?: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)/(\d+) seqs\), "
     r"K \((\w+)\):\s+([\d.]+) MiB, V \((\w+)\):\s+([\d.]+) MiB"
+)
+#: llama_context's settings under the names older builds printed (2025: n_ctx_per_seq)
+_RENAMED = {"n_ctx_per_seq": "n_ctx_seq"}
+_BUFFER_SOURCES = (
+    "load_tensors|llama_kv_cache_unified|llama_kv_cache|llama_context|sched_reserve|llama_memory_recurrent"
 )
 _BUILD = re.compile(r"build(?:: | = )(\d+) \(([0-9a-f]+)\)")
 _LOADED = re.compile(r"llama_model_loader: loaded meta data with .* tensors from (.+?) \(version ")
@@ -105,11 +114,11 @@ def _take(log: LlamaCppLog, line: str) -> None:
         log.model.setdefault(m.group(1).strip(), m.group(2).strip())
     elif "buffer size" in line and (m := _BUFFER.search(line)):
         log.buffers.append(LoggedBuffer(*m.groups()))
-    elif "llama_kv_cache: size" in line and (m := _KV.search(line)):
+    elif ": size =" in line and "llama_kv_cache" in line and (m := _KV.search(line)):
         g = m.groups()
         log.caches.append(LoggedCache(g[0], int(g[1]), int(g[2]), int(g[3]), int(g[4]), g[5], g[6], g[7], g[8]))
     elif "llama_context: " in line and (m := _CONTEXT.search(line)):
-        log.context.setdefault(m.group(1), m.group(2))
+        log.context.setdefault(_RENAMED.get(m.group(1), m.group(1)), m.group(2))
     elif "using full-size SWA cache" in line:
         log.swa_full = True
     elif "layers to GPU" in line and (m := _OFFLOADED.search(line)):

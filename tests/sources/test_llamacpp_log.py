@@ -80,3 +80,14 @@ def test_any_bytes_are_a_log_or_one_clear_error(data: bytes) -> None:
             assert "not a llama.cpp startup log" in error or "binary data" in error
         else:  # read: it held a llama.cpp line
             assert log is not None and (log.model or log.caches or log.context)
+
+
+def test_older_builds_names_are_read() -> None:
+    """2025's builds printed the KV cache as llama_kv_cache_unified and n_ctx_seq as n_ctx_per_seq."""
+    lines = [
+        line.replace("llama_kv_cache:", "llama_kv_cache_unified:").replace("n_ctx_seq  ", "n_ctx_per_seq")
+        for line in REAL.read_text().splitlines()
+    ]
+    old, new = parse_lines(lines), read_log(str(REAL))
+    assert old.caches == new.caches and old.setting("n_ctx_seq") == new.setting("n_ctx_seq") == 4096
+    assert [b.mib for b in old.buffers] == [b.mib for b in new.buffers]
