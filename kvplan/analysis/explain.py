@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.model import ModelDescription
-from kvplan.runtimes.llamacpp import Backend, FlashAttn, LlamaCppSettings, MemoryPlan, plan
+from kvplan.runtimes.llamacpp import Backend, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
 from kvplan.sources.llamacpp_log import LlamaCppLog
 
 _FA = {"auto": FlashAttn.AUTO, "enabled": FlashAttn.ON, "disabled": FlashAttn.OFF}
@@ -103,8 +103,8 @@ def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
         rows = [
             (f"{name}: cells", str(got.cells), str(mine.cells), mine.why or "cells per stream", None),
             (f"{name}: layers", str(got.layers), str(len(mine.layers)), "the layers this cache holds", None),
-            (f"{name}: K ({got.type_k}), MiB", got.k_mib, _mib(mine.k_bytes), "cells × K width × type", mine.k_bytes),
-            (f"{name}: V ({got.type_v}), MiB", got.v_mib, _mib(mine.v_bytes), "cells × V width × type", mine.v_bytes),
+            (f"{name}: K ({got.type_k}), MiB", got.k_mib, _mib(mine.k_bytes), _width(p, mine, "K"), mine.k_bytes),
+            (f"{name}: V ({got.type_v}), MiB", got.v_mib, _mib(mine.v_bytes), _width(p, mine, "V"), mine.v_bytes),
             (f"{name}: size, MiB", got.mib, _mib(total), "K + V", total),
         ]
         if i < len(kv_buffers):
@@ -114,6 +114,21 @@ def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
         for what, logged, kv, why, n in rows:
             out.append(Figure(what, logged, kv, logged == kv, why if logged == kv else "not explained", n))
     return out
+
+
+def _width(p: MemoryPlan, cache: CachePlan, which: str) -> str:
+    """The arithmetic of one half of a cache: cells × streams × the layers' widths × the type."""
+    c, layers = p.context, [p.model.layers[il] for il in cache.layers]
+    widths = {(x.n_head_kv, x.head_k if which == "K" else x.head_v) for x in layers}
+    t = c.type_k if which == "K" else c.type_v
+    per = f"{t.name} ({t.block_bytes} B per {t.block_elements})" if t.is_quantized else f"{t.name} {t.block_bytes} B"
+    if len(widths) == 1:
+        heads, head = next(iter(widths))
+        width = f"{len(layers)} layers × {heads} KV heads × {head}"
+    else:
+        total = sum(x.k_width if which == "K" else x.v_width for x in layers)
+        width = f"{len(layers)} layers' {which} widths ({total:,} values)"
+    return f"{cache.cells:,} cells × {c.n_stream} stream(s) × {width} × {per}"
 
 
 def _compute(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
