@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.model import ModelDescription
-from kvplan.runtimes.llamacpp import Backend, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
+from kvplan.runtimes.llamacpp import Backend, CacheKind, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
 from kvplan.sources.llamacpp_log import LlamaCppLog
 
 _FA = {"auto": FlashAttn.AUTO, "enabled": FlashAttn.ON, "disabled": FlashAttn.OFF}
@@ -90,7 +90,7 @@ def _context(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
 
 
 def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
-    attention = [c for c in p.caches if c.cells and c.k_bytes]
+    attention = [c for c in p.caches if c.kind is CacheKind.ATTENTION]  # (a recurrent state's line is not read yet)
     out = []
     if len(log.caches) != len(attention):
         out.append(Figure("KV caches", str(len(log.caches)), str(len(attention)), False,
