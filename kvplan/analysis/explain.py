@@ -62,7 +62,8 @@ def settings_of(log: LlamaCppLog) -> LlamaCppSettings:
         type_k=cache.type_k if cache else "f16",
         type_v=cache.type_v if cache else "f16",
         flash_attn=_FA.get(log.context.get("flash_attn", "auto"), FlashAttn.AUTO),
-        swa_full=log.swa_full,
+        # (a hybrid iSWA memory does not say "full-size"; its window cache as large as the other is the same)
+        swa_full=log.swa_full or (len(set(log.iswa_cells.values())) == 1 and len(log.iswa_cells) == 2),
         backend=Backend.CUDA if any(b.buffer.startswith("CUDA") for b in log.buffers) else Backend.CPU,
     )
 
@@ -71,7 +72,7 @@ def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
     """Every context and memory figure of the log against kvplan's plan of the same settings."""
     s = settings_of(log)
     p = plan(model, s)
-    figures = [*_context(log, p), *_caches(log, p), *_compute(log, p)]
+    figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_compute(log, p)]
     return Explanation(s, tuple(figures), tuple(p.notes))
 
 
@@ -90,14 +91,17 @@ def _context(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
 
 
 def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
-    attention = [c for c in p.caches if c.kind is CacheKind.ATTENTION]  # (a recurrent state's line is not read yet)
+    attention = [c for c in p.caches if c.kind is CacheKind.ATTENTION]
+    logged = [c for c in log.caches if c.layers]  # (llama.cpp creates, and prints, an empty cache for no layers)
     out = []
-    if len(log.caches) != len(attention):
-        out.append(Figure("KV caches", str(len(log.caches)), str(len(attention)), False,
+    if len(logged) != len(attention):
+        out.append(Figure("KV caches", str(len(logged)), str(len(attention)), False,
                           "not explained: the log and kvplan hold a different number of caches"))  # fmt: skip
         return out
     kv_buffers = [b for b in log.buffers if b.kind == "KV"]
-    for i, (got, mine) in enumerate(zip(log.caches, attention, strict=True)):
+    if len(kv_buffers) != len(logged):  # (one buffer per device a cache spans: paired only one to one)
+        kv_buffers = []
+    for i, (got, mine) in enumerate(zip(logged, attention, strict=True)):
         name = mine.name
         total = mine.k_bytes + mine.v_bytes
         rows = [
@@ -111,6 +115,38 @@ def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
             b = kv_buffers[i]
             rows.append((f"{name}: {b.buffer} KV buffer, MiB", b.mib, _mib(mine.buffer_bytes),
                          "every tensor aligned to the buffer's alignment", mine.buffer_bytes))  # fmt: skip
+        for what, printed, kv, why, n in rows:
+            out.append(Figure(what, printed, kv, printed == kv, why if printed == kv else "not explained", n))
+    return out
+
+
+def _states(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
+    """The recurrent state (Mamba, RWKV, delta-net layers): rows per sequence, its R and S halves, its buffer."""
+    mine = [c for c in p.caches if c.kind is CacheKind.RECURRENT]
+    if len(log.states) != len(mine):
+        why = "not explained: the log and kvplan hold a different number of recurrent states"
+        return [Figure("recurrent states", str(len(log.states)), str(len(mine)), False, why)]
+    buffers = [b for b in log.buffers if b.kind == "RS"]
+    out = []
+    for i, (got, c) in enumerate(zip(log.states, mine, strict=True)):
+        rows_per = c.cells // (1 + p.context.n_rs_seq)
+        total = c.k_bytes + c.v_bytes
+        rows = [
+            ("recurrent state: rows", str(got.cells), str(rows_per), c.why or "one row per sequence", None),
+            (
+                f"recurrent state: R ({got.type_r}), MiB",
+                got.r_mib,
+                _mib(c.k_bytes),
+                "the conv / shift states",
+                c.k_bytes,
+            ),
+            (f"recurrent state: S ({got.type_s}), MiB", got.s_mib, _mib(c.v_bytes), "the SSM / WKV states", c.v_bytes),
+            ("recurrent state: size, MiB", got.mib, _mib(total), "R + S (+ P, the PLE history: none here)", total),
+        ]
+        if i < len(buffers):
+            b = buffers[i]
+            rows.append((f"recurrent state: {b.buffer} RS buffer, MiB", b.mib, _mib(c.buffer_bytes),
+                         "every tensor aligned to the buffer's alignment", c.buffer_bytes))  # fmt: skip
         for what, logged, kv, why, n in rows:
             out.append(Figure(what, logged, kv, logged == kv, why if logged == kv else "not explained", n))
     return out

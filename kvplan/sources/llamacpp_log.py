@@ -37,6 +37,11 @@ _RENAMED = {"n_ctx_per_seq": "n_ctx_seq"}
 _BUFFER_SOURCES = (
     "load_tensors|llama_kv_cache_unified|llama_kv_cache|llama_context|sched_reserve|llama_memory_recurrent"
 )
+_RS = re.compile(
+    r"llama_memory_recurrent: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+) seqs\s+(\d+) rs_seq\), "
+    r"R \((\w+)\):\s+([\d.]+) MiB, S \((\w+)\):\s+([\d.]+) MiB(?:, P \((\w+)\):\s+([\d.]+) MiB)?"
+)
+_ISWA = re.compile(r"creating\s+(non-SWA|SWA) KV cache, size = (\d+) cells")
 _BUILD = re.compile(r"build(?:: | = )(\d+) \(([0-9a-f]+)\)")
 _LOADED = re.compile(r"llama_model_loader: loaded meta data with .* tensors from (.+?) \(version ")
 _OFFLOADED = re.compile(r"load_tensors: offloaded (\d+)/(\d+) layers to GPU")
@@ -68,6 +73,23 @@ class LoggedCache:
     v_mib: str
 
 
+@dataclass(frozen=True)
+class LoggedState:
+    """One `llama_memory_recurrent: size = …` line: the recurrent state (rows per sequence; `layers` is the model's
+    layer count as llama.cpp prints it, not the recurrent layers')."""
+
+    mib: str
+    cells: int
+    layers: int
+    seqs: int
+    rs_seq: int
+    type_r: str
+    r_mib: str
+    type_s: str
+    s_mib: str
+    p_mib: str  # the PLE history rows ("" where the build prints none)
+
+
 @dataclass
 class LlamaCppLog:
     """What one run of llama.cpp printed at startup."""
@@ -77,9 +99,12 @@ class LlamaCppLog:
     context: dict[str, str] = field(default_factory=dict)  # llama_context's settings block
     buffers: list[LoggedBuffer] = field(default_factory=list)
     caches: list[LoggedCache] = field(default_factory=list)
+    states: list[LoggedState] = field(default_factory=list)
     runs: int = 0  # runs that began in the file (the last is kept)
     model_path: str = ""  # the file llama.cpp loaded, as the log names it
     swa_full: bool = False  # "using full-size SWA cache"
+    #: "creating non-SWA / SWA KV cache, size = N cells" (an iSWA model's two caches, as created)
+    iswa_cells: dict[str, int] = field(default_factory=dict)
     offloaded: tuple[int, int] | None = None  # layers offloaded / offloadable (printed on CPU-only builds too)
 
     def setting(self, key: str) -> int | None:
@@ -117,10 +142,17 @@ def _take(log: LlamaCppLog, line: str) -> None:
     elif ": size =" in line and "llama_kv_cache" in line and (m := _KV.search(line)):
         g = m.groups()
         log.caches.append(LoggedCache(g[0], int(g[1]), int(g[2]), int(g[3]), int(g[4]), g[5], g[6], g[7], g[8]))
+    elif "llama_memory_recurrent: size" in line and (m := _RS.search(line)):
+        g = m.groups()
+        log.states.append(
+            LoggedState(g[0], int(g[1]), int(g[2]), int(g[3]), int(g[4]), g[5], g[6], g[7], g[8], g[10] or "")
+        )
     elif "llama_context: " in line and (m := _CONTEXT.search(line)):
         log.context.setdefault(_RENAMED.get(m.group(1), m.group(1)), m.group(2))
     elif "using full-size SWA cache" in line:
         log.swa_full = True
+    elif "KV cache, size =" in line and (m := _ISWA.search(line)):
+        log.iswa_cells[m.group(1)] = int(m.group(2))
     elif "layers to GPU" in line and (m := _OFFLOADED.search(line)):
         log.offloaded = (int(m.group(1)), int(m.group(2)))
 

