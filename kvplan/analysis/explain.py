@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, CacheKind, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
-from kvplan.sources.llamacpp_log import LlamaCppLog
+from kvplan.sources.llamacpp_log import LlamaCppLog, LoggedBuffer
 
 _FA = {"auto": FlashAttn.AUTO, "enabled": FlashAttn.ON, "disabled": FlashAttn.OFF}
 
@@ -111,12 +111,7 @@ def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
             (f"{name}: V ({got.type_v}), MiB", got.v_mib, _mib(mine.v_bytes), _width(p, mine, "V"), mine.v_bytes),
             (f"{name}: size, MiB", got.mib, _mib(total), "K + V", total),
         ]
-        if i < len(kv_buffers):
-            b = kv_buffers[i]
-            rows.append((f"{name}: {b.buffer} KV buffer, MiB", b.mib, _mib(mine.buffer_bytes),
-                         "every tensor aligned to the buffer's alignment", mine.buffer_bytes))  # fmt: skip
-        for what, printed, kv, why, n in rows:
-            out.append(Figure(what, printed, kv, printed == kv, why if printed == kv else "not explained", n))
+        out += _compared(rows, kv_buffers[i] if i < len(kv_buffers) else None, name, mine.buffer_bytes)
     return out
 
 
@@ -143,13 +138,22 @@ def _states(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
             (f"recurrent state: S ({got.type_s}), MiB", got.s_mib, _mib(c.v_bytes), "the SSM / WKV states", c.v_bytes),
             ("recurrent state: size, MiB", got.mib, _mib(total), "R + S (+ P, the PLE history: none here)", total),
         ]
-        if i < len(buffers):
-            b = buffers[i]
-            rows.append((f"recurrent state: {b.buffer} RS buffer, MiB", b.mib, _mib(c.buffer_bytes),
-                         "every tensor aligned to the buffer's alignment", c.buffer_bytes))  # fmt: skip
-        for what, logged, kv, why, n in rows:
-            out.append(Figure(what, logged, kv, logged == kv, why if logged == kv else "not explained", n))
+        out += _compared(rows, buffers[i] if i < len(buffers) else None, "recurrent state", c.buffer_bytes)
     return out
+
+
+_Row = tuple[str, str, str, str, "int | None"]
+
+
+def _compared(rows: list[_Row], buffer: LoggedBuffer | None, name: str, buffer_bytes: int) -> list[Figure]:
+    """The rows as figures (a printed value kvplan does not reach is "not explained"), and the buffer's, if the
+    log prints one for this cache."""
+    if buffer is not None:
+        rows = [*rows, (f"{name}: {buffer.buffer} {buffer.kind} buffer, MiB", buffer.mib, _mib(buffer_bytes),
+                        "every tensor aligned to the buffer's alignment", buffer_bytes)]  # fmt: skip
+    return [
+        Figure(what, got, kv, got == kv, why if got == kv else "not explained", n) for what, got, kv, why, n in rows
+    ]
 
 
 def _width(p: MemoryPlan, cache: CachePlan, which: str) -> str:
