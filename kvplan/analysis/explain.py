@@ -5,7 +5,7 @@ produced it, or not explained and why."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, CacheKind, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
@@ -27,12 +27,25 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Change:
+    """A flag change llama.cpp users make, and what it does to the KV cache / state and the CPU compute buffer
+    (kvplan's plan of the log's settings with that change; None where kvplan has no graph, or llama.cpp refuses)."""
+
+    flags: str
+    kv_bytes: int
+    compute_bytes: int | None
+
+
+@dataclass(frozen=True)
 class Explanation:
-    """A log's figures against kvplan's plan for the settings the log states."""
+    """A log's figures against kvplan's plan for the settings the log states, and what would change them."""
 
     settings: LlamaCppSettings
     figures: tuple[Figure, ...]
     notes: tuple[str, ...]
+    kv_bytes: int = 0  # kvplan's KV cache / state for the log's settings
+    compute_bytes: int | None = None  # its CPU compute buffer (None: a GPU log, or no graph)
+    changes: tuple[Change, ...] = ()
 
     @property
     def explained(self) -> bool:
@@ -73,7 +86,48 @@ def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
     s = settings_of(log)
     p = plan(model, s)
     figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_compute(log, p)]
-    return Explanation(s, tuple(figures), tuple(p.notes))
+    cpu = s.backend is Backend.CPU
+    return Explanation(s, tuple(figures), tuple(p.notes), p.total_bytes, _cpu_compute(p) if cpu else None,
+                       _changes(model, s, cpu))  # fmt: skip
+
+
+def _cpu_compute(p: MemoryPlan) -> int | None:
+    from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer
+
+    got = cpu_compute_buffer(p)
+    return None if got is None else got.bytes
+
+
+#: what users change to shrink or grow a llama.cpp context's memory, in llama.cpp's flags
+def _candidates(s: LlamaCppSettings) -> list[tuple[str, LlamaCppSettings]]:
+    out = []
+    if s.type_k == "f16" and s.type_v == "f16":
+        fa = FlashAttn.ON if s.flash_attn is FlashAttn.OFF else s.flash_attn  # (a quantized V needs it)
+        for t in ("q8_0", "q4_0"):
+            flags = f"-ctk {t} -ctv {t}" + (" -fa on" if s.flash_attn is FlashAttn.OFF else "")
+            out.append((flags, replace(s, type_k=t, type_v=t, flash_attn=fa)))
+    if s.n_seq > 1 and not s.kv_unified:
+        out.append(("-kvu", replace(s, kv_unified=True)))
+    if s.swa_full:
+        out.append(("without --swa-full", replace(s, swa_full=False)))
+    out.append((f"-c {s.n_ctx // 2}", replace(s, n_ctx=s.n_ctx // 2)))
+    out.append((f"-c {s.n_ctx * 2}", replace(s, n_ctx=s.n_ctx * 2)))
+    if s.n_ubatch > 128:
+        out.append((f"-ub {s.n_ubatch // 2}", replace(s, n_ubatch=s.n_ubatch // 2)))
+    return out
+
+
+def _changes(model: ModelDescription, s: LlamaCppSettings, cpu: bool) -> tuple[Change, ...]:
+    from kvplan.errors import KvplanError
+
+    out = []
+    for flags, changed in _candidates(s):
+        try:
+            p = plan(model, changed)
+        except KvplanError:
+            continue  # (a change llama.cpp refuses for this model is no option)
+        out.append(Change(flags, p.total_bytes, _cpu_compute(p) if cpu else None))
+    return tuple(out)
 
 
 def _context(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:

@@ -37,6 +37,23 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
         f"-ctk {s.type_k} -ctv {s.type_v} -fa {s.flash_attn.value}{' --swa-full' if s.swa_full else ''} "
         f"({s.backend.value} buffers)"
     )
+    change_columns = (
+        Column("flags", "What would change it", wrap=True),
+        Column("kv_bytes", "KV / state", Kind.BYTES),
+        Column("kv_change", "Δ KV", Kind.SHARE),
+        Column("compute_bytes", "Compute", Kind.BYTES),
+        Column("compute_change", "Δ compute", Kind.SHARE, drop=1),
+    )
+    changes: list[dict[str, Cell]] = [
+        {
+            "flags": c.flags,
+            "kv_bytes": c.kv_bytes,
+            "kv_change": _share(c.kv_bytes, e.kv_bytes),
+            "compute_bytes": c.compute_bytes,
+            "compute_change": _share(c.compute_bytes, e.compute_bytes),
+        }
+        for c in e.changes
+    ]
     warnings = []
     if runs > 1:
         warnings.append(f"the file holds {runs} runs; the last one is explained")
@@ -47,12 +64,23 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
             ("model", f"{model.name} ({model.arch}) from {model.source}"),
             ("settings the log states", settings_line),
         ),
-        tables=(Table("figures", columns, tuple(rows)),),
+        tables=(
+            Table("figures", columns, tuple(rows)),
+            Table(
+                "changes",
+                change_columns,
+                tuple(changes),
+                title="What would change it (kvplan's plan of each)",
+                csv=False,
+            ),
+        ),
         notes=("MiB as llama.cpp prints them (two decimals); kvplan's exact bytes are in JSON", *e.notes),
         warnings=tuple(warnings),
         data={
             "explained": e.explained,
             "runs": runs,
+            "kv_bytes": e.kv_bytes,
+            "compute_bytes": e.compute_bytes,
             "model": {"name": model.name, "arch": model.arch, "source": model.source},
             "settings": {
                 "n_ctx": s.n_ctx,
@@ -69,3 +97,8 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
         },
         exit_code=0 if e.explained else EXIT_NO,
     )
+
+
+def _share(new: int | None, old: int | None) -> float | None:
+    """The change as a share of the log's figure (+0.5 = half as much again)."""
+    return None if new is None or not old else new / old - 1

@@ -11,7 +11,7 @@ import pytest
 from graph_cases import REAL, model_of
 from helpers import FIXTURES
 
-from kvplan.analysis.explain import explain_llamacpp, settings_of
+from kvplan.analysis.explain import Explanation, explain_llamacpp, settings_of
 from kvplan.errors import BadInputError
 from kvplan.runtimes.llamacpp import Backend, FlashAttn
 from kvplan.sources.llamacpp_log import parse_lines, read_log
@@ -77,3 +77,23 @@ def test_every_figure_of_llama_cpps_test_models_is_explained(name: str) -> None:
 def test_the_harness_logs_cover_recurrent_memory() -> None:
     archs = {read_log(str(LOGS / n)).model["arch"] for n in HARNESS}
     assert len(archs) >= 12 and sum(bool(read_log(str(LOGS / n)).states) for n in HARNESS) >= 10
+
+
+def test_what_would_change_it_is_what_llama_cpp_then_prints() -> None:
+    """From the -c 8192 -fa off log, the q8_0 cache and the half context are the configurations of two other real
+    logs: each change's KV and compute equal kvplan's plan of that log, which equals what llama.cpp printed."""
+
+    def explained(name: str) -> Explanation:
+        return explain_llamacpp(read_log(str(LOGS / name)), model_of(REAL))
+
+    fa_off = explained("gemma-3-270m-fa-off.log")
+    changes = {c.flags: c for c in fa_off.changes}
+    assert set(changes) >= {"-ctk q8_0 -ctv q8_0 -fa on", "-c 4096", "-c 16384", "-ub 256"}
+    q8 = explained("gemma-3-270m-q8_0-cache.log")
+    c4096 = explained("gemma-3-270m-default-c4096.log")
+    assert q8.explained and c4096.explained
+    q8_change = changes["-ctk q8_0 -ctv q8_0 -fa on"]
+    assert (q8_change.kv_bytes, q8_change.compute_bytes) == (q8.kv_bytes, q8.compute_bytes)
+    assert changes["-c 4096"].kv_bytes == c4096.kv_bytes
+    half = changes["-ub 256"].compute_bytes
+    assert half is not None and half * 2 == fa_off.compute_bytes  # (the logits: 262,144 × ubatch × 4 B)
