@@ -161,7 +161,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("no_kv_offload", ("-nkvo", "--no-kv-offload"), v.switch,
             "keep the KV cache in host memory", "llama.cpp", None, negate=("-kvo", "--kv-offload"), runtime=_LL),
     Setting("backend", ("--backend",), v.backend,
-            "buffer rules: cuda (128-byte alignment, padded quantized rows) or cpu (verified); fit: cuda",
+            "buffer rules: cuda (128-byte alignment, padded quantized rows) or cpu; both recorded; fit: cuda",
             "llama.cpp", "cuda|cpu", runtime=_LL, choices=tuple(b.value for b in Backend)),
     Setting("mtp", ("--mtp",), v.switch,
             "also size the MTP draft context (nextn layers only)", "llama.cpp", None, runtime=_LL),

@@ -32,7 +32,7 @@ class LlamaCppSettings:
     swa_full: bool = False  # --swa-full
     n_rs_seq: int = 0  # recurrent snapshots kept for speculative rollback
     mtp: bool = False  # size an MTP draft context (LLAMA_CONTEXT_TYPE_MTP) instead of the main one
-    backend: Backend = Backend.CPU  # buffer rules: cpu (alignment 32, verified) or cuda (128 + row padding)
+    backend: Backend = Backend.CPU  # buffer rules: cpu (alignment 32) or cuda (128 + row padding), both recorded
 
 
 #: ggml_cuda_get_best_fattn_kernel (ggml-cuda/fattn.cu): the K head sizes with a kernel when V's is the same

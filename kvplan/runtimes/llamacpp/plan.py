@@ -31,7 +31,7 @@ class FlashAttn(str, Enum):
 
 
 class Backend(str, Enum):
-    """Whose buffer rules size the tensors: the CPU backend (verified) or CUDA (read from ggml-cuda)."""
+    """Whose buffer rules size the tensors: the CPU backend's or CUDA's (both recorded against llama.cpp)."""
 
     CPU = "cpu"
     CUDA = "cuda"
