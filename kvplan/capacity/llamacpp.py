@@ -194,18 +194,19 @@ class Target:
         where = layer_devices(model.n_layer_all, splits, self.n_gpu_layers)
         n = len(memory)
         w, kv = [0] * (n + 1), [0] * (n + 1)  # the last slot is the host
-        if self.overrides:
-            self._place_tensors(weights, where, w)
+        cuda_extra = weights.cuda_extra if p.context.backend is not Backend.CPU else ()
+        moved = self._moved(weights) if self.overrides or (self.n_cpu_moe and cuda_extra) else {}
+        if self.overrides:  # tensor by tensor, as llama.cpp's loader does with buffer overrides
+            _by_tensor(weights.tensors, where, moved, w)
         else:
-            moved = weights.expert_bytes[: self.n_cpu_moe] if self.n_cpu_moe else ()
+            experts = weights.expert_bytes[: self.n_cpu_moe] if self.n_cpu_moe else ()
             for il, b in enumerate(weights.layer_bytes):
-                e = moved[il] if il < len(moved) else 0  # llama.cpp's tensor buffer overrides: experts to the host
+                e = experts[il] if il < len(experts) else 0  # llama.cpp's tensor buffer overrides: experts to host
                 w[where[il]] += b - e
                 w[-1] += e
             w[where[-1]] += weights.output_bytes
             w[-1] += weights.input_bytes
-        if weights.cuda_extra and p.context.backend is not Backend.CPU:
-            self._cuda_extra(weights, where, w)
+        _by_tensor(cuda_extra, where, moved, w, host=False)  # (CUDA's buffers: on the GPUs only)
         host_caches = None  # a layer's cache in host memory is a CPU buffer's (llama_kv_cache: no CUDA padding)
         if own_plan and p.context.backend is not Backend.CPU and (self.no_kv_offload or -1 in where):
             host_caches = plan(model, dataclasses.replace(settings, backend=Backend.CPU)).caches
@@ -263,8 +264,9 @@ class Target:
             pins=not self.fit_projection,
         )
         backend_rules = RPC if p.context.backend is Backend.CPU else CUDA
-        sizes = {name: b for name, _il, b in self.weights.tensors}
-        got = device_compute_buffers(p, devices, backend_rules, sizes)
+        w = self.weights
+        extra = w.cuda_extra_by_name if backend_rules is CUDA else None
+        got = device_compute_buffers(p, devices, backend_rules, w.bytes_by_name, extra)
         if got is None:
             return None
         for i, c in enumerate(got):
@@ -279,29 +281,13 @@ class Target:
         rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
         return rules
 
-    def _place_tensors(self, weights: Weights, where: list[int], w: list[int]) -> None:
-        """Tensor by tensor, as llama.cpp's loader does with buffer overrides: the first -ot pattern a tensor's
-        name matches (re.search, as std::regex_search) decides its buffer; then -ncmoe / -cmoe (patterns of
-        their own, after the user's); else its layer's device."""
+    def _moved(self, weights: Weights) -> dict[str, int]:
+        """Each tensor a buffer override moves → its device (-1 the host): the first -ot pattern its name matches
+        (re.search, as std::regex_search), then -ncmoe / -cmoe's (patterns of their own, after the user's)."""
         from kvplan.runtimes.llamacpp.overrides import destinations
 
         rules = self._override_rules()
-        moved = destinations(rules, weights.names) if rules else {}
-        for name, il, b in weights.tensors:
-            home = -1 if il == -1 else where[-1] if il == -2 else where[il]
-            w[moved.get(name, home)] += b
-
-    def _cuda_extra(self, weights: Weights, where: list[int], w: list[int]) -> None:
-        """What CUDA's buffers allocate beyond each tensor's bytes (TensorWeights.cuda_extra): on the GPUs only
-        (the override patterns' matches are the ones _place_tensors finds, kept per names tuple)."""
-        from kvplan.runtimes.llamacpp.overrides import destinations
-
-        rules = self._override_rules() if self.overrides or self.n_cpu_moe else []
-        moved = destinations(rules, weights.names) if rules else {}
-        for name, il, pad in weights.cuda_extra:
-            d = moved.get(name, -1 if il == -1 else where[-1] if il == -2 else where[il])
-            if d != -1:
-                w[d] += pad
+        return destinations(rules, weights.names) if rules else {}
 
     def fitting(self, settings: LlamaCppSettings) -> Placement | None:
         """The placement if llama.cpp accepts the settings and every GPU has room, else None."""
@@ -715,3 +701,14 @@ class LlamaCppRuntime:
 
 
 RUNTIME = LlamaCppRuntime()
+
+
+def _by_tensor(
+    entries: Sequence[tuple[str, int, int]], where: list[int], moved: dict[str, int], w: list[int], host: bool = True
+) -> None:
+    """Each (name, layer, bytes) added to its device: where an override moved it, else its layer's (-1 the input
+    layer, -2 the output layer); `host` False leaves out what lands in host memory."""
+    for name, il, b in entries:
+        d = moved.get(name, -1 if il == -1 else where[-1] if il == -2 else where[il])
+        if host or d != -1:
+            w[d] += b

@@ -85,6 +85,16 @@ class Weights:
         """The tensors' names, one tuple per Weights (the override patterns' matches are kept per tuple)."""
         return tuple(name for name, _il, _b in self.tensors)
 
+    @cached_property
+    def bytes_by_name(self) -> dict[str, int]:
+        """Each tensor's bytes by name (the weights a device's compute buffer copies in)."""
+        return {name: b for name, _il, b in self.tensors}
+
+    @cached_property
+    def cuda_extra_by_name(self) -> dict[str, int]:
+        """What a CUDA buffer allocates beyond each tensor's bytes, by name (where that is not 0)."""
+        return {name: b for name, _il, b in self.cuda_extra}
+
 
 def estimate_bytes(n_params: int, weight_type_name: str) -> tuple[int, str]:
     """(total weight bytes, basis) for ``n_params`` parameters of ``weight_type_name``."""

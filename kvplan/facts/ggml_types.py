@@ -26,10 +26,19 @@ class GGMLType:
 
 
 #: MATRIX_ROW_PADDING (ggml-cuda/common.cuh): a CUDA buffer pads a quantized tensor's last row to a multiple of
-#: this many values (ggml_backend_cuda_buffer_type_get_alloc_size), weights and compute tensors alike
+#: this many values (ggml_backend_cuda_buffer_type_get_alloc_size), weights, caches and compute tensors alike
 CUDA_MATRIX_ROW_PADDING = 512
 #: ggml_backend_cuda_buffer_type_get_alignment
 CUDA_BUFFER_ALIGNMENT = 128
+
+
+def cuda_alloc_size(t: GGMLType, ne0: int, nbytes: int) -> int:
+    """ggml_backend_cuda_buffer_type_get_alloc_size ([TAG_ALLOC_SIZE_EXPAND]): a tensor's bytes, a quantized one's
+    last row padded to a multiple of CUDA_MATRIX_ROW_PADDING values so that the kernels may read past its end."""
+    if t.is_quantized and ne0 % CUDA_MATRIX_ROW_PADDING:
+        nbytes += t.row_bytes(CUDA_MATRIX_ROW_PADDING - ne0 % CUDA_MATRIX_ROW_PADDING)
+    return nbytes
+
 
 _TABLE = [
     (0, "f32", 1, 4),

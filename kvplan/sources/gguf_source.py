@@ -7,11 +7,11 @@ import os
 import re
 
 from kvplan.errors import GGUFError
-from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT, GGML_TYPES_BY_ID
-from kvplan.facts.ggml_types import CUDA_MATRIX_ROW_PADDING as MATRIX_ROW_PADDING
+from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT, GGML_TYPES_BY_ID, cuda_alloc_size
 from kvplan.model import ModelDescription, TensorWeights
 from kvplan.sources.gguf_reader import GGUFFile, TensorInfo, read_gguf
 from kvplan.sources.metadata import describe
+from kvplan.units import pad_to
 
 _SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 
@@ -121,14 +121,10 @@ def tensor_weights(tensors: list[TensorInfo], n_layer_all: int) -> TensorWeights
 
 
 def _cuda_extra(t: TensorInfo) -> int:
-    """What a CUDA buffer allocates for the tensor beyond its bytes: a quantized last row padded to a multiple of
-    MATRIX_ROW_PADDING values, the whole aligned to the buffer's 128 bytes."""
-    kind = GGML_TYPES_BY_ID[t.ggml_type]
+    """What a CUDA buffer allocates for the tensor beyond its bytes: its allocation size (a quantized last row
+    padded), aligned to the buffer's 128 bytes (ggml-alloc.c alloc_tensor_range)."""
     ne0 = t.shape[0] if t.shape else 1
-    size = t.n_bytes
-    if kind.is_quantized and ne0 % MATRIX_ROW_PADDING:
-        size += kind.row_bytes(MATRIX_ROW_PADDING - ne0 % MATRIX_ROW_PADDING)
-    return -(-size // CUDA_BUFFER_ALIGNMENT) * CUDA_BUFFER_ALIGNMENT - t.n_bytes
+    return pad_to(cuda_alloc_size(GGML_TYPES_BY_ID[t.ggml_type], ne0, t.n_bytes), CUDA_BUFFER_ALIGNMENT) - t.n_bytes
 
 
 #: llama.cpp's LLM_FFN_EXPS_REGEX (common/arg.cpp): the MoE expert tensors --cpu-moe / --n-cpu-moe move

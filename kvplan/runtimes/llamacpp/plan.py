@@ -10,16 +10,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from kvplan.facts.ggml_types import GGMLType
+from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT, GGMLType, cuda_alloc_size
 from kvplan.model import ModelDescription
 from kvplan.units import pad_to
 
 LLAMA_MAX_SEQ = 256
 KV_PAD_CELLS = 256
 CPU_ALIGNMENT = 32
-CUDA_ALIGNMENT = 128
-#: ggml-cuda pads quantized rows to a multiple of this many values (MATRIX_ROW_PADDING)
-CUDA_MATRIX_ROW_PADDING = 512
+CUDA_ALIGNMENT = CUDA_BUFFER_ALIGNMENT
 
 
 class FlashAttn(str, Enum):
@@ -83,10 +81,10 @@ class Context:
         return "mtp" if self.mtp else "default"
 
     def alloc(self, t: GGMLType, ne0: int, nbytes: int) -> int:
-        """The buffer bytes one tensor takes: ggml_backend_buft_get_alloc_size, padded to the alignment.
-        CUDA adds one row of 512 - ne0 % 512 values to quantized tensors (ggml-cuda.cu, MATRIX_ROW_PADDING)."""
-        if self.backend is Backend.CUDA and t.is_quantized and ne0 % CUDA_MATRIX_ROW_PADDING and nbytes:
-            nbytes += t.row_bytes(CUDA_MATRIX_ROW_PADDING - ne0 % CUDA_MATRIX_ROW_PADDING)
+        """The buffer bytes one tensor takes: ggml_backend_buft_get_alloc_size (CUDA's: cuda_alloc_size), padded
+        to the alignment."""
+        if self.backend is Backend.CUDA and nbytes:
+            nbytes = cuda_alloc_size(t, ne0, nbytes)
         return pad_to(nbytes, self.alignment)
 
     def to_dict(self) -> dict[str, Any]:

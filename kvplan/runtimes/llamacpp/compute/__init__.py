@@ -208,15 +208,20 @@ def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
 
 
 def device_compute_buffers(
-    p: MemoryPlan, placement: Placement, rules: DeviceRules = RPC, weight_bytes: Mapping[str, int] | None = None
+    p: MemoryPlan,
+    placement: Placement,
+    rules: DeviceRules = RPC,
+    weight_bytes: Mapping[str, int] | None = None,
+    weight_extra: Mapping[str, int] | None = None,
 ) -> tuple[ComputeBuffer, ...] | None:
     """llama.cpp's compute buffer on every device of a placement, then the host's (the CPU backend's), as its
     scheduler splits the graph over them with the devices' `rules` (RPC: the CPU backend's, recorded; CUDA: read
-    from ggml-cuda), or None where kvplan has no graph for the architecture."""
+    from ggml-cuda; `weight_extra`: what a device buffer allocates beyond each weight's bytes, for the weights op
+    offload copies there), or None where kvplan has no graph for the architecture."""
     g = _shortened(p, placement, weight_bytes)
     if g is None:
         return None
-    sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens, rules, weight_bytes).reserve(g)
+    sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens, rules, weight_bytes, weight_extra).reserve(g)
     basis = "llama.cpp's worst-case graph split over the devices by a port of ggml's scheduler and allocator"
     if not rules.recorded:
         basis += f" ({rules.name} rules derived from its source, not recorded)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME
+from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME, cuda_alloc_size
 from kvplan.runtimes.llamacpp.compute.tensor import FLAG_INPUT, FLAG_OUTPUT, INPLACE_OPS, Tensor
 
 SIZE_MAX = 2**64 - 1
@@ -111,7 +111,7 @@ class DynAllocator:
 @dataclass(frozen=True, slots=True)
 class BufferType:
     """What the allocator needs of a backend buffer type: its alignment, maximum buffer size and allocation size
-    (ggml_backend_buft_get_alloc_size: the tensor's bytes, except where `fa_f16_copies` or `row_padding` say
+    (ggml_backend_buft_get_alloc_size: the tensor's bytes, except where `fa_f16_copies` or `cuda_rows` say
     otherwise)."""
 
     name: str
@@ -121,17 +121,15 @@ class BufferType:
     #: a FLASH_ATTN_EXT result also holds f16 copies of a K and V that are not f16, 128-byte aligned, where the
     #: MMA or tile kernel runs (batches of prompt tokens)
     fa_f16_copies: bool = False
-    #: CUDA's too ([TAG_ALLOC_SIZE_EXPAND]): a quantized tensor's last row padded to a multiple of this many values
-    #: (MATRIX_ROW_PADDING), so that its kernels may read past the end
-    row_padding: int = 0
+    #: CUDA's too: a quantized tensor's last row padded (facts.ggml_types.cuda_alloc_size)
+    cuda_rows: bool = False
 
     def alloc_size(self, t: Tensor) -> int:
         size = self._fa_size(t) if self.fa_f16_copies and t.op == "FLASH_ATTN_EXT" else t.nbytes
-        pad = self.row_padding
-        if pad and t.ne[0] % pad:
+        if self.cuda_rows:
             kind = GGML_TYPES_BY_NAME.get(t.type)
-            if kind is not None and kind.is_quantized:
-                size += kind.row_bytes(pad - t.ne[0] % pad)
+            if kind is not None:
+                size = cuda_alloc_size(kind, t.ne[0], size)
         return size
 
     @staticmethod

@@ -17,13 +17,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping, Sequence
 
-from kvplan.facts.ggml_types import CUDA_MATRIX_ROW_PADDING
 from kvplan.runtimes.llamacpp.compute.ggml import is_contiguous
 from kvplan.runtimes.llamacpp.compute.tensor import FLAG_OUTPUT, USAGE_WEIGHTS, Tensor
 
 #: MOE_WEIGHTED_REDUCTION_MAX_EXPERTS
 _MAX_EXPERTS_REDUCED = 15
-MATRIX_ROW_PADDING = CUDA_MATRIX_ROW_PADDING
 
 Srcs = Callable[[Tensor], tuple[Tensor | None, ...]]
 

@@ -21,8 +21,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT
 from kvplan.runtimes.llamacpp.compute.alloc import CPU, BufferType, GraphAllocator
-from kvplan.runtimes.llamacpp.compute.cuda import MATRIX_ROW_PADDING, alloc_deps, candidates, use_counts
+from kvplan.runtimes.llamacpp.compute.cuda import alloc_deps, candidates, use_counts
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 from kvplan.runtimes.llamacpp.compute.tensor import (
     FLAG_INPUT,
@@ -56,16 +57,14 @@ class DeviceRules:
     alignment: int = 32
     offload_min_batch: int | None = None
     fa_f16_copies: bool = False
-    #: quantized rows padded to a multiple of this many values in its buffers (0: none)
-    row_padding: int = 0
+    #: its buffers pad quantized rows (CUDA's, facts.ggml_types.cuda_alloc_size)
+    cuda_rows: bool = False
     #: its graph_optimize keeps the MoE fusions' tensors alive longer (cuda.py)
     fusion_deps: bool = False
     recorded: bool = False
 
     def buffer_type(self, i: int) -> BufferType:
-        return BufferType(
-            f"{self.name}{i}", self.alignment, fa_f16_copies=self.fa_f16_copies, row_padding=self.row_padding
-        )
+        return BufferType(f"{self.name}{i}", self.alignment, fa_f16_copies=self.fa_f16_copies, cuda_rows=self.cuda_rows)
 
 
 #: a ggml RPC server's device (ggml-rpc.cpp): the CPU backend's buffers behind it, every op supported, no op offload
@@ -75,7 +74,9 @@ RPC = DeviceRules("RPC", 32, recorded=True)
 #: result's f16 K/V copies and quantized rows padded to 512 values (ggml_backend_cuda_buffer_type_get_alloc_size),
 #: the MoE fusions' allocation dependencies (ggml_backend_cuda_graph_optimize: cuda.py). Recorded on an H200
 #: (tests/fixtures/oracle/compute_cuda.json); HIP's build is not
-CUDA = DeviceRules("CUDA", 128, 32, fa_f16_copies=True, row_padding=MATRIX_ROW_PADDING, fusion_deps=True, recorded=True)
+CUDA = DeviceRules(
+    "CUDA", CUDA_BUFFER_ALIGNMENT, 32, fa_f16_copies=True, cuda_rows=True, fusion_deps=True, recorded=True
+)
 
 
 def op_batch_size(t: Tensor) -> int:
@@ -207,6 +208,7 @@ class Scheduler:
         n_tokens: int,
         rules: DeviceRules = RPC,
         weight_bytes: Mapping[str, int] | None = None,
+        weight_extra: Mapping[str, int] | None = None,
     ) -> None:
         self.p = placement
         n = placement.n_devices
@@ -216,6 +218,8 @@ class Scheduler:
         #: the real bytes of the model's weights by GGUF name (a weight copied into a device's buffer under op
         #: offload is its bytes; the graph's weights are shapes only)
         self.weight_bytes = weight_bytes or {}
+        #: what a device's buffer allocates beyond a weight's bytes, by GGUF name (CUDA's: TensorWeights.cuda_extra)
+        self.weight_extra = weight_extra or {}
         # the CPU backend's buffer type: the host buffer of the first device where it has one (CUDA_Host), with
         # the CPU's alignment and sizes either way
         self.bufts = (*(rules.buffer_type(i) for i in range(n)), CPU)
@@ -382,20 +386,12 @@ class Scheduler:
         device's buffer allocates it)."""
         cp = _dup_layout(src, name)
         if src.external and src.usage == USAGE_WEIGHTS:
-            cp.nbytes = self.weight_bytes.get(gguf_name(src), src.nbytes)
+            name = gguf_name(src)
+            cp.nbytes = self.weight_bytes.get(name, src.nbytes)
             if backend != self.cpu:
-                cp.nbytes = self._weight_alloc_size(src, cp.nbytes)
+                cp.nbytes += self.weight_extra.get(name, 0)
             cp.usage = USAGE_WEIGHTS  # (a copy in the compute buffer: only its role reads this)
         return cp
-
-    def _weight_alloc_size(self, w: Tensor, nbytes: int) -> int:
-        """A weight's bytes in a device buffer that pads quantized rows (the graph's weights carry shapes, not
-        types: a weight of neither 2 nor 4 bytes a value is quantized, and its padding costs its bytes per value,
-        exact since the padding is whole blocks)."""
-        pad, n = self.rules.row_padding, w.ne[0] * w.ne[1] * w.ne[2] * w.ne[3]
-        if pad and n and w.ne[0] % pad and nbytes not in (2 * n, 4 * n):
-            nbytes += nbytes * (pad - w.ne[0] % pad) // n
-        return nbytes
 
     def _needs_new_split(self, node: Tensor, cur_b: int, ids: dict[int, int]) -> bool:
         """A weight of the node on another backend whose buffer this one cannot read starts a new split."""

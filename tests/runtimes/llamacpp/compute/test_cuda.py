@@ -48,7 +48,7 @@ def test_the_fusion_dependencies_carry_the_moe_cases(gguf: str, short_without: i
 
 
 def test_a_quantized_row_is_padded_to_512_values() -> None:
-    buft = BufferType("CUDA0", 128, row_padding=512)
+    buft = BufferType("CUDA0", 128, cuda_rows=True)
     q8 = new("q8_0", (576, 4096, 1, 1), "CPY", ())  # an MLA K cache's rows: 576 values, 612 B
     assert buft.alloc_size(q8) == 612 * 4096 + 448 * 34 // 32  # one last row of 448 more values
     assert buft.alloc_size(new("q8_0", (1024, 8, 1, 1), "CPY", ())) == 1088 * 8  # a multiple of 512: none
