@@ -6,10 +6,14 @@ produced it, or not explained and why."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, CacheKind, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
 from kvplan.sources.llamacpp_log import LlamaCppLog, LoggedBuffer
+
+if TYPE_CHECKING:
+    from kvplan.runtimes.llamacpp.compute import ComputeBuffer
 
 _FA = {"auto": FlashAttn.AUTO, "enabled": FlashAttn.ON, "disabled": FlashAttn.OFF}
 
@@ -85,17 +89,17 @@ def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
     """Every context and memory figure of the log against kvplan's plan of the same settings."""
     s = settings_of(log)
     p = plan(model, s)
-    figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_compute(log, p)]
     cpu = s.backend is Backend.CPU
-    return Explanation(s, tuple(figures), tuple(p.notes), p.total_bytes, _cpu_compute(p) if cpu else None,
+    compute = _cpu_compute(p) if cpu else None
+    figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_compute(log, p, compute)]
+    return Explanation(s, tuple(figures), tuple(p.notes), p.total_bytes, compute.bytes if compute else None,
                        _changes(model, s, cpu))  # fmt: skip
 
 
-def _cpu_compute(p: MemoryPlan) -> int | None:
+def _cpu_compute(p: MemoryPlan) -> ComputeBuffer | None:
     from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer
 
-    got = cpu_compute_buffer(p)
-    return None if got is None else got.bytes
+    return cpu_compute_buffer(p)
 
 
 #: what users change to shrink or grow a llama.cpp context's memory, in llama.cpp's flags
@@ -126,7 +130,8 @@ def _changes(model: ModelDescription, s: LlamaCppSettings, cpu: bool) -> tuple[C
             p = plan(model, changed)
         except KvplanError:
             continue  # (a change llama.cpp refuses for this model is no option)
-        out.append(Change(flags, p.total_bytes, _cpu_compute(p) if cpu else None))
+        compute = _cpu_compute(p) if cpu else None
+        out.append(Change(flags, p.total_bytes, compute.bytes if compute else None))
     return tuple(out)
 
 
@@ -225,16 +230,16 @@ def _width(p: MemoryPlan, cache: CachePlan, which: str) -> str:
     return f"{cache.cells:,} cells × {c.n_stream} stream(s) × {width} × {per}"
 
 
-def _compute(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
+def _compute(log: LlamaCppLog, p: MemoryPlan, got: ComputeBuffer | None) -> list[Figure]:
+    """The compute buffers the log prints: a CPU-only log's against kvplan's (`got`, planned once)."""
     computes = [b for b in log.buffers if b.kind == "compute"]
     if not computes:
         return []
     if [b.buffer for b in computes] != ["CPU"]:
         why = "not explained yet: the GPUs' placement is not read from the log"
         return [Figure(f"{b.buffer} compute buffer, MiB", b.mib, "", False, why) for b in computes]
-    from kvplan.runtimes.llamacpp.compute import cpu_compute_buffer, no_graph_reason
+    from kvplan.runtimes.llamacpp.compute import no_graph_reason
 
-    got = cpu_compute_buffer(p)
     if got is None:
         return [Figure("CPU compute buffer, MiB", computes[0].mib, "", False, f"not explained: {no_graph_reason(p)}")]
     parts = ", ".join(f"{role} {_mib(n)} MiB" for role, n in got.parts[:3])

@@ -129,10 +129,11 @@ def _lm_head(
     scale: bool = False,
     norm_bias: bool = False,
     output_bias: bool = False,
+    softcap: bool = False,
 ) -> Graph:
     """The output layer most model classes end with: the final norm (res->t_embd; with its bias where the file has
     one and the class reads it), the LM head (res->t_logits), its bias where read (qwen2, phi3), the logits scaled
-    where the model says so (Granite, Command-R)."""
+    where the model says so (Granite, Command-R) or soft-capped (Gemma 2, 3 and 3n: cap · tanh(logits / cap))."""
     g.il = OUTPUT_LAYER
     nb = g.opt("output_norm.bias", d.n_embd) if norm_bias else None
     cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), nb, rms=rms)
@@ -140,6 +141,8 @@ def _lm_head(
     cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
     if scale:
         cur = ggml.unary(cur, "SCALE")
+    if softcap:
+        cur = ggml.unary(ggml.unary(ggml.unary(cur, "SCALE")), "SCALE")
     b = g.opt("output.bias", d.n_vocab) if output_bias else None
     if b is not None:  # (llm_graph_result::set_outputs marks t_logits, the last of these)
         cur = ggml.binary("ADD", cur, b)
@@ -255,15 +258,7 @@ def build_gemma3(d: Dims, r: Reserve, w: Weights, gemma2: bool = False) -> Graph
         cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
         cur = g.norm(cur, g.wt(d.n_embd, name="ffn_post_norm"), with_il=False)  # build_norm(..., -1)
         inp_l = ggml.binary("ADD", cur, sa_out)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    if gemma2 or d.final_softcap:
-        cur = ggml.unary(ggml.unary(ggml.unary(cur, "SCALE")), "SCALE")
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, softcap=gemma2 or d.final_softcap)
 
 
 def build_phi3(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -1611,13 +1606,7 @@ class _Gemma3n:
             cur = ggml.binary("ADD", cur, self._slice(unembd, i))
         cur = ggml.unary(cur, "SCALE")
         cur = ggml.get_rows(cur, g.inp_out_ids())
-        cur = g.norm(cur, g.wt(d.n_embd, name="output_norm"))
-        ggml.set_output(cur)
-        cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-        cur = ggml.unary(ggml.unary(ggml.unary(cur, "SCALE")), "SCALE")
-        ggml.set_output(cur)
-        g.gf.expand(cur)
-        return g.gf
+        return _lm_head(g, d, cur, softcap=True)
 
 
 BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
