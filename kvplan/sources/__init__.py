@@ -50,10 +50,10 @@ def load_model(ref: str) -> ModelDescription:
 
 def _is_gguf(path: str) -> bool:
     """A regular file (never a FIFO or a device: they are not opened) that starts with GGUF's magic."""
-    if not os.path.isfile(path):
-        return False
+    from kvplan.sources.files import open_regular
+
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(4) == b"GGUF"
     except OSError:
         return False

@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from kvplan.errors import SpecError
 
@@ -33,17 +33,41 @@ def did_you_mean(key: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def read_text(path: str, what: str) -> str:
-    """The text of a regular file of at most MAX_TEXT_BYTES, as UTF-8 (errors name the file)."""
-    try:
+class NotRegularFile(OSError):
+    """A path that is not a regular file (a folder, a FIFO, a device): refused, never waited on."""
+
+
+def open_regular(path: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file. A FIFO or a device is refused before it is opened (a
+    FIFO nobody writes would block), and the opened file is checked again (it may have been swapped meanwhile:
+    opened without blocking, so even then nothing waits)."""
+    for _ in range(2):
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
             kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise SpecError(path, None, None, f"{kind}; expected {what}")
-        if st.st_size > MAX_TEXT_BYTES:
-            raise SpecError(path, None, None, f"{st.st_size:,} bytes is too large for {what}")
-        with open(path, "rb") as fh:
+            raise NotRegularFile(0, kind)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.set_blocking(fd, True)
+                return os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise NotRegularFile(0, "not a regular file")
+
+
+def read_text(path: str, what: str) -> str:
+    """The text of a regular file of at most MAX_TEXT_BYTES, as UTF-8 (errors name the file)."""
+    try:
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_TEXT_BYTES:
+                raise SpecError(path, None, None, f"{size:,} bytes is too large for {what}")
             data = fh.read(MAX_TEXT_BYTES + 1)
+    except NotRegularFile as exc:
+        raise SpecError(path, None, None, f"{exc.strerror}; expected {what}") from None
     except OSError as exc:
         raise SpecError(path, None, None, f"cannot read file: {exc.strerror or exc}") from None
     if data.startswith(b"GGUF"):

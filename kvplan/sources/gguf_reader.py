@@ -490,7 +490,10 @@ def read_gguf(path: str | os.PathLike[str], check_data_bounds: bool = True) -> G
             raise GGUFError(spath, None, f"{kind}; expected a GGUF file")
         if st.st_size == 0:
             raise GGUFError(spath, 0, "file is empty")
-        fd = os.open(spath, os.O_RDONLY)
+        fd = os.open(spath, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # swapped for a FIFO since: no wait
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise GGUFError(spath, None, "not a regular file; expected a GGUF file")
     except OSError as exc:
         raise GGUFError(spath, None, f"cannot read file: {exc.strerror or exc}") from None
     try:

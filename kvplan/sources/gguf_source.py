@@ -44,7 +44,7 @@ def read_model_files(path: str) -> list[GGUFFile]:
 
 def load_gguf_model(path: str) -> ModelDescription:
     """A local GGUF (split models: all shards), or a remote one (http(s):// or hf://, headers only)."""
-    from kvplan.sources.remote import is_remote, read_remote_model_files
+    from kvplan.sources.remote import is_remote, read_remote_model_files, redact
 
     if is_remote(path):
         from kvplan import progress
@@ -66,7 +66,7 @@ def load_gguf_model(path: str) -> ModelDescription:
         name = os.path.basename(path.split("?", 1)[0])
     model = describe(
         meta.kv,
-        source=path,
+        source=redact(path),
         source_kind="gguf",
         name=name,
         weight_bytes=weight_bytes,

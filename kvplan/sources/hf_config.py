@@ -14,7 +14,7 @@ from typing import Any
 from kvplan.errors import BadInputError
 from kvplan.facts.hf_archs import CONVERTED_ARCHS
 from kvplan.model import ContextKeys, ModelDescription, ParamCount, SwaType
-from kvplan.sources.files import read_json
+from kvplan.sources.files import open_regular, read_json
 from kvplan.sources.graph_facts import graph_facts_from_config
 from kvplan.sources.hf_conversion import U32_MAX, autoconfig, config_to_metadata, stated_context
 from kvplan.sources.metadata import describe
@@ -113,7 +113,7 @@ def _local_checkpoint(folder: str) -> Checkpoint:
     if not os.path.isfile(single):
         return Checkpoint()
     try:
-        with open(single, "rb") as fh:
+        with open_regular(single) as fh:
             n = header_length(fh.read(8), single)
             header = fh.read(n)
     except OSError as exc:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kvplan.errors import BadInputError
+from kvplan.sources.files import NotRegularFile, open_regular
 
 MAX_LINE = 64 << 10  # a startup line is under 200 bytes; a log line past this is cut
 MAX_FILE = 4 << 30  # what is read at most (a server's log grows with every request)
@@ -168,7 +169,9 @@ def read_log(path: str) -> LlamaCppLog:
     import sys
 
     try:
-        fh = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed below (not stdin)
+        fh = sys.stdin.buffer if path == "-" else open_regular(path)  # closed below (not stdin)
+    except NotRegularFile as exc:  # a FIFO nobody writes would wait forever; a pipe comes in as `-`
+        raise BadInputError(f"{path}: {exc.strerror}; give a log file, or pipe the log in as -") from None
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read the log: {exc.strerror or exc}") from None
     try:

@@ -18,17 +18,21 @@ source is read once per process.
 
 from __future__ import annotations
 
-import http.client
+import base64
 import os
 import re
 import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kvplan.errors import GGUFError, ModelNotFoundError
 from kvplan.model import ModelDescription
 from kvplan.sources.gguf_reader import GGUFFile, parse_gguf
+
+if TYPE_CHECKING:
+    from kvplan.sources.httpget import Reply
 
 FIRST_WINDOW_BYTES = 2 << 20
 TIMEOUT_S = 30.0  # one read
@@ -40,7 +44,6 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 _CONTENT_RANGE_RE = re.compile(r"bytes (\d{1,15})-(\d{1,15})/(\d{1,15}|\*)")
 _SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 _SAFE_TOKEN_RE = re.compile(r"[\x21-\x7e]+")
-_READ_CHUNK = 1 << 16
 
 
 def is_remote(ref: str) -> bool:
@@ -84,9 +87,13 @@ def hf_token() -> str | None:
     if token is None:
         home = os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface"))
         path = os.environ.get("HF_TOKEN_PATH", os.path.join(home, "token"))
+        from kvplan.sources.files import NotRegularFile, open_regular
+
         try:
-            with open(path, encoding="utf-8") as fh:
-                token = fh.read(4096)
+            with open_regular(path) as fh:
+                token = fh.read(4096).decode("utf-8")
+        except NotRegularFile as exc:  # a FIFO nobody writes would wait forever
+            raise ModelNotFoundError(f"the Hugging Face token file {path}: {exc.strerror}") from None
         except (OSError, UnicodeDecodeError):
             return None
     token = token.strip()
@@ -100,7 +107,7 @@ def hf_token() -> str | None:
 def resolve(ref: str) -> tuple[str, bool]:
     """An http(s) URL for ``ref``, and whether it is the Hugging Face endpoint's (and may carry the token)."""
     if not ref.startswith("hf://"):
-        _check_url(ref, ref)
+        _check_url(ref, redact(ref))
         return ref, False
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise ModelNotFoundError(f"{ref}: HF_HUB_OFFLINE is set; download the file and give its path")
@@ -113,7 +120,7 @@ def resolve(ref: str) -> tuple[str, bool]:
     revision = "main"
     if "@" in repo:
         repo, revision = repo.split("@", 1)
-    if not revision or not repo:
+    if not revision or not repo or repo in (".", "..") or revision in (".", ".."):  # hf://org/..@main/…
         raise ModelNotFoundError(f"{ref}: expected hf://ORG/REPO[@REVISION][/PATH/FILE.gguf]")
     quote = urllib.parse.quote
     url = (f"{hf_endpoint()}/{quote(org, safe='')}/{quote(repo, safe='')}/resolve/{quote(revision, safe='')}/"
@@ -128,7 +135,7 @@ class RemoteReader:
 
     url: str
     shown: str  # the reference as the user gave it (errors name it, never a header)
-    token: str | None = None
+    token: str | None = None  # the Authorization header's value: "Bearer …" (the hub) or "Basic …" (user:pass@)
     token_origin: Origin | None = None
     hub: bool = False  # a Hugging Face source (401 / 403 mention the token)
     timeout: float = TIMEOUT_S
@@ -141,14 +148,13 @@ class RemoteReader:
     progress: Callable[[int], None] | None = None
     status: int = 0  # of the last reply
 
+    def __post_init__(self) -> None:
+        from kvplan.sources.httpget import Deadline
+
+        self._deadline = Deadline(self.deadline_s, self.timeout, self.started)
+
     def _fail(self, message: str, offset: int | None = None) -> GGUFError:
         return GGUFError(self.shown, offset, message)
-
-    def _left(self) -> float:
-        left = self.deadline_s - (time.monotonic() - self.started)
-        if left <= 0:
-            raise self._fail(f"gave up after {self.deadline_s:.0f} s (the server is too slow)")
-        return left
 
     def fetch(self, start: int, end: int) -> bytes:
         """Bytes [start, end) of the file (fewer only at its end)."""
@@ -164,38 +170,34 @@ class RemoteReader:
         self.requests += 1
         if self.requests > self.max_requests:
             raise self._fail(f"more than {self.max_requests} requests for one header; giving up")
-        parts = urllib.parse.urlsplit(url)
         headers = {"Range": f"bytes={start}-{end - 1}", "User-Agent": "kvplan", "Accept-Encoding": "identity"}
         if self.token and self.token_origin == Origin.of(url):
-            headers["Authorization"] = f"Bearer {self.token}"
-        conn_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        conn = conn_type(parts.hostname or "", parts.port, timeout=min(self.timeout, self._left()))
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
+            headers["Authorization"] = self.token
+        from kvplan.sources import httpget
+
+        sock = None
         try:
-            conn.request("GET", target, headers=headers)
-            resp = conn.getresponse()
+            resp, sock = httpget.get(url, headers, self._deadline)
             return self._reply(resp, url, start, end)
         except GGUFError:
             raise
-        except TimeoutError:
-            raise self._fail(f"timed out after {self.timeout:.0f} s") from None
-        except (http.client.HTTPException, ValueError) as exc:
-            raise self._fail(f"malformed HTTP reply ({type(exc).__name__})") from None
+        except httpget.HTTPFailure as exc:
+            timed_out = isinstance(exc, httpget.TimedOut)
+            raise self._fail(str(exc) if timed_out else f"malformed HTTP reply: {exc}") from None
         except OSError as exc:
-            raise self._fail(f"cannot fetch: {exc.strerror or type(exc).__name__}") from None
+            raise self._fail(httpget.os_error(exc)) from None
         finally:
-            conn.close()
+            if sock is not None:
+                sock.close()
 
-    def _reply(self, resp: http.client.HTTPResponse, url: str, start: int, end: int) -> tuple[bytes | None, str]:
+    def _reply(self, resp: Reply, url: str, start: int, end: int) -> tuple[bytes | None, str]:
         status = self.status = resp.status
         if status in (301, 302, 303, 307, 308):
-            return None, self._redirect(url, resp.getheader("Location", ""))  # its body is never read
+            return None, self._redirect(url, resp.header("Location"))  # its body is never read
         if status == 416 and self.size is not None and start >= self.size:
             return b"", url
         if status == 200:
-            length = resp.getheader("Content-Length")
+            length = resp.header("Content-Length")
             raise self._fail("the server does not support HTTP Range requests (it answered 200 with the whole file"
                              f"{f' of {length} bytes' if length and length.isdigit() else ''}); download the file "
                              "or use another mirror")  # fmt: skip
@@ -205,40 +207,29 @@ class RemoteReader:
                 hint = (
                     " (the token has no access)" if self.token else " (set HF_TOKEN for a gated or private repository)"
                 )
-            raise self._fail(f"HTTP {status} {resp.reason[:80]}{hint}")
+            raise self._fail(f"HTTP {status} {resp.reason}{hint}")
         if status != 206:
-            raise self._fail(f"HTTP {status} {resp.reason[:80]} for a Range request")
-        content_range = (resp.getheader("Content-Range") or "").strip()
+            raise self._fail(f"HTTP {status} {resp.reason} for a Range request")
+        from kvplan.sources.httpget import printable
+
+        content_range = resp.header("Content-Range").strip()
         m = _CONTENT_RANGE_RE.fullmatch(content_range)
         if not m or int(m.group(1)) != start or not start <= int(m.group(2)) < end:
-            raise self._fail(f"bad Content-Range {content_range[:80]!r} for bytes {start}-{end - 1}")
+            raise self._fail(f"bad Content-Range {printable(content_range)!r} for bytes {start}-{end - 1}")
         if m.group(3) != "*":
             self.size = int(m.group(3))
             if int(m.group(2)) + 1 != min(end, self.size):
                 raise self._fail(f"short range: bytes {start}-{m.group(2)} of the {start}-{end - 1} asked for", start)
         expected = int(m.group(2)) - start + 1
-        data = self._read(resp, expected)
+        data = resp.body(expected + 1, self._count)
         if len(data) != expected:
             raise self._fail(f"short read: got {len(data)} of {expected} bytes", start + len(data))
         return data, url
 
-    def _read(self, resp: http.client.HTTPResponse, expected: int) -> bytes:
-        """At most ``expected`` + 1 bytes, chunk by chunk, within the deadline."""
-        chunks, got = [], 0
-        while got <= expected:
-            if resp.fp is not None:
-                sock = getattr(getattr(resp.fp, "raw", None), "_sock", None)
-                if sock is not None:
-                    sock.settimeout(min(self.timeout, self._left()))
-            chunk = resp.read1(min(_READ_CHUNK, expected + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-            self.bytes_transferred += len(chunk)
-            if self.progress is not None:
-                self.progress(self.bytes_transferred)
-        return b"".join(chunks)
+    def _count(self, n: int) -> None:
+        self.bytes_transferred += n
+        if self.progress is not None:
+            self.progress(self.bytes_transferred)
 
     def _redirect(self, url: str, location: str) -> str:
         if not location:
@@ -253,14 +244,42 @@ class RemoteReader:
         return target
 
 
+def redact(url: str) -> str:
+    """``url`` as it may be shown (messages, JSON, run lines): a password in it replaced by ``***``."""
+    if "@" not in url:
+        return url
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+    except ValueError:
+        return url.split("//", 1)[0] + "//***@" + url.rsplit("@", 1)[1]
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+def _reader(url: str, shown: str, hub: bool, **kw: object) -> RemoteReader:
+    """A reader of ``url`` with the credentials that belong to it: the hub's token for the hub endpoint, a URL's own
+    ``user:password@`` as HTTP Basic for that URL's scheme, host and port (neither goes anywhere else)."""
+    auth = None
+    if hub:
+        tok = hf_token()
+        auth = f"Bearer {tok}" if tok else None
+    else:
+        parts = urllib.parse.urlsplit(url)
+        if parts.username is not None:
+            pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            auth = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+            url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return RemoteReader(url, redact(shown), auth, Origin.of(url) if auth else None, hub, **kw)  # type: ignore[arg-type]
+
+
 def read_remote_gguf(url: str, shown: str | None = None, token: bool = False,
                      progress: Callable[[int], None] | None = None) -> tuple[GGUFFile, RemoteReader]:  # fmt: skip
     """Parse a remote GGUF's metadata, fetching only as many leading bytes as the header needs."""
-    tok = hf_token() if token else None
-    reader = RemoteReader(url, shown or url, tok, Origin.of(url) if tok else None, token, TIMEOUT_S, DEADLINE_S,
-                          progress=progress)  # fmt: skip
+    reader = _reader(url, shown or url, token, timeout=TIMEOUT_S, deadline_s=DEADLINE_S, progress=progress)
     first = reader.fetch(0, FIRST_WINDOW_BYTES)
-    return parse_gguf(first, shown or url, reader.size, source=reader.fetch), reader
+    return parse_gguf(first, reader.shown, reader.size, source=reader.fetch), reader
 
 
 def shard_urls(url: str) -> list[str]:
@@ -282,13 +301,14 @@ def read_remote_model_files(ref: str, progress: Callable[[int], None] | None = N
     if ref in _CACHE:
         return _CACHE[ref]
     url, is_hub = resolve(ref)
+    shown = redact(ref)
     shards = shard_urls(url)
-    first, reader = read_remote_gguf(shards[0], ref, is_hub, progress)
+    first, reader = read_remote_gguf(shards[0], shown, is_hub, progress)
     files, transferred = [first], reader.bytes_transferred
     if len(shards) > 1:
         declared = first.kv.get("split.count")
         if not isinstance(declared, int) or declared != len(shards) or len(shards) > MAX_SHARDS:
-            raise GGUFError(ref, None, f"the name says {len(shards)} shards, shard 1 says split.count = {declared}")
+            raise GGUFError(shown, None, f"the name says {len(shards)} shards, shard 1 says split.count = {declared}")
         for shard in shards[1:]:
             f, r = read_remote_gguf(shard, shard, is_hub, progress)
             files.append(f)
@@ -313,8 +333,7 @@ def _fetch_small(
 ) -> bytes | None:
     """A whole small file (or its first ``limit`` bytes: ``prefix``) by one Range request (None for a 404 where
     that is allowed)."""
-    tok = hf_token() if hub else None
-    reader = RemoteReader(url, shown, tok, Origin.of(url) if tok else None, hub, TIMEOUT_S, DEADLINE_S, max_requests=8)
+    reader = _reader(url, shown, hub, timeout=TIMEOUT_S, deadline_s=DEADLINE_S, max_requests=8)
     try:
         data = reader.fetch(0, limit if prefix else limit + 1)
     except GGUFError:
@@ -334,6 +353,7 @@ def load_remote_config(ref: str) -> ModelDescription:
     from kvplan.sources.safetensors import INDEX_FILE, SINGLE_FILE, Checkpoint, from_header, from_index, header_length
 
     url, hub = resolve(ref)
+    ref = redact(ref)  # what messages and the answer show; ``url`` keeps the credentials for their own host
     data = _fetch_small(url, ref, hub, MAX_JSON_BYTES)
     assert data is not None
     cfg = parse_json(_utf8(data, ref), ref)
@@ -348,8 +368,7 @@ def load_remote_config(ref: str) -> ModelDescription:
         first = _fetch_small(f"{base}/{SINGLE_FILE}", shown, hub, 8, missing_ok=True, prefix=True)
         if first is not None:
             n = header_length(first, shown)
-            tok = hf_token() if hub else None
-            reader = RemoteReader(f"{base}/{SINGLE_FILE}", shown, tok, Origin.of(url) if tok else None, hub)
+            reader = _reader(f"{base}/{SINGLE_FILE}", shown, hub, timeout=TIMEOUT_S, deadline_s=DEADLINE_S)
             checkpoint = from_header(reader.fetch(8, 8 + n), shown)
     return describe_config(cfg, ref, checkpoint)
 

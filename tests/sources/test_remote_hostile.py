@@ -3,7 +3,9 @@ requests and time, and every failure is one line with exit 3. Each server stops 
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import os
 import re
 import socket
 import socketserver
@@ -291,3 +293,138 @@ def test_a_server_that_closes_at_once(serve) -> None:
     base, _ = serve(close)
     r = kv("estimate", f"{base}/m.gguf")
     assert r.exit_code == 3 and r.stderr.count("\n") == 1
+
+
+# ---- issue 26: one deadline for the whole fetch, whatever the server does
+
+
+def _stalls(monkeypatch, reply: Reply, serve, match: str) -> float:
+    """Fetch from a server that stalls; the error is ``match`` and comes within the (shortened) deadline."""
+    base, _ = serve(reply)
+    monkeypatch.setattr(remote, "DEADLINE_S", 1.0)
+    started = time.monotonic()
+    with pytest.raises(GGUFError, match=match):
+        read_remote_gguf(f"{base}/m.gguf")
+    return time.monotonic() - started
+
+
+def test_interim_replies_forever(serve, monkeypatch) -> None:
+    def forever(c: Conn) -> None:
+        while True:
+            c.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+            time.sleep(0.01)
+
+    assert _stalls(monkeypatch, forever, serve, r"more than 8 interim \(1xx\) replies") < 2
+
+    def slow_forever(c: Conn) -> None:
+        while True:
+            c.send(b"HTTP/1.1 102 Processing\r\n\r\n")
+            time.sleep(0.3)
+
+    # 8 interim replies take 2.4 s: the 1 s deadline ends it first
+    assert _stalls(monkeypatch, slow_forever, serve, r"gave up after 1 s") < 2
+
+
+def test_a_header_sent_one_byte_at_a_time(serve, monkeypatch) -> None:
+    def trickle(c: Conn) -> None:
+        for b in b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-9/10\r\nContent-Length: 10\r\n\r\n0123456789":
+            c.send(bytes([b]))
+            time.sleep(0.2)
+
+    assert _stalls(monkeypatch, trickle, serve, r"gave up after 1 s") < 2
+
+
+def test_a_chunk_size_that_trickles(serve, monkeypatch) -> None:
+    def trickle(c: Conn) -> None:
+        c.send(b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-9/10\r\nTransfer-Encoding: chunked\r\n\r\n")
+        while True:
+            c.send(b"0")  # a chunk-size line of leading zeros that never ends
+            time.sleep(0.1)
+
+    assert _stalls(monkeypatch, trickle, serve, r"gave up after 1 s|chunk size") < 2
+
+
+def test_trailers_that_never_end_are_never_read(tmp_path: Path, serve) -> None:
+    data = _gguf(tmp_path)
+
+    def trailers(c: Conn) -> None:
+        a, b = c.range
+        b = min(b, len(data) - 1)
+        body = data[a : b + 1]
+        c.send(f"HTTP/1.1 206 Partial\r\nContent-Range: bytes {a}-{b}/{len(data)}\r\nTransfer-Encoding: chunked"
+               f"\r\n\r\n{len(body):x}\r\n".encode() + body + b"\r\n0\r\n")  # fmt: skip
+        while True:
+            c.send(b"X-Trailer: " + b"t" * 1000 + b"\r\n")
+            time.sleep(0.01)
+
+    base, _ = serve(trailers)
+    started = time.monotonic()
+    f, _ = read_remote_gguf(f"{base}/m.gguf")
+    assert f.kv["tokenizer.ggml.tokens"].count == 10 and time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 206 Partial\r\n" + b"X-Many: 1\r\n" * 101 + b"\r\n",
+        b"HTTP/1.1 206 Partial\r\n" + (b"X-Big: " + b"b" * 8000 + b"\r\n") * 9 + b"\r\n",
+        b"HTTP/1.1 206 Partial\r\nX-Long: " + b"l" * 9000 + b"\r\n\r\n",
+        b"HTTP/1.1 206 " + b"r" * 9000 + b"\r\n\r\n",
+        b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-9/10\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-9/10\r\nContent-Encoding: br\r\n\r\n",
+        b"HTTP/1.1 206 Partial\r\n folded: line\r\n\r\n",
+    ],
+)
+def test_header_caps(serve, head: bytes) -> None:
+    def reply(c: Conn) -> None:
+        c.send(head)
+        time.sleep(5)  # and then nothing: the caps, not a time-out, end it
+
+    base, _ = serve(reply)
+    started = time.monotonic()
+    with pytest.raises(GGUFError, match="malformed HTTP reply"):
+        read_remote_gguf(f"{base}/m.gguf")
+    assert time.monotonic() - started < 2
+
+
+def test_a_token_file_that_is_a_fifo(tmp_path: Path, monkeypatch) -> None:
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_TOKEN_PATH", str(fifo))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    started = time.monotonic()
+    r = kv("estimate", "hf://org/repo/m.gguf")
+    assert r.exit_code == 3 and "token file" in r.stderr and "not a regular file" in r.stderr
+    assert time.monotonic() - started < 5
+
+
+def test_a_password_in_a_url_goes_only_to_its_host_and_is_never_shown(tmp_path: Path, serve) -> None:
+    data = _gguf(tmp_path)
+    elsewhere, other = serve(file_server(data))
+    base, conn = serve(redirect_to(f"{elsewhere}/m.gguf"))
+    url = base.replace("http://", "http://alice:s3cret%21@") + "/m.gguf"
+    r = kv("estimate", url, "-c", "4k", "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    assert conn.seen[0]["authorization"] == "Basic " + base64.b64encode(b"alice:s3cret!").decode()
+    assert other.seen and not any("authorization" in h for h in other.seen)  # another port: not its host
+    assert "s3cret" not in r.stdout and "alice:***@" in r.stdout
+    remote._CACHE.clear()
+    missing, _ = serve(lambda c: c.send(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"))
+    for fmt in ("table", "json"):
+        r = kv("estimate", missing.replace("http://", "http://alice:s3cret@") + "/m.gguf", "-o", fmt)
+        assert r.exit_code == 3 and "s3cret" not in r.stderr + r.stdout and "alice:***@" in r.stderr
+
+
+def test_a_reason_phrase_cannot_drive_the_terminal(serve) -> None:
+    base, _ = serve(lambda c: c.send(b"HTTP/1.1 404 \x1b[2J\x1b]0;pwned\x07\rOK \xff\r\nContent-Length: 0\r\n\r\n"))
+    r = kv("estimate", f"{base}/m.gguf")
+    assert r.exit_code == 3 and r.stderr.count("\n") == 1
+    assert not any((ord(c) < 0x20 and c != "\n") or ord(c) == 0x7F for c in r.stderr), repr(r.stderr)
+    assert "\\x1b[2J" in r.stderr
+
+
+def test_a_parent_segment_before_the_revision_is_refused() -> None:
+    for ref in ("hf://org/..@main/file.gguf", "hf://org/repo@../file.gguf", "hf://org/.@main/x.gguf"):
+        with pytest.raises(ModelNotFoundError, match="expected hf://ORG/REPO"):
+            resolve(ref)
