@@ -40,6 +40,7 @@ from kvplan.runtimes.llamacpp import (
     plan_mtp_draft,
 )
 from kvplan.runtimes.llamacpp.memory import MTP_TENSORS_SKIPPED
+from kvplan.runtimes.llamacpp.pattern import Pattern
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, LLAMA_MAX_SEQ
 from kvplan.units import GIB
 
@@ -273,17 +274,21 @@ class Target:
             out[i], parts[i] = c.bytes, c.parts
         return COMPUTE_BASIS if backend_rules is RPC else f"{COMPUTE_BASIS}; {CUDA_RULES}"
 
-    def _override_rules(self) -> list[tuple[re.Pattern[str], int]]:
+    def _override_rules(self) -> list[tuple[Pattern, int]]:
         """The tensor buffer overrides in llama.cpp's order: -ot's (pattern → GPU index, -1 for the host), then
         -ncmoe / -cmoe's experts to the host."""
-        rules = [(re.compile(p), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
+        from kvplan.runtimes.llamacpp.overrides import compiled, own
+
+        rules = [(compiled(p), -1 if b.upper() == "CPU" else int(re.match(r"^[A-Za-z]+(\d+)", b).group(1)))  # type: ignore[union-attr]
                  for p, b in self.overrides]  # fmt: skip
-        rules += [(re.compile(rf"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), -1) for il in range(self.n_cpu_moe)]
+        ncmoe = r"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"
+        rules += [(compiled(own(ncmoe.format(il=il))), -1) for il in range(self.n_cpu_moe)]
         return rules
 
     def _moved(self, weights: Weights) -> dict[str, int]:
         """Each tensor a buffer override moves → its device (-1 the host): the first -ot pattern its name matches
-        (re.search, as std::regex_search), then -ncmoe / -cmoe's (patterns of their own, after the user's)."""
+        (std::regex_search, in linear time: runtimes.llamacpp.pattern), then -ncmoe / -cmoe's (patterns of their
+        own, after the user's)."""
         from kvplan.runtimes.llamacpp.overrides import destinations
 
         rules = self._override_rules()

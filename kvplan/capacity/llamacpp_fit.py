@@ -21,6 +21,7 @@ from kvplan.capacity.llamacpp import Target
 from kvplan.capacity.request import Request
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import LlamaCppSettings
+from kvplan.runtimes.llamacpp.overrides import own
 
 MIB = 1 << 20
 
@@ -162,7 +163,7 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
             il0 += n.n_full
             for il in range(il0, il0 + n.n_part):
                 kind = n.overflow if il == il0 else MOE
-                overrides.append((_PATTERNS[kind].format(il=il), overflow_to[d] if il == il0 else "CPU"))
+                overrides.append((own(_PATTERNS[kind].format(il=il)), overflow_to[d] if il == il0 else "CPU"))
             il0 += n.n_part
         # all zero is no split at all: llama.cpp then splits by the devices' free memory
         splits = tuple(float(n.n_layer) for n in ngl) if nd > 1 and n_gpu_layers else None
@@ -175,7 +176,7 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
 
     surplus_cpu_moe = 0
     if hp_nex > 0:
-        moe_cpu = dataclasses.replace(target, overrides=((_MOE_ALL, "CPU"),), n_cpu_moe=0)
+        moe_cpu = dataclasses.replace(target, overrides=((own(_MOE_ALL), "CPU"),), n_cpu_moe=0)
         used = usage(moe_cpu, n_ctx)[0]
         surplus_cpu_moe = sum(f - u - m for f, u, m in zip(free, used, margins, strict=True))
     targets = [f - m for f, m in zip(free, margins, strict=True)]

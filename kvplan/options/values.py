@@ -105,10 +105,13 @@ def overrides(value: object) -> tuple[tuple[str, str], ...]:
         pattern, eq, buft = item.partition("=")
         if not eq or not pattern or not buft:
             raise ValueError(f"expected PATTERN=BUFFER pairs such as 'exps=CPU', not {item!r}")
+        from kvplan.runtimes.llamacpp.overrides import compiled
+        from kvplan.runtimes.llamacpp.pattern import PatternError
+
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"{pattern!r} is not a regular expression ({exc})") from None
+            compiled(pattern)
+        except PatternError as exc:
+            raise ValueError(f"{pattern!r} is not a pattern llama.cpp's std::regex reads ({exc})") from None
         if "[" in buft:  # llama.cpp names an RPC device by its endpoint, not by its place among the GPUs
             raise ValueError(f"{buft!r}: name the GPU by its place instead, GPU0, GPU1, ... (or CUDA0, ...)")
         if buft.upper() != "CPU" and not re.match(r"^[A-Za-z]+(\d+)$", buft):

@@ -1,11 +1,14 @@
 """Tensor buffer overrides (-ot, -ncmoe / -cmoe) as llama.cpp's loader applies them: the first pattern a tensor's
-name matches (std::regex_search) decides its buffer. A fit places the same tensors many ways with patterns it
-reuses (-ncmoe N is N fixed patterns), so each pattern's matches are found once per set of names and kept."""
+name matches (std::regex_search, matched in linear time by ``pattern``) decides its buffer. A fit places the same
+tensors many ways with patterns it reuses (-ncmoe N is N fixed patterns), so each pattern's matches are found once
+per set of names and kept."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from functools import lru_cache
+
+from kvplan.runtimes.llamacpp.pattern import Pattern, compile_pattern, own_pattern
 
 #: pattern → (the names it was matched against, the ones it matches); the names are kept so that a key is never
 #: answered for another tuple that reused a freed one's id
@@ -13,12 +16,30 @@ _MATCHES: dict[tuple[str, int], tuple[tuple[str, ...], frozenset[str]]] = {}
 _KEPT = 4096
 
 
-def _matched(pattern: re.Pattern[str], names: tuple[str, ...]) -> frozenset[str]:
+#: the patterns kvplan writes itself (-ncmoe's, the fit's overflow rules), searched by the faster own_pattern
+_OWN: set[str] = set()
+
+
+def own(text: str) -> str:
+    """``text``, one of kvplan's own patterns, marked as such (the same text typed by a user is as safe)."""
+    if len(_OWN) < 65536:
+        _OWN.add(text)
+    return text
+
+
+@lru_cache(maxsize=4096)
+def compiled(text: str) -> Pattern:
+    """``text`` compiled once per process (a fit reuses -ncmoe's patterns for every placement it tries); a user's
+    pattern by the linear-time automaton, kvplan's own by own_pattern."""
+    return own_pattern(text) if text in _OWN else compile_pattern(text)
+
+
+def _matched(pattern: Pattern, names: tuple[str, ...]) -> frozenset[str]:
     key = (pattern.pattern, id(names))
     hit = _MATCHES.get(key)
     if hit is not None and hit[0] is names:
         return hit[1]
-    lit = literal_prefix(pattern.pattern) if not pattern.flags & re.IGNORECASE else ""
+    lit = literal_prefix(pattern.pattern)
     found = frozenset(n for n in names if lit in n and pattern.search(n))
     if len(_MATCHES) >= _KEPT:
         del _MATCHES[next(iter(_MATCHES))]
@@ -73,7 +94,7 @@ def literal_prefix(pattern: str) -> str:
     return "".join(out)
 
 
-def destinations(rules: Sequence[tuple[re.Pattern[str], int]], names: tuple[str, ...]) -> dict[str, int]:
+def destinations(rules: Sequence[tuple[Pattern, int]], names: tuple[str, ...]) -> dict[str, int]:
     """Each name some rule matches → the destination of the first rule that matches it."""
     out: dict[str, int] = {}
     for pattern, dest in reversed(rules):  # the first rule's answer written last wins

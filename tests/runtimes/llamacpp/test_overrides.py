@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan.runtimes.llamacpp.overrides import destinations, literal_prefix
+from kvplan.runtimes.llamacpp.pattern import compile_pattern
 
 _KINDS = ("attn_q", "ffn_up_exps", "ffn_down_exps", "ffn_gate_exps", "ffn_norm", "attn_k")
 NAMES = (
@@ -21,7 +22,7 @@ NAMES = (
 
 
 def test_the_first_rule_a_name_matches_wins() -> None:
-    rules = [(re.compile(r"blk\.1\.ffn_up"), 0), (re.compile(r"ffn_.*_exps"), -1)]
+    rules = [(compile_pattern(r"blk\.1\.ffn_up"), 0), (compile_pattern(r"ffn_.*_exps"), -1)]
     got = destinations(rules, NAMES)
     assert got["blk.1.ffn_up_exps.weight"] == 0
     assert got["blk.11.ffn_up_exps.weight"] == -1  # blk\.1\. does not match blk.11.

@@ -17,7 +17,6 @@ GPU backends differ in which ops they support and offload (not ported yet)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,6 +35,7 @@ from kvplan.runtimes.llamacpp.compute.tensor import (
     Tensor,
 )
 from kvplan.runtimes.llamacpp.overrides import destinations
+from kvplan.runtimes.llamacpp.pattern import Pattern
 
 #: GGML_SCHED_MAX_COPIES: the copies of each input with pipeline parallelism
 MAX_COPIES = 4
@@ -98,7 +98,7 @@ class Placement:
 
     n_devices: int
     where: tuple[int, ...]
-    rules: tuple[tuple[re.Pattern[str], int], ...] = ()
+    rules: tuple[tuple[Pattern, int], ...] = ()
     kv_on_host: bool = False
     #: llama_context's pipeline parallelism: several devices, every layer offloaded, -sm layer, the KV offloaded,
     #: no tensor overrides (and every device with async compute and events, as the RPC and CUDA backends have)
