@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -302,3 +303,50 @@ def test_any_config_json_ends_in_a_documented_exit_code(tmp_path_factory, text: 
     r = kv("estimate", str(path), "-o", "json")
     assert r.exit_code in (0, 3, 4), r.stderr
     assert r.exit_code == 0 or r.stderr.count("\n") == 1
+
+
+def _with_string_value(source: Path, path: Path, key: str, length: int) -> Path:
+    """``source`` (a GGUF without tensors) with one more key whose string value is ``length`` zero bytes, written
+    sparse (no disk used for them)."""
+    data = source.read_bytes()
+    n_kv = struct.unpack_from("<q", data, 16)[0]
+    head = data[:16] + struct.pack("<q", n_kv + 1)
+    entry = struct.pack("<Q", len(key)) + key.encode() + struct.pack("<iQ", 8, length)
+    with open(path, "wb") as fh:
+        fh.write(head + entry)
+        fh.seek(len(head) + len(entry) + length)
+        fh.write(data[24:])
+    return path
+
+
+def test_a_500_mib_string_value_under_a_1_gib_address_space_limit(tmp_path: Path) -> None:
+    """A string value kvplan does not need is skipped unread (issue 26): a 500 MiB one costs no memory, and the
+    answer is the file's without it."""
+    import resource
+    import subprocess
+    import sys
+
+    source = ORACLE / "tiny" / "llama-dense.gguf"
+    big = _with_string_value(source, tmp_path / "big.gguf", "hostile.text", 500 << 20)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    cmd = [sys.executable, "-m", "kvplan", "estimate", "-c", "4k", "-o", "csv"]
+    runs = [
+        subprocess.run([*cmd, str(p)], capture_output=True, text=True, preexec_fn=limit, timeout=60)
+        for p in (big, source)
+    ]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[0].stdout == runs[1].stdout
+
+
+def test_a_needed_key_holding_a_skipped_string_is_refused(tmp_path: Path) -> None:
+    source = ORACLE / "tiny" / "llama-dense.gguf"
+    path = _with_string_value(source, tmp_path / "text.gguf", "hostile.text", 2 << 20)
+    assert kv("estimate", str(path), "-c", "4k").exit_code == 0  # a value it can do without
+    renamed = tmp_path / "renamed.gguf"  # the architecture's own key renamed away, then given a 2 MiB value
+    renamed.write_bytes(source.read_bytes().replace(b"general.architecture", b"general.architecturX", 1))
+    bad = _with_string_value(renamed, tmp_path / "bad.gguf", "general.architecture", 2 << 20)
+    r = kv("estimate", str(bad), "-c", "4k")
+    assert r.exit_code in (3, 4) and r.stderr.count("\n") == 1 and "general.architecture" in r.stderr, r.stderr

@@ -64,16 +64,20 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO, width: int | None = None)
         doc, fmt, units = _execute(call, err)
         text = render(doc, fmt, units, width, colour=is_terminal(out))
     except KvplanError as exc:
+        from kvplan.render.cells import printable
+
         label = "usage error" if isinstance(exc, UsageError) else "error"
-        err.write(f"kvplan: {label}: {exc}\n")
+        err.write(f"kvplan: {label}: {printable(str(exc))}\n")
         if fmt is Format.JSON:
             from kvplan.report.error import error_document
 
             out.write(render(error_document(str(exc), exc.kind, exc.exit_code), fmt))
         return exc.exit_code
     out.write(text)
+    from kvplan.render.cells import printable
+
     for line in _stderr_lines(doc, units):
-        err.write(line + "\n")
+        err.write(printable(line) + "\n")
     return doc.exit_code
 
 
@@ -121,7 +125,7 @@ def _execute(call: Call, err: TextIO) -> tuple[Document, Format, Units]:
 
 def write_file(path: str, text: str) -> None:
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -146,6 +150,15 @@ def _stderr_lines(doc: Document, units: Units) -> list[str]:
 
 def main() -> None:
     """The console entry point."""
+    if sys.stderr is None:  # started with stderr closed: its lines go nowhere, the exit code still tells
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    if sys.stdout is None:  # started with stdout closed (kvplan … >&-): nothing can carry the answer
+        sys.stderr.write("kvplan: error: cannot write the output: standard output is closed\n")
+        sys.exit(EXIT_OUTPUT)
+    for stream in (sys.stdout, sys.stderr):  # a character no encoding can write is escaped, never an error
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         code = run(sys.argv[1:], sys.stdout, sys.stderr, terminal_width(sys.stdout))
         sys.stdout.flush()

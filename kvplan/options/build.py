@@ -288,6 +288,11 @@ def _fit(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFla
         return FitRequest(req)
     if req.is_engine:
         raise raw["fit"].origin.error("llama.cpp's fit is llama.cpp's: drop --engine")
+    n_gpus = req.hardware.count if req.hardware is not None else 0
+    if len(values.get("fit_target", ())) not in (0, 1, n_gpus):  # llama.cpp fills the rest with its 1024 MiB
+        raise raw["fit_target"].origin.error(
+            f"{len(values['fit_target'])} margins for {n_gpus} GPU(s); give one for all or one per GPU"
+        )
     defaults = FitOn()
     return FitRequest(
         req, FitOn(values.get("fit_target", defaults.margins_mib), values.get("fit_ctx", defaults.n_ctx_min))

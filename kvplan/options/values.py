@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -134,7 +135,7 @@ def proportions(value: object) -> tuple[float, ...]:
             raise ValueError(f"expected proportions such as 3,1, not {value!r}") from None
         if not math.isfinite(x) or x < 0 or x > 1e6:
             raise ValueError(f"proportions must be finite numbers from 0 to 1e6, not {item!r}")
-        out.append(x)
+        out.append(float(struct.unpack("f", struct.pack("f", x))[0]))  # llama.cpp's float: 1e-300 is 0
     if not out:
         raise ValueError(f"expected proportions such as 3,1, not {value!r}")
     return tuple(out)
@@ -203,8 +204,9 @@ def on_off(value: object) -> bool:
 
 
 def mib_per_device(value: object) -> tuple[int, ...]:
-    """--fit-target: MiB each GPU keeps free, one value or one per GPU (llama.cpp's -fitt 1024,2048)."""
-    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    """--fit-target: MiB each GPU keeps free, one value or one per GPU (llama.cpp's -fitt 1024,2048; it also
+    splits on /)."""
+    items = value if isinstance(value, (list, tuple)) else str(value).replace("/", ",").split(",")
     try:
         out = tuple(int(str(x).strip()) for x in items)
         if not out or any(v < 0 or v > 1 << 30 for v in out):

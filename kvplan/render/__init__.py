@@ -14,6 +14,9 @@ def render(doc: Document, fmt: Format, units: Units = Units.IEC, width: int | No
         from kvplan.render import json
 
         return json.render(doc)
+    from kvplan.render.cells import printable_document
+
+    doc = printable_document(doc)
     if fmt is Format.CSV:
         from kvplan.render import csv
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape as _xml_escape
 
 from kvplan.report.document import Chart
 from kvplan.units import Units, format_size
@@ -17,6 +17,12 @@ from kvplan.units import Units, format_size
 _IEC = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40))
 _SI = (("B", 1), ("kB", 10**3), ("MB", 10**6), ("GB", 10**9), ("TB", 10**12))
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def escape(text: str) -> str:
+    from kvplan.render.cells import printable
+
+    return _xml_escape(printable(text))
 
 
 def bars(chart: Chart, units: Units, width: int = 48) -> list[str]:

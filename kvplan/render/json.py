@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 
 from kvplan.report.document import Document
 
+#: what JSON itself writes raw but a terminal must not get (DEL, C1 controls, bidirectional overrides) and what
+#: UTF-8 cannot carry (lone surrogates): written as JSON's \\uNNNN escapes, which read back as the same string
+_RAW = re.compile("[\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+
 
 def render(doc: Document) -> str:
-    return json.dumps(doc.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    """Strings kept exact: C0 controls escaped by JSON itself, the rest of _RAW by the same escapes."""
+    text = json.dumps(doc.to_dict(), indent=2, ensure_ascii=False)
+    return _RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"

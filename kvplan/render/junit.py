@@ -3,9 +3,19 @@
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax import saxutils
 
+from kvplan.render.cells import printable
 from kvplan.report.document import Document
+
+
+def escape(text: str) -> str:
+    """XML text: printable (XML 1.0 cannot carry most control characters) and escaped."""
+    return saxutils.escape(printable(text))
+
+
+def quoteattr(text: str) -> str:
+    return saxutils.quoteattr(printable(text))
 
 
 def junit(doc: Document) -> str:

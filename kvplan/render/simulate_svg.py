@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
+from html import escape as _html_escape
 
+from kvplan.render.cells import printable
 from kvplan.render.chart import nice_step
 from kvplan.report.document import Cell, Document
 
@@ -113,6 +114,10 @@ def buckets(rows: Sequence[dict[str, Cell]], t_end: float, n: int = 600) -> list
             state = b
         filled.append({**state, "preempted": preempted[i]})
     return filled
+
+
+def escape(text: str) -> str:
+    return _html_escape(printable(text))
 
 
 def render(doc: Document) -> str:

@@ -40,28 +40,33 @@ class Lengths:
         return f"lognormal median {int(self.a)} σ {self.b:g}"
 
 
+MAX_TOKENS = 1 << 24  # no model's context is longer
+
+
 def parse_lengths(text: str) -> Lengths:
     """``N``, ``uniform:LO:HI`` or ``lognormal:MEDIAN:SIGMA`` (raises ValueError)."""
     parts = text.strip().lower().split(":")
     try:
         if len(parts) == 1:
             n = int(parts[0])
-            if n < 1:
+            if not 1 <= n <= MAX_TOKENS:
                 raise ValueError
             return Lengths("fixed", n)
         if parts[0] == "uniform" and len(parts) == 3:
             lo, hi = int(parts[1]), int(parts[2])
-            if not 1 <= lo <= hi:
+            if not 1 <= lo <= hi <= MAX_TOKENS:
                 raise ValueError
             return Lengths("uniform", lo, hi)
         if parts[0] == "lognormal" and len(parts) == 3:
             median, sigma = float(parts[1]), float(parts[2])
-            if not (median >= 1 and 0 <= sigma <= 4):
+            if not (1 <= median <= MAX_TOKENS and 0 <= sigma <= 4):
                 raise ValueError
             return Lengths("lognormal", median, sigma)
     except ValueError:
         pass
-    raise ValueError(f"expected N, uniform:LO:HI or lognormal:MEDIAN:SIGMA (tokens, ≥ 1; σ ≤ 4), not {text!r}")
+    raise ValueError(
+        f"expected N, uniform:LO:HI or lognormal:MEDIAN:SIGMA (tokens from 1 to {MAX_TOKENS:,}; σ ≤ 4), not {text!r}"
+    )
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from kvplan.sources.values import (
     T_U64,
     VALUE_TYPE_NAMES,
     ArrayValue,
+    SkippedString,
 )
 
 GGUF_MAGIC = b"GGUF"
@@ -48,6 +49,10 @@ MAX_DIMS = 4
 DEFAULT_ALIGNMENT = 32
 #: arrays with at most this many elements are decoded; longer ones keep only their count
 SMALL_ARRAY_ELEMENTS = 4096
+MAX_NAME_BYTES = 1 << 16  # a key (kvplan keeps every key; llama.cpp's are tens of bytes)
+MAX_KEPT_STRING_BYTES = 1 << 20  # a string value kept (a chat template is kilobytes); longer ones are skipped
+MAX_KEPT_STRINGS_BYTES = 32 << 20  # all string values kept, together
+_SKIP_FROM = 1 << 20  # a skip this far past the bytes read starts the buffer again after it
 _INT64_MAX = (1 << 63) - 1
 #: no real header comes near this: a bound against hostile files and servers
 MAX_HEADER_BYTES = 512 << 20
@@ -151,16 +156,18 @@ class _Cursor:
     without a source raises NeedMoreData.
     """
 
-    __slots__ = ("avail", "buf", "end", "path", "pos", "prefix", "source")
+    __slots__ = ("avail", "base", "buf", "end", "kept", "path", "pos", "prefix", "source")
 
     def __init__(self, buf: Any, end: int, path: str, source: Source | None = None) -> None:
         self.buf = buf if source is None or isinstance(buf, bytearray) else bytearray(buf)
         self.end = end
-        self.avail = min(len(buf), end)
+        self.base = 0  # the file offset of buf[0]: a long value skipped is never read (skip)
+        self.avail = min(len(buf), end)  # file offsets below this are read (from base on)
         self.path = path
         self.pos = 0
         self.prefix = "<"
         self.source = source
+        self.kept = 0  # bytes of string values kept
 
     def grow(self, upto: int) -> None:
         """Make the bytes before ``upto`` available, reading at least twice what is there."""
@@ -168,12 +175,24 @@ class _Cursor:
             raise NeedMoreData(upto)
         if upto > MAX_HEADER_BYTES:
             raise self.fail(f"header larger than {MAX_HEADER_BYTES >> 20} MiB; refusing to read more", self.avail)
-        want = min(self.end, MAX_HEADER_BYTES, max(upto, 2 * self.avail))
+        want = min(self.end, MAX_HEADER_BYTES, max(upto, self.avail + max(self.avail - self.base, _SKIP_FROM)))
         chunk = self.source(self.avail, want)
         if len(chunk) < upto - self.avail:
             raise self.fail(f"file truncated: {self.avail + len(chunk)} bytes, the header needs {upto}", self.avail)
         self.buf += chunk
-        self.avail = len(self.buf)
+        self.avail = self.base + len(self.buf)
+
+    def skip(self, n: int, what: str) -> None:
+        """Move past ``n`` bytes. Bytes not read yet stay unread where a source reads on (the buffer starts again
+        after them): a 500 MiB value costs no memory."""
+        if n > self.end - self.pos:
+            raise self.fail(f"file truncated: {what} needs {n} bytes, {self.end - self.pos} remain")
+        self.pos += n
+        if self.pos > self.avail + _SKIP_FROM and self.source is not None:
+            if self.pos > MAX_HEADER_BYTES:
+                raise self.fail(f"header larger than {MAX_HEADER_BYTES >> 20} MiB; refusing to read more")
+            self.buf = bytearray()
+            self.base = self.avail = self.pos
 
     def fail(self, message: str, offset: int | None = None) -> GGUFError:
         return GGUFError(self.path, self.pos if offset is None else offset, message)
@@ -189,7 +208,7 @@ class _Cursor:
 
     def unpack(self, fmt: str, size: int, what: str) -> Any:
         self.need(size, what)
-        value = struct.unpack_from(self.prefix + fmt, self.buf, self.pos)[0]
+        value = struct.unpack_from(self.prefix + fmt, self.buf, self.pos - self.base)[0]
         self.pos += size
         return value
 
@@ -205,13 +224,31 @@ class _Cursor:
     def i64(self, what: str) -> int:
         return int(self.unpack("q", 8, what))
 
-    def string(self, what: str) -> str:
+    def string(self, what: str, most: int = MAX_NAME_BYTES) -> str:
+        """A key or a name: at most ``most`` bytes (longer is an error)."""
+        start = self.pos
+        n = self.u64(f"{what} length")
+        if n > min(most, MAX_STRING_BYTES):
+            raise self.fail(f"{what}: a string of {n:,} bytes (at most {min(most, MAX_STRING_BYTES):,})", start)
+        return self._decode(n, what, start)
+
+    def value_string(self, what: str) -> str | SkippedString:
+        """A string value: kept when short (MAX_KEPT_STRING_BYTES) and while the values kept stay under
+        MAX_KEPT_STRINGS_BYTES, else skipped unread (its length kept): a header of huge strings costs no memory."""
         start = self.pos
         n = self.u64(f"{what} length")
         if n > MAX_STRING_BYTES:
             raise self.fail(f"{what}: string length {n} exceeds the 1 GiB limit", start)
+        if n > MAX_KEPT_STRING_BYTES or self.kept + n > MAX_KEPT_STRINGS_BYTES:
+            self.skip(n, what)
+            return SkippedString(n)
+        self.kept += n
+        return self._decode(n, what, start)
+
+    def _decode(self, n: int, what: str, start: int) -> str:
         self.need(n, what)
-        raw = bytes(self.buf[self.pos : self.pos + n])
+        at = self.pos - self.base
+        raw = bytes(self.buf[at : at + n])
         self.pos += n
         try:
             return raw.decode("utf-8")
@@ -235,11 +272,11 @@ class _Cursor:
             self._read_ahead(count)
             match = _string_runs().match
             while count - done >= _RUN:
-                m = match(self.buf, self.pos, self.avail)
+                m = match(self.buf, self.pos - self.base, self.avail - self.base)
                 if m is None:
                     self._skip_strings_walk(_RUN, what, done)
                 else:
-                    self.pos = m.end()
+                    self.pos = self.base + m.end()
                 done += _RUN
         self._skip_strings_walk(count - done, what, done)
 
@@ -252,8 +289,9 @@ class _Cursor:
         remaining = count
         self._read_ahead(count)
         while remaining > 64 and self.prefix == "<" and sys.byteorder == "little":
-            buf, pos, done = self.buf, self.pos, 0
-            views = tuple(memoryview(buf)[k : k + (self.avail - k) // 8 * 8].cast("Q") for k in range(8))
+            base = self.base  # positions below are the buffer's (file offset - base)
+            buf, pos, done, held = self.buf, self.pos - base, 0, self.avail - base
+            views = tuple(memoryview(buf)[k : k + (held - k) // 8 * 8].cast("Q") for k in range(8))
             try:
                 # eight strings a turn; pos moves only when all eight were read, so on IndexError it is the
                 # start of string `done`
@@ -276,40 +314,41 @@ class _Cursor:
                 for view in views:
                     view.release()
             if done == remaining:
-                if pos <= self.avail:
-                    self.pos = pos
+                if pos <= held:
+                    self.pos = base + pos
                     return
                 break  # the last string ends past the buffer: the checked loop walks these again
-            self.pos, remaining = pos, remaining - done
-            if pos + 8 > self.end or self.avail >= self.end:
+            self.pos, remaining = base + pos, remaining - done
+            if self.pos + 8 > self.end or self.avail >= self.end:
                 break  # truncated (a read in this group of eight ran past the file): the checked loop says where
-            self.grow(pos + 8)
+            self.grow(self.pos + 8)
         self._skip_strings_checked(remaining, what, first + count - remaining)
 
     def _skip_strings_checked(self, count: int, what: str, first: int = 0) -> None:
         unpack = struct.Struct(self.prefix + "Q").unpack_from
-        buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
+        base = self.base  # positions below are the buffer's (file offset - base); grow keeps base
+        buf, pos, end, avail = self.buf, self.pos - base, self.end - base, self.avail - base
         for i in range(count):
             if pos + 8 > avail:
-                self.pos = pos
+                self.pos = base + pos
                 if pos + 8 > end:
                     raise self.fail(f"file truncated: {what} element {first + i} length")
-                self.grow(pos + 8)
-                buf, avail = self.buf, self.avail
+                self.grow(base + pos + 8)
+                buf, avail = self.buf, self.avail - base
             n = unpack(buf, pos)[0]
             pos += 8
             if n > end - pos:
-                self.pos = pos - 8
+                self.pos = base + pos - 8
                 raise self.fail(
                     f"{what} element {first + i}: string length {n} exceeds the {end - pos} bytes that remain"
                 )
             pos += n
-        self.pos = pos
+        self.pos = base + pos
 
 
 def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
     if vtype == T_STRING:
-        return cur.string(f"value of {key!r}")
+        return cur.value_string(f"value of {key!r}")
     fmt = _SCALAR_FORMATS.get(vtype)
     if fmt is None:
         raise cur.fail(f"key {key!r}: invalid value type {vtype}")
@@ -334,7 +373,7 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
                 f"key {key!r}: array of {count} strings cannot fit in the {cur.remaining()} bytes that remain"
             )
         if count <= SMALL_ARRAY_ELEMENTS:
-            return ArrayValue(etype, count, tuple(cur.string(f"{key!r}[{i}]") for i in range(count)))
+            return ArrayValue(etype, count, tuple(cur.value_string(f"{key!r}[{i}]") for i in range(count)))
         cur.skip_strings(count, repr(key))
         return ArrayValue(etype, count, None)
     fmt = _SCALAR_FORMATS[etype]
@@ -346,12 +385,12 @@ def _read_array(cur: _Cursor, key: str) -> ArrayValue:
         )
     if count <= SMALL_ARRAY_ELEMENTS:
         cur.need(total, f"array {key!r}")
-        values = struct.unpack_from(f"{cur.prefix}{count}{fmt}", cur.buf, cur.pos)
+        values = struct.unpack_from(f"{cur.prefix}{count}{fmt}", cur.buf, cur.pos - cur.base)
         if etype == T_BOOL:
             values = tuple(bool(v) for v in values)
         cur.pos += total
         return ArrayValue(etype, count, tuple(values))
-    cur.pos += total
+    cur.skip(total, f"array {key!r}")
     return ArrayValue(etype, count, None)
 
 
@@ -421,7 +460,7 @@ def parse_gguf(  # noqa: C901 - gguf_init_from_file's checks, in its order
     expected_offset = 0
     for i in range(n_tensors):
         at = cur.pos
-        name = cur.string(f"tensor #{i} name")
+        name = cur.string(f"tensor #{i} name", 1 << 20)
         if len(name.encode()) > MAX_TENSOR_NAME_BYTES:
             raise cur.fail(f"tensor #{i} name is longer than {MAX_TENSOR_NAME_BYTES} bytes", at)
         if name in names:

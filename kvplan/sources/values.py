@@ -26,6 +26,17 @@ VALUE_TYPE_NAMES = (
 
 
 @dataclass(frozen=True)
+class SkippedString:
+    """A string value too long to keep (the GGUF reader skips it unread): only its length. Not a ``str``, so a
+    key kvplan needs that holds one is reported as the wrong type, never read as some other text."""
+
+    length: int
+
+    def __str__(self) -> str:
+        return f"<a string of {self.length:,} bytes, not read>"
+
+
+@dataclass(frozen=True)
 class ArrayValue:
     """A GGUF array. ``values`` is None when the array was skipped for being large."""
 
