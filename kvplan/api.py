@@ -49,12 +49,25 @@ __all__ = [
 ]
 
 
+def _text(value: object, name: str) -> str:
+    """A reference or a path given to the library: a str (or a path object), else kvplan's UsageError."""
+    import os
+
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise UsageError(f"expected a str (a path, URL or name), not {type(value).__name__}", name)
+    return value
+
+
 def load_model(ref: str, *, params: int | None = None) -> ModelDescription:
     """A model from a .gguf file or URL, a .yaml spec, a config.json or model folder, hf://ORG/REPO, a catalog
     name or the Hugging Face id of a catalog entry. ``params`` sets the parameter count (weight estimates)."""
     from kvplan.sources import load_model as load
 
-    model = load(ref)
+    if params is not None and (isinstance(params, bool) or not isinstance(params, int) or not 0 < params < 1 << 53):
+        raise UsageError(f"expected a whole number of parameters from 1 to 2^53, not {params!r}", "params")
+    model = load(_text(ref, "model"))
     return (
         model if params is None else replace(model, n_params=params, param_count=None, params_source="given (params=)")
     )
@@ -77,10 +90,11 @@ def _run(command: str, model: str | ModelDescription | None, settings: dict[str,
     raw = {k: Raw(v, Origin(k)) for k, v in settings.items() if v is not None}
     positionals: dict[str, str] = {}
     loaded = None
+    positional = {"check": "FILE", "explain": "LOG"}.get(command, "MODEL")
     if isinstance(model, ModelDescription):
         positionals["MODEL"], loaded = model.source, model
-    elif model is not None:
-        positionals[{"check": "FILE", "explain": "LOG"}.get(command, "MODEL")] = model
+    elif model is not None or command not in ("models", "gpus"):
+        positionals[positional] = _text(model, {"FILE": "path", "LOG": "log"}.get(positional, "model"))
     try:
         unit = Units(units)
     except ValueError:
@@ -160,8 +174,48 @@ def plan(model: ModelDescription, settings: LlamaCppSettings | None = None, **fi
     >>> plan(m, n_ctx=4096).total_bytes
     536870912
     """
+    if not isinstance(model, ModelDescription):
+        raise UsageError(f"expected a ModelDescription (load_model), not {type(model).__name__}", "model")
+    if settings is not None and not isinstance(settings, LlamaCppSettings):
+        raise UsageError(f"expected LlamaCppSettings, not {type(settings).__name__}", "settings")
     s = settings if settings is not None else LlamaCppSettings()
-    return _plan(model, replace(s, **fields) if fields else s)
+    return _plan(model, _checked(replace(s, **_known(fields)) if fields else s))
+
+
+def _known(fields: dict[str, Any]) -> dict[str, Any]:
+    from dataclasses import fields as dataclass_fields
+
+    names = [f.name for f in dataclass_fields(LlamaCppSettings)]
+    for key in fields:
+        if key not in names:
+            from kvplan.sources.files import did_you_mean
+
+            raise UsageError(f"not a field of LlamaCppSettings{did_you_mean(key, names)}", key)
+    return fields
+
+
+def _checked(s: LlamaCppSettings) -> LlamaCppSettings:
+    """``s`` with each field of its declared kind (a whole number, a bool, a str, an enum's value), else
+    kvplan's UsageError naming the field; llama.cpp's own checks (ranges, types) follow in plan."""
+    from dataclasses import fields as dataclass_fields
+    from enum import Enum
+
+    changed: dict[str, Any] = {}
+    for f in dataclass_fields(s):
+        value, kind = getattr(s, f.name), type(f.default)
+        if issubclass(kind, Enum):
+            try:
+                changed[f.name] = kind(value)
+            except ValueError:
+                choices = ", ".join(str(e.value) for e in kind)
+                raise UsageError(f"expected one of {choices}, not {value!r}", f.name) from None
+        elif kind is bool and not isinstance(value, bool):
+            raise UsageError(f"expected True or False, not {value!r}", f.name)
+        elif kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"expected a whole number, not {value!r}", f.name)
+        elif kind is str and not isinstance(value, str):
+            raise UsageError(f"expected a str, not {value!r}", f.name)
+    return replace(s, **changed) if changed else s
 
 
 def planner(model: ModelDescription) -> Callable[..., MemoryPlan]:
