@@ -7,7 +7,7 @@ from kvplan.capacity.budgets import Finding
 from kvplan.errors import EXIT_NO, EXIT_OK
 from kvplan.report import budgets as budget_report
 from kvplan.report.document import DATA_FORMATS, Column, Document, Format, Kind, Table
-from kvplan.simulation.run import SimResult, percentile
+from kvplan.simulation.run import SimResult
 from kvplan.simulation.setup import Prepared
 from kvplan.simulation.workload import Workload
 from kvplan.units import Units, format_seconds, format_size
@@ -20,25 +20,18 @@ def _ms(s: float | None) -> str:
 def simulate_document(
     p: Prepared, w: Workload, r: SimResult, units: Units, found: tuple[Finding, ...] = ()
 ) -> Document:
-    reqs = r.requests
-    served = [q for q in reqs if q.finished is not None and not q.cancelled and q.error is None]
-    cancelled = [q for q in reqs if q.cancelled]
-    failed = [q for q in reqs if q.error is not None]
-    ttft = [q.first_token - q.arrival for q in reqs if q.first_token is not None]
-    e2e = [q.finished - q.arrival for q in served if q.finished is not None]
-    peak_blocks = max((s.blocks_used for s in r.steps), default=0)
-    preemptions = sum(s.preempted for s in r.steps)
-    preempted_requests = sum(1 for q in reqs if q.preemptions)
-    prefill = [s for s in r.steps if s.prefill_tokens]
-    decode = [s for s in r.steps if s.decode_tokens and not s.prefill_tokens]
-    tokens_out = sum(q.tokens for q in reqs)
+    st, series = r.stats, r.series
+    peak_blocks, preemptions = series.peak_blocks, series.preemptions
     unit = "cells" if p.failure == "failures" else "blocks"
-    trouble = f"{len(failed):,} failed" if p.failure == "failures" else f"{preemptions:,} preemptions"
+    trouble = f"{st.failed:,} failed" if p.failure == "failures" else f"{preemptions:,} preemptions"
+    if p.failure != "failures" and st.failed:
+        trouble += f", {st.failed:,} refused"
+    ttft50, ttft99 = st.ttft.percentiles(50, 99)
+    itl50, itl99 = st.itl.percentiles(50, 99)
     headline = (
-        f"{p.label}: {len(reqs):,} requests, {len(served):,} served, {len(cancelled):,} cancelled; peak KV "
+        f"{p.label}: {st.arrived:,} requests, {st.served:,} served, {st.cancelled:,} cancelled; peak KV "
         f"{peak_blocks / (r.usable_blocks or 1):.0%} of {r.usable_blocks:,} {unit}, {trouble}; "
-        f"TTFT ≥ {_ms(percentile(ttft, 50))} p50 / {_ms(percentile(ttft, 99))} p99, ITL ≥ "
-        f"{_ms(percentile(r.itl, 50))} p50 / {_ms(percentile(r.itl, 99))} p99"
+        f"TTFT ≥ {_ms(ttft50)} p50 / {_ms(ttft99)} p99, ITL ≥ {_ms(itl50)} p50 / {_ms(itl99)} p99"
     )
     hw = p.cost.hardware
     summary = (
@@ -47,44 +40,39 @@ def simulate_document(
         ("Workload", w.describe() + (f", shared prefix {w.shared_prefix:,} tokens" if w.shared_prefix else "")),
         ("Roofline", f"{hw.bandwidth / 1e12:.3g} TB/s, {hw.peak_flops / 1e12:,.0f} TFLOPS dense per GPU ({hw.source})"),
     )
+    failed_row = "failed by the server" if p.failure == "failures" else "refused by vLLM (prompt ≥ max_model_len)"
     run_rows: tuple[dict[str, object], ...] = (
-        {"metric": "requests arrived", "value": len(reqs)},
-        {"metric": "served to the end", "value": len(served)},
-        {"metric": "cancelled", "value": len(cancelled)},
-        *(({"metric": "failed by the server", "value": len(failed)},) if p.failure == "failures" else ()),
-        {"metric": "output tokens", "value": tokens_out},
-        {"metric": "engine steps", "value": len(r.steps)},
-        {"metric": "steps with prefill", "value": len(prefill)},
+        {"metric": "requests arrived", "value": st.arrived},
+        {"metric": "served to the end", "value": st.served},
+        {"metric": "cancelled", "value": st.cancelled},
+        *(({"metric": failed_row, "value": st.failed},) if p.failure == "failures" or st.failed else ()),
+        {"metric": "output tokens", "value": st.tokens},
+        {"metric": "engine steps", "value": series.steps},
+        {"metric": "steps with prefill", "value": series.prefill_steps},
         {"metric": f"peak {unit} in use", "value": peak_blocks},
-        {"metric": "peak running", "value": max((s.running for s in r.steps), default=0)},
-        {"metric": "peak waiting", "value": max((s.waiting for s in r.steps), default=0)},
+        {"metric": "peak running", "value": series.peak_running},
+        {"metric": "peak waiting", "value": series.peak_waiting},
         *(
             ()
             if p.failure == "failures"
             else (
                 {"metric": "preemptions", "value": preemptions},
-                {"metric": "requests preempted", "value": preempted_requests},
+                {"metric": "requests preempted", "value": st.preempted},
             )
         ),
         {"metric": f"free {unit} after the last request", "value": r.final_free},
     )
     latency_rows = tuple(
-        {
-            "metric": name,
-            "p50": percentile(values, 50),
-            "p90": percentile(values, 90),
-            "p99": percentile(values, 99),
-            "max": max(values) if values else None,
-        }
+        {"metric": name, **dict(zip(("p50", "p90", "p99"), values.percentiles(50, 90, 99), strict=True)),
+         "max": values.maximum}
         for name, values in (
-            ("TTFT (queue + prefill + first step)", ttft),
-            ("ITL (between tokens)", list(r.itl)),
-            ("end to end (served)", e2e),
-            ("prefill step", [s.seconds for s in prefill]),
-            ("decode step", [s.seconds for s in decode]),
+            ("TTFT (queue + prefill + first step)", st.ttft),
+            ("ITL (between tokens)", st.itl),
+            ("end to end (served)", st.e2e),
+            ("prefill step", series.prefill_seconds),
+            ("decode step", series.decode_seconds),
         )
-    )
-    step_bytes = [float(s.bytes_read) for s in decode]
+    )  # fmt: skip
     steps = Table(
         "steps",
         tuple(
@@ -117,32 +105,46 @@ def simulate_document(
                 "flops": round(s.flops),
                 "compute_bound": s.compute_bound,
             }
-            for s in r.steps
+            for s in series.finished_rows()
         ),
     )
     notes = [
         "latencies are roofline floors (bytes against bandwidth, FLOPs against the dense peak), never a "
         "measurement: kernels, launches, communication and sampling add time",
-        f"decode steps read {format_size(percentile(step_bytes, 50) or 0, units)} p50 (weights + KV history)",
+        f"decode steps read {format_size(series.decode_bytes.percentile(50) or 0, units)} p50 (weights + KV history)",
         *p.notes,
     ]
+    if series.per_row > 1:
+        notes.append(
+            f"the steps series merges {series.per_row:,} consecutive steps per row ({series.steps:,} steps in "
+            f"{len(series.finished_rows()):,} rows: sums of time, tokens, bytes and preemptions, peaks of running, "
+            "waiting and KV in use); the run's figures cover every step"
+        )
+    if len(r.requests) < st.arrived:
+        notes.append(f"the requests table lists the first {len(r.requests):,} of {st.arrived:,} requests")
+    if not all(q.exact for q in (st.ttft, st.itl, st.e2e, series.prefill_seconds, series.decode_seconds)):
+        notes.append("percentiles past 4,194,304 values come from a histogram 0.01 % wide: within 0.01 % of exact")
     warnings = []
     if not r.blocks_returned:
         warnings.append(
             f"{unit} leaked: {r.final_free:,} of {r.usable_blocks:,} free after every request ended (a bug: report it)"
         )
-    if failed:
-        reasons: dict[str, int] = {}
-        for q in failed:
-            reasons[q.error or ""] = reasons.get(q.error or "", 0) + 1
-        worst = max(reasons, key=lambda k: reasons[k])
+    if st.failed and p.failure == "failures":
+        worst = max(st.failures, key=lambda k: st.failures[k])
         warnings.append(
-            f"{len(failed):,} requests failed in llama-server ({reasons[worst]:,}: {worst!r}); a unified cache (-kvu) "
-            "fails every request in flight when it fills: a larger -c, fewer -np, or one stream per slot avoids it"
+            f"{st.failed:,} requests failed in llama-server ({st.failures[worst]:,}: {worst!r}); a unified cache "
+            "(-kvu) fails every request in flight when it fills: a larger -c, fewer -np, or one stream per slot "
+            "avoids it"
+        )
+    elif st.failed:
+        worst = max(st.failures, key=lambda k: st.failures[k])
+        warnings.append(
+            f"{st.failed:,} requests refused by vLLM ({st.failures[worst]:,}: {worst!r}); a longer --max-model-len "
+            "admits them"
         )
     if preemptions:
         warnings.append(
-            f"{preemptions:,} preemptions: vLLM ran out of KV blocks and recomputed {preempted_requests:,} requests "
+            f"{preemptions:,} preemptions: vLLM ran out of KV blocks and recomputed {st.preempted:,} requests "
             "(a lower --max-num-seqs, more GPU memory, or an fp8 cache avoids it)"
         )
     return Document(
@@ -197,7 +199,7 @@ def simulate_document(
                         "preemptions": q.preemptions,
                         "error": q.error,
                     }
-                    for q in reqs
+                    for q in r.requests
                 ),
                 csv=False,
             ),
@@ -212,6 +214,8 @@ def simulate_document(
             "kv_unit": unit,
             "blocks_returned": r.blocks_returned,
             "end_s": r.end,
+            "steps_per_row": series.per_row,  # 1: one row per engine step; more: consecutive steps merged
+            "requests_listed": len(r.requests),  # the first ones, one by one; the run's figures cover all
             "budgets": [f.to_dict() for f in found],
         },
         exit_code=EXIT_OK if all(f.passed for f in found) else EXIT_NO,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.capacity.budgets import Finding
-from kvplan.simulation.run import SimResult, percentile
+from kvplan.simulation.run import SimResult
 
 
 @dataclass(frozen=True)
@@ -28,20 +28,19 @@ class SimBudgets:
 def findings(result: SimResult, budgets: SimBudgets) -> tuple[Finding, ...]:
     out = []
     if budgets.max_preemptions is not None:
-        n = sum(s.preempted for s in result.steps)
+        n = result.series.preemptions
         out.append(Finding("max_preemptions", n <= budgets.max_preemptions, n, budgets.max_preemptions, "preemptions"))
     if budgets.max_failed is not None:
-        n = sum(1 for q in result.requests if q.error is not None)
+        n = result.stats.failed
         out.append(Finding("max_failed", n <= budgets.max_failed, n, budgets.max_failed, "requests"))
-    ttft = [q.first_token - q.arrival for q in result.requests if q.first_token is not None]
     for key, values, limit in (
-        ("max_ttft_p99", ttft, budgets.max_ttft_p99),
-        ("max_itl_p99", list(result.itl), budgets.max_itl_p99),
+        ("max_ttft_p99", result.stats.ttft, budgets.max_ttft_p99),
+        ("max_itl_p99", result.stats.itl, budgets.max_itl_p99),
     ):
         if limit is not None:
-            p99 = percentile(values, 99) or 0.0
+            p99 = values.percentile(99) or 0.0
             out.append(Finding(key, p99 <= limit, p99, limit, "seconds"))
     if budgets.max_peak_kv is not None:
-        peak = max((s.blocks_used for s in result.steps), default=0) / (result.usable_blocks or 1)
+        peak = result.series.peak_blocks / (result.usable_blocks or 1)
         out.append(Finding("max_peak_kv", peak <= budgets.max_peak_kv, peak, budgets.max_peak_kv, "share"))
     return tuple(out)

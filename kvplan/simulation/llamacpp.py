@@ -25,13 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.simulation.roofline import CostModel
-from kvplan.simulation.run import (
-    MAX_STEPS,
-    Clients,
-    SimResult,
-    SimulationError,
-    StepPoint,
-)
+from kvplan.simulation.run import MAX_STEPS, Clients, SimResult, SimulationError
+from kvplan.simulation.stats import Series, StepPoint
 from kvplan.simulation.workload import Workload
 
 #: llama-server's slot-selection threshold (common.h slot_prompt_similarity)
@@ -255,7 +250,7 @@ def simulate_server(  # noqa: C901 - one event loop
 ) -> SimResult:
     clients = Clients(workload, random.Random(workload.seed), None)  # a prompt too long is refused: not clipped
     server = Server(config)
-    steps: list[StepPoint] = []
+    series = Series()
     t = 0.0
     while True:
         for spec in clients.due(t):
@@ -278,7 +273,7 @@ def simulate_server(  # noqa: C901 - one event loop
                 clients.ended(rid, t, False, error)
             continue
         c = cost.step(out.work)
-        steps.append(
+        series.add(
             StepPoint(
                 t,
                 c.seconds,
@@ -297,18 +292,12 @@ def simulate_server(  # noqa: C901 - one event loop
         clients.sampled(out.sampled, t)
         for rid, error in out.finished:
             clients.ended(rid, t, False, error)
-        if len(steps) > MAX_STEPS:
+        if series.steps > MAX_STEPS:
             raise SimulationError(f"the workload needs more than {MAX_STEPS:,} server steps; shorten --duration")
-        if progress is not None and len(steps) % 2000 == 0:
-            progress(t, len(clients.results))
+        if progress is not None and series.steps % 2000 == 0:
+            progress(t, clients.stats.arrived)
     return SimResult(
-        config,
-        tuple(steps),
-        clients.finished_results(),
-        tuple(clients.itl),
-        config.cells,
-        config.cells - server.held(),
-        clients.end,
+        config, series, clients.stats, tuple(clients.kept), config.cells, config.cells - server.held(), clients.end
     )
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from array import array
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kvplan.errors import KvplanError
 from kvplan.simulation.roofline import CostModel
+from kvplan.simulation.stats import MAX_REQUEST_ROWS, RequestStats, Series, StepPoint
 from kvplan.simulation.vllm import EngineLoop, Request, Scheduler, SchedulerConfig, Status
 from kvplan.simulation.workload import RequestSpec, Workload
 
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from kvplan.simulation.llamacpp import ServerConfig
 
 #: a simulation is cut off after this many engine steps (a workload that would need more is refused)
-MAX_STEPS = 5_000_000
+MAX_STEPS = 20_000_000
 
 
 class SimulationError(KvplanError):
@@ -32,23 +35,6 @@ class SimulationError(KvplanError):
 
     exit_code = 4
     kind = "unsupported"
-
-
-@dataclass(frozen=True)
-class StepPoint:
-    """One engine step of the series."""
-
-    start: float  # seconds
-    seconds: float  # the step's floor
-    prefill_tokens: int
-    decode_tokens: int
-    running: int
-    waiting: int
-    blocks_used: int
-    preempted: int
-    bytes_read: int
-    flops: float
-    compute_bound: bool
 
 
 @dataclass
@@ -69,9 +55,9 @@ class RequestResult:
 @dataclass(frozen=True)
 class SimResult:
     config: SchedulerConfig | ServerConfig
-    steps: tuple[StepPoint, ...]
-    requests: tuple[RequestResult, ...]
-    itl: tuple[float, ...]  # every gap between two tokens of one request
+    series: Series  # the steps (at a bounded resolution) and what every step adds up to
+    stats: RequestStats  # every request's outcome and latencies
+    requests: tuple[RequestResult, ...]  # the first MAX_REQUEST_ROWS requests, one by one
     usable_blocks: int  # the pool less the null block: what is free when nothing runs
     final_free: int
     end: float  # when the last request ended
@@ -85,38 +71,58 @@ class SimResult:
 @dataclass
 class Clients:
     """The client side of both event loops (vLLM's engine, llama-server's slots): the requests as they fall due
-    (a fixed concurrency draws the next as one ends), each request's result, its cancel (a trace's at a time, a
-    drawn one after a share of its output tokens), the gaps between tokens, and when the last request ended.
-    ``max_len``: prompts and outputs clipped to it (vLLM's --max-model-len), None: as drawn."""
+    (a fixed concurrency draws the next as one ends), each request's result while it runs, its cancel (a trace's
+    at a time, a drawn one after a share of its output tokens), and when the last request ended. A request that
+    ends is folded into ``stats`` and dropped (kept one by one only among the first MAX_REQUEST_ROWS), so memory
+    does not grow with the run. ``max_len``: outputs clipped to it (vLLM's --max-model-len), None: as drawn."""
 
     workload: Workload
     rng: random.Random
     max_len: int | None
-    specs: list[RequestSpec] = field(default_factory=list)
-    next_index: int = 0
-    results: dict[int, RequestResult] = field(default_factory=dict)
+    pending: deque[RequestSpec] = field(default_factory=deque)
+    drawn: int = 0  # requests of a rate drawn so far (their arrival times are drawn first, all of them)
+    results: dict[int, RequestResult] = field(default_factory=dict)  # the requests that have not ended
+    kept: list[RequestResult] = field(default_factory=list)
+    stats: RequestStats = field(default_factory=RequestStats)
     cancels: list[tuple[float, int]] = field(default_factory=list)  # a heap of (when, request)
     share_cancels: dict[int, float] = field(default_factory=dict)  # drawn cancels: after this share of the output
-    itl: list[float] = field(default_factory=list)
     end: float = 0.0
+    _arrivals: array[float] = field(default_factory=lambda: array("d"))
 
     def __post_init__(self) -> None:
-        self.specs = draw_specs(self.workload, self.rng, self.max_len)
+        w = self.workload
+        if w.trace is not None:
+            self.pending.extend(trace_specs(w, self.max_len))
+        elif w.rate is not None:
+            self._arrivals = array("d", w.arrivals(self.rng))  # 8 bytes a request; each drawn when it falls due
+        else:
+            self.pending.extend(draw_one(w, self.rng, 0.0, self.max_len) for _ in range(w.concurrency or 1))
+
+    def _refill(self) -> None:
+        if not self.pending and self.drawn < len(self._arrivals):
+            self.pending.append(draw_one(self.workload, self.rng, self._arrivals[self.drawn], self.max_len))
+            self.drawn += 1
 
     def due(self, t: float) -> list[RequestSpec]:
         out = []
-        while self.next_index < len(self.specs) and self.specs[self.next_index].arrival <= t:
-            out.append(self.specs[self.next_index])
-            self.next_index += 1
+        self._refill()
+        while self.pending and self.pending[0].arrival <= t:
+            out.append(self.pending.popleft())
+            self._refill()
         return out
 
     def next_arrival(self) -> float | None:
-        return self.specs[self.next_index].arrival if self.next_index < len(self.specs) else None
+        self._refill()
+        return self.pending[0].arrival if self.pending else None
 
     def arrive(self, spec: RequestSpec) -> int:
         """A request's result opened and its cancel registered; its id."""
-        rid = len(self.results)
-        self.results[rid] = RequestResult(rid, spec.arrival, spec.prompt, spec.output)
+        rid = self.stats.arrived
+        self.stats.arrived += 1
+        res = RequestResult(rid, spec.arrival, spec.prompt, spec.output)
+        self.results[rid] = res
+        if rid < MAX_REQUEST_ROWS:
+            self.kept.append(res)
         if spec.cancel_after is not None:
             if self.workload.trace is not None:
                 heapq.heappush(self.cancels, (spec.arrival + spec.cancel_after, rid))
@@ -137,7 +143,7 @@ class Clients:
             if res.first_token is None:
                 res.first_token = t
             elif res.last_token is not None:
-                self.itl.append(t - res.last_token)
+                self.stats.itl.add(t - res.last_token)
             res.last_token = t
             res.tokens += 1
             share = self.share_cancels.get(rid)
@@ -146,23 +152,33 @@ class Clients:
                 heapq.heappush(self.cancels, (t, rid))
 
     def ended(self, rid: int, now: float, cancelled: bool, error: str | None = None) -> None:
-        r = self.results[rid]
+        r = self.results.pop(rid)
+        self.share_cancels.pop(rid, None)
         r.finished, r.cancelled, r.error = now, cancelled, error
         self.end = max(self.end, now)
+        st = self.stats
+        st.tokens += r.tokens
+        st.preempted += 1 if r.preemptions else 0
+        if r.first_token is not None:
+            st.ttft.add(r.first_token - r.arrival)
+        if error is not None:
+            st.fail(error)
+        elif cancelled:
+            st.cancelled += 1
+        else:
+            st.served += 1
+            st.e2e.add(now - r.arrival)
         if self.workload.concurrency is not None and now < self.workload.duration:
-            self.specs.append(draw_one(self.workload, self.rng, now, self.max_len))
-
-    def finished_results(self) -> tuple[RequestResult, ...]:
-        return tuple(self.results[k] for k in sorted(self.results))
+            self.pending.append(draw_one(self.workload, self.rng, now, self.max_len))
 
 
 def draw_one(w: Workload, rng: random.Random, arrival: float, max_len: int | None) -> RequestSpec:
-    """One request of the workload's distributions; ``max_len``: prompt + output clipped to it (vLLM's
-    --max-model-len), None: as drawn (llama-server refuses a prompt too long for a slot)."""
+    """One request of the workload's distributions; ``max_len``: the output clipped to what is left of it after
+    the prompt (vLLM's --max-model-len: the engine stops a request there), None: as drawn. A prompt is never
+    clipped: vLLM refuses one of max_model_len tokens or more (simulate), llama-server one too long for a slot."""
     prompt = w.prompt.draw(rng)
     output = w.output.draw(rng)
     if max_len is not None:
-        prompt = min(prompt, max_len - 1)
         output = min(output, max_len - prompt)
     cancel = None
     if w.cancel and rng.random() < w.cancel:
@@ -170,20 +186,27 @@ def draw_one(w: Workload, rng: random.Random, arrival: float, max_len: int | Non
     return RequestSpec(arrival, max(1, prompt), max(1, output), cancel)
 
 
-def draw_specs(w: Workload, rng: random.Random, max_len: int | None) -> list[RequestSpec]:
-    """The workload's requests as they arrive (a trace's, or drawn; a fixed concurrency draws its first ones)."""
-    if w.trace is not None:
-        if max_len is None:
-            return [RequestSpec(r.arrival, r.prompt, r.output, r.cancel_after) for r in w.trace]
-        return [
-            RequestSpec(
-                r.arrival, min(r.prompt, max_len - 1), max(1, min(r.output, max_len - r.prompt)), r.cancel_after
-            )
-            for r in w.trace
-        ]
-    if w.rate is not None:
-        return [draw_one(w, rng, t, max_len) for t in w.arrivals(rng)]
-    return [draw_one(w, rng, 0.0, max_len) for _ in range(w.concurrency or 1)]
+def trace_specs(w: Workload, max_len: int | None) -> list[RequestSpec]:
+    """A trace's requests, outputs clipped as draw_one clips them."""
+    assert w.trace is not None
+    if max_len is None:
+        return [RequestSpec(r.arrival, r.prompt, r.output, r.cancel_after) for r in w.trace]
+    return [
+        RequestSpec(r.arrival, r.prompt, max(1, min(r.output, max_len - r.prompt)), r.cancel_after) for r in w.trace
+    ]
+
+
+def refusal(prompt: int, max_model_len: int) -> str | None:
+    """vLLM's refusal of a prompt too long for max_model_len (InputProcessor._validate_model_input,
+    vllm/v1/engine/input_processor.py: a reading of the source), None when it is admitted."""
+    if prompt > max_model_len:
+        return (f"The decoder prompt (length {prompt}) is longer than the maximum model length of {max_model_len}. "
+                "Make sure that `max_model_len` is no smaller than the number of text tokens.")  # fmt: skip
+    if prompt == max_model_len:
+        return (f"The decoder prompt (length {prompt}) plus the number of requested output tokens (at least 1) is "
+                f"longer than the maximum model length of {max_model_len}. Make sure that `max_model_len` is no "
+                "smaller than the number of text tokens (prompt + requested output tokens).")  # fmt: skip
+    return None
 
 
 def simulate(  # noqa: C901 - one event loop
@@ -194,14 +217,18 @@ def simulate(  # noqa: C901 - one event loop
 ) -> SimResult:
     clients = Clients(workload, random.Random(workload.seed), config.max_model_len)
     results = clients.results
-    loop = EngineLoop(Scheduler(config))
-    steps: list[StepPoint] = []
+    loop = EngineLoop(Scheduler(config), steps=deque(maxlen=1))  # the latest step's record is all it needs
+    series = Series()
     t = 0.0
     usable = config.num_blocks - 1
     idle_steps = 0
     while True:
         for spec in clients.due(t):
             rid = clients.arrive(spec)
+            refused = refusal(spec.prompt, config.max_model_len)
+            if refused is not None:  # vLLM's input processor refuses it before it reaches the engine
+                clients.ended(rid, t, False, refused)
+                continue
             loop.scheduler.add(Request(rid, spec.prompt, spec.output, shared_prefix=workload.shared_prefix))
         for rid in clients.cancels_due(t):
             for r in loop.scheduler.abort([rid]):
@@ -212,16 +239,15 @@ def simulate(  # noqa: C901 - one event loop
                 break
             t = max(t, upcoming)
             continue
-        before = len(loop.steps)
         finished = loop.step()
-        if len(loop.steps) > before and loop.last is not None:
+        if loop.last is not None:
             out = loop.last
             record = loop.steps[-1]
             work = [(n, out.context[rid]) for rid, n in out.scheduled.items()]
             step = cost.step(work)
             decode = sum(1 for rid, n in out.scheduled.items() if n == 1 and out.context[rid] >= results[rid].prompt)
             total = sum(out.scheduled.values())
-            steps.append(
+            series.add(
                 StepPoint(
                     t,
                     step.seconds,
@@ -241,6 +267,10 @@ def simulate(  # noqa: C901 - one event loop
             t += step.seconds
             clients.sampled(out.sampled, t)
             idle_steps = 0 if total else idle_steps + 1
+            if series.steps > MAX_STEPS:
+                raise SimulationError(f"the workload needs more than {MAX_STEPS:,} engine steps; shorten --duration")
+            if progress is not None and series.steps % 2000 == 0:
+                progress(t, clients.stats.arrived)
         for r in finished:
             clients.ended(r.rid, t, r.status is Status.ABORTED)
         if idle_steps > 3 and not loop.scheduler.running and loop.scheduler.waiting:
@@ -249,19 +279,9 @@ def simulate(  # noqa: C901 - one event loop
                 f"a request of {head.num_tokens:,} tokens can never be admitted: the KV cache holds "
                 f"{usable:,} blocks of {config.block_size} tokens"
             )
-        if len(steps) > MAX_STEPS:
-            raise SimulationError(f"the workload needs more than {MAX_STEPS:,} engine steps; shorten --duration")
-        if progress is not None and len(steps) % 2000 == 0:
-            progress(t, len(results))
     # requests still holding blocks cannot remain: the loop ends only when the engine is idle
     return SimResult(
-        config,
-        tuple(steps),
-        clients.finished_results(),
-        tuple(clients.itl),
-        usable,
-        loop.scheduler.kv.pool.num_free(),
-        clients.end,
+        config, series, clients.stats, tuple(clients.kept), usable, loop.scheduler.kv.pool.num_free(), clients.end
     )
 
 

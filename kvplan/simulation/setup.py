@@ -14,9 +14,9 @@ from kvplan.runtimes import canonical_runtime
 from kvplan.runtimes.names import LLAMACPP
 from kvplan.simulation.llamacpp import ServerConfig, simulate_server
 from kvplan.simulation.roofline import PERF, CostModel, Hardware, token_costs
-from kvplan.simulation.run import SimResult, simulate
+from kvplan.simulation.run import MAX_STEPS, SimResult, SimulationError, simulate
 from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
-from kvplan.simulation.workload import Workload
+from kvplan.simulation.workload import Lengths, Workload
 from kvplan.units import Units, format_size
 
 
@@ -36,9 +36,45 @@ class Prepared:
     kv_bytes: int  # the KV cache per GPU (vLLM's budget; llama.cpp's allocation on the GPUs)
 
     def run(self, workload: Workload, progress: Callable[[float, int], None] | None = None) -> SimResult:
+        needed = steps_needed(self.config, workload)
+        if needed is not None and needed > MAX_STEPS:
+            what = "server" if isinstance(self.config, ServerConfig) else "engine"
+            raise SimulationError(
+                f"the workload needs at least about {needed:,} {what} steps (at most {MAX_STEPS:,} are simulated): "
+                "shorten --duration or lower --request-rate"
+            )
         if isinstance(self.config, ServerConfig):
             return simulate_server(self.config, self.cost, workload, progress)
         return simulate(self.config, self.cost, workload, progress)
+
+
+def steps_needed(config: SchedulerConfig | ServerConfig, w: Workload) -> int | None:
+    """A floor on the steps a workload takes, from the workload alone (None for a fixed concurrency, whose
+    requests depend on the run): every output token of a request takes a step of its own and a step carries at
+    most one token per running request (--max-num-seqs, -np) and at most a batch of tokens (--max-num-batched-tokens,
+    -b). Drawn lengths count at their typical value (the median of a lognormal), a rate at rate × duration."""
+    if isinstance(config, ServerConfig):
+        seqs, batch, cap = config.n_slots, config.n_batch, None
+    else:
+        seqs, batch, cap = config.max_num_seqs, config.max_num_batched_tokens, config.max_model_len
+    if w.trace is not None:
+        n = float(len(w.trace))
+        prompt, output = float(sum(r.prompt for r in w.trace)), float(sum(r.output for r in w.trace))
+    elif w.rate is not None:
+        n = w.rate * w.duration
+        prompt, output = n * _typical(w.prompt), n * _typical(w.output)
+    else:
+        return None
+    if cap is not None:
+        output = min(output, n * cap)
+    prompt = max(0.0, prompt - n * w.shared_prefix)  # a shared prefix may come from the cache
+    return int(max(output / max(seqs, 1), (prompt + output) / max(batch, 1)))
+
+
+def _typical(lengths: Lengths) -> float:
+    if lengths.kind == "uniform":
+        return (lengths.a + lengths.b) / 2
+    return lengths.a  # fixed: the length; lognormal: its median (below its mean)
 
 
 def hardware_for(

@@ -22,7 +22,7 @@ LoRA, encoder inputs or KV connectors. Prompts are distinct per request unless t
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -1033,7 +1033,7 @@ class EngineLoop:
     """EngineCore's busy loop: add and abort between steps, then step() or step_with_batch_queue()."""
 
     scheduler: Scheduler
-    steps: list[StepRecord] = field(default_factory=list)
+    steps: MutableSequence[StepRecord] = field(default_factory=list)  # a deque(maxlen=1) keeps only the latest
     queue: deque[StepOutput] = field(default_factory=deque)
     iteration: int = 0
     last: StepOutput | None = None  # what the latest schedule() of this iteration scheduled (None: none ran)

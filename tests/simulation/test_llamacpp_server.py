@@ -91,7 +91,7 @@ def test_cells_never_overflow_and_return(slots: int, cells: int, unified: bool, 
     )
     r = simulate_server(config, COST, w)
     assert r.blocks_returned  # nothing held once every request ended
-    assert all(s.blocks_used <= r.usable_blocks for s in r.steps)
+    assert all(s.blocks_used <= r.usable_blocks for s in r.series.finished_rows())
     assert all(q.finished is not None for q in r.requests)
     for q in r.requests:
         assert q.tokens <= q.output

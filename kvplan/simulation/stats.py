@@ -1,0 +1,177 @@
+"""What a simulation keeps, in memory bounded whatever the run's length (issue 26).
+
+- ``Quantiles``: values for nearest-rank percentiles, kept exactly (8 bytes each, in an array) up to
+  ``EXACT_VALUES``; past that, in a histogram of logarithmic buckets, each ``RESOLUTION`` (0.01 %) wide, so a
+  percentile is within 0.01 % of the exact one and the memory is bounded by the range of the values, not their
+  number (an hour at 10 requests/s is millions of gaps between tokens).
+- ``Series``: the per-step series at a bounded resolution: one row per engine step up to ``MAX_SERIES_ROWS``;
+  past that, pairs of rows merge (2, 4, 8, … consecutive steps per row): a row's start is its first step's, its
+  seconds, tokens, bytes, FLOPs and preemptions are sums, its running, waiting and blocks in use are peaks.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, field
+
+EXACT_VALUES = 1 << 22  # 32 MiB of doubles per series of values
+RESOLUTION = 1e-4
+MAX_SERIES_ROWS = 1 << 16
+MAX_REQUEST_ROWS = 100_000  # requests reported one by one (JSON); the statistics cover every request
+
+
+class Quantiles:
+    """Nearest-rank percentiles and the maximum of a stream of non-negative values."""
+
+    __slots__ = ("_buckets", "_exact", "count", "maximum")
+
+    def __init__(self) -> None:
+        self._exact: array[float] | None = array("d")
+        self._buckets: dict[int, int] = {}
+        self.count = 0
+        self.maximum: float | None = None
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        if self.maximum is None or value > self.maximum:
+            self.maximum = value
+        if self._exact is not None:
+            self._exact.append(value)
+            if len(self._exact) > EXACT_VALUES:
+                for v in self._exact:
+                    self._bucket(v)
+                self._exact = None
+        else:
+            self._bucket(value)
+
+    def _bucket(self, value: float) -> None:
+        key = -(1 << 62) if value <= 0 else math.floor(math.log(value) / math.log1p(2 * RESOLUTION))
+        self._buckets[key] = self._buckets.get(key, 0) + 1
+
+    @property
+    def exact(self) -> bool:
+        return self._exact is not None
+
+    def percentile(self, q: float) -> float | None:
+        """The nearest-rank percentile (q in 0..100); None for no values."""
+        if not self.count:
+            return None
+        k = max(0, min(self.count - 1, math.ceil(q / 100 * self.count) - 1))
+        if self._exact is not None:
+            return sorted(self._exact)[k]
+        seen = 0
+        for key in sorted(self._buckets):
+            seen += self._buckets[key]
+            if seen > k:
+                if key == -(1 << 62):
+                    return 0.0
+                base = math.log1p(2 * RESOLUTION)
+                return math.exp((key + 0.5) * base)  # the bucket's middle: within RESOLUTION of every value in it
+        return self.maximum  # pragma: no cover - the counts add up to count
+
+    def percentiles(self, *qs: float) -> tuple[float | None, ...]:
+        if self._exact is not None and self.count:
+            ordered = sorted(self._exact)
+            return tuple(ordered[max(0, min(self.count - 1, math.ceil(q / 100 * self.count) - 1))] for q in qs)
+        return tuple(self.percentile(q) for q in qs)
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One engine step of the series (or, past MAX_SERIES_ROWS steps, several merged)."""
+
+    start: float  # seconds
+    seconds: float  # the step's floor (merged: their sum)
+    prefill_tokens: int
+    decode_tokens: int
+    running: int
+    waiting: int
+    blocks_used: int
+    preempted: int
+    bytes_read: int
+    flops: float
+    compute_bound: bool
+
+    def merged(self, later: StepPoint) -> StepPoint:
+        return StepPoint(
+            self.start,
+            self.seconds + later.seconds,
+            self.prefill_tokens + later.prefill_tokens,
+            self.decode_tokens + later.decode_tokens,
+            max(self.running, later.running),
+            max(self.waiting, later.waiting),
+            max(self.blocks_used, later.blocks_used),
+            self.preempted + later.preempted,
+            self.bytes_read + later.bytes_read,
+            self.flops + later.flops,
+            self.compute_bound or later.compute_bound,
+        )
+
+
+@dataclass
+class Series:
+    """The steps at a bounded resolution, and what the report reads from every step."""
+
+    rows: list[StepPoint] = field(default_factory=list)
+    per_row: int = 1  # consecutive steps in each row
+    _pending: StepPoint | None = None
+    _pending_n: int = 0
+    steps: int = 0
+    prefill_steps: int = 0
+    peak_blocks: int = 0
+    peak_running: int = 0
+    peak_waiting: int = 0
+    preemptions: int = 0
+    prefill_seconds: Quantiles = field(default_factory=Quantiles)
+    decode_seconds: Quantiles = field(default_factory=Quantiles)
+    decode_bytes: Quantiles = field(default_factory=Quantiles)
+
+    def add(self, p: StepPoint) -> None:
+        self.steps += 1
+        self.peak_blocks = max(self.peak_blocks, p.blocks_used)
+        self.peak_running = max(self.peak_running, p.running)
+        self.peak_waiting = max(self.peak_waiting, p.waiting)
+        self.preemptions += p.preempted
+        if p.prefill_tokens:
+            self.prefill_steps += 1
+            self.prefill_seconds.add(p.seconds)
+        elif p.decode_tokens:
+            self.decode_seconds.add(p.seconds)
+            self.decode_bytes.add(float(p.bytes_read))
+        self._pending = p if self._pending is None else self._pending.merged(p)
+        self._pending_n += 1
+        if self._pending_n == self.per_row:
+            self.rows.append(self._pending)
+            self._pending, self._pending_n = None, 0
+            if len(self.rows) >= MAX_SERIES_ROWS:
+                self.rows = [a.merged(b) for a, b in zip(self.rows[::2], self.rows[1::2], strict=True)]
+                self.per_row *= 2
+
+    def finished_rows(self) -> tuple[StepPoint, ...]:
+        """Every row, the last one partly filled included."""
+        return (*self.rows, *((self._pending,) if self._pending is not None else ()))
+
+
+MAX_FAILURE_REASONS = 1000
+
+
+@dataclass
+class RequestStats:
+    """Every request's outcome, folded in as it ends: counts and the latency streams."""
+
+    arrived: int = 0
+    served: int = 0  # to the end, neither cancelled nor failed
+    cancelled: int = 0
+    failed: int = 0  # refused or failed by the engine (error set)
+    tokens: int = 0  # output tokens the clients saw
+    preempted: int = 0  # requests preempted at least once
+    failures: dict[str, int] = field(default_factory=dict)  # error → requests (the first MAX_FAILURE_REASONS)
+    ttft: Quantiles = field(default_factory=Quantiles)
+    e2e: Quantiles = field(default_factory=Quantiles)  # served requests
+    itl: Quantiles = field(default_factory=Quantiles)
+
+    def fail(self, error: str) -> None:
+        self.failed += 1
+        if error in self.failures or len(self.failures) < MAX_FAILURE_REASONS:
+            self.failures[error] = self.failures.get(error, 0) + 1

@@ -1,0 +1,137 @@
+"""Simulations in bounded memory and time (issue 26, item 3): the statistics stream (kvplan/simulation/stats.py),
+the per-step series keeps a bounded resolution, a workload past the step bound is refused before it runs, and a
+request vLLM would refuse is reported as vLLM reports it."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from helpers import kv
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kvplan
+from kvplan.simulation import run, stats
+from kvplan.simulation.run import percentile
+from kvplan.simulation.stats import Quantiles, Series, StepPoint
+
+BASE = ("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1e4, allow_nan=False), min_size=1, max_size=300), st.sampled_from([50, 90, 99, 100]))
+def test_quantiles_exact_and_past_the_exact_bound(values: list[float], q: float) -> None:
+    exact = Quantiles()
+    for v in values:
+        exact.add(v)
+    assert exact.exact and exact.percentile(q) == percentile(values, q) and exact.maximum == max(values)
+    saved = stats.EXACT_VALUES
+    stats.EXACT_VALUES = 10
+    try:
+        sketch = Quantiles()
+        for v in values:
+            sketch.add(v)
+    finally:
+        stats.EXACT_VALUES = saved
+    want, got = percentile(values, q), sketch.percentile(q)
+    assert want is not None and got is not None
+    assert abs(got - want) <= 1.001e-4 * want + (1e-300 if want == 0 else 0.0), (want, got)
+
+
+def _point(rng: random.Random, t: float) -> StepPoint:
+    return StepPoint(t, rng.random() / 100, rng.randint(0, 9), rng.randint(0, 9), rng.randint(0, 50),
+                     rng.randint(0, 50), rng.randint(0, 999), rng.randint(0, 2), rng.randint(0, 10**9),
+                     rng.random() * 1e12, rng.random() < 0.3)  # fmt: skip
+
+
+def test_the_series_keeps_a_bounded_resolution_and_every_total(monkeypatch) -> None:
+    monkeypatch.setattr(stats, "MAX_SERIES_ROWS", 64)
+    rng = random.Random(1)
+    points = [_point(rng, i * 0.01) for i in range(1000)]
+    series = Series()
+    for p in points:
+        series.add(p)
+        assert len(series.rows) < 64
+    rows = series.finished_rows()
+    assert series.per_row == 16 and len(rows) == -(-1000 // 16) and series.steps == 1000
+    assert sum(r.prefill_tokens for r in rows) == sum(p.prefill_tokens for p in points)
+    assert sum(r.preempted for r in rows) == sum(p.preempted for p in points) == series.preemptions
+    assert abs(sum(r.seconds for r in rows) - sum(p.seconds for p in points)) < 1e-9
+    assert max(r.blocks_used for r in rows) == max(p.blocks_used for p in points) == series.peak_blocks
+    assert rows[1].start == points[16].start and rows[1].running == max(p.running for p in points[16:32])
+
+
+def test_memory_does_not_grow_with_the_run(monkeypatch) -> None:
+    """The same workload over 100 and 600 seconds: six times the steps and requests, the same peak memory. Every
+    bound is shrunk so that both runs pass it, the pool is small (vLLM's free-block table takes memory with the
+    pool, not the run) and the prefix cache off (its hashes grow with the pool too); a first run warms the
+    roofline's caches. Before (issue 26) the gaps between tokens and every step were kept: 6× the memory."""
+    monkeypatch.setattr(stats, "EXACT_VALUES", 200)
+    monkeypatch.setattr(stats, "MAX_SERIES_ROWS", 64)
+    monkeypatch.setattr(run, "MAX_REQUEST_ROWS", 20)
+    model = kvplan.load_model("llama-3.1-8b")
+    kw = {"engine": "vllm", "gpu": "H100-80GB", "request_rate": 2, "output_len": 32, "prompt_len": 256,
+          "enable_prefix_caching": False, "kv_cache_memory_bytes": "1GiB", "max_model_len": 4096}  # fmt: skip
+    kvplan.simulate(model, duration=100, **kw)
+    peaks, steps = [], []
+    for duration in (100, 600):
+        tracemalloc.start(1)
+        doc = kvplan.simulate(model, duration=duration, **kw)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        steps.append({r["metric"]: r["value"] for r in doc.to_dict()["run"]}["engine steps"])
+    assert steps[1] > 5 * steps[0]
+    assert peaks[1] < 1.4 * peaks[0], peaks
+
+
+def test_a_workload_past_the_step_bound_is_refused_before_it_runs() -> None:
+    started = time.monotonic()
+    r = kv("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "--request-rate", "10", "--duration", "86400")
+    assert r.exit_code == 4 and "needs at least about 55,296,000 server steps" in r.stderr
+    r = kv(*BASE, "--request-rate", "10", "--duration", "86400", "--max-num-seqs", "8")
+    assert r.exit_code == 4 and "needs at least about 27,648,000 engine steps" in r.stderr
+    assert time.monotonic() - started < 2
+
+
+def test_a_prompt_vllm_refuses_is_reported_as_vllm_reports_it(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        '{"arrival": 0, "prompt_tokens": 100, "output_tokens": 10}\n'
+        '{"arrival": 0.1, "prompt_tokens": 4096, "output_tokens": 10}\n'
+        '{"arrival": 0.2, "prompt_tokens": 5000, "output_tokens": 10}\n'
+        '{"arrival": 0.3, "prompt_tokens": 4000, "output_tokens": 500}\n'
+    )
+    r = kv(*BASE, "--max-model-len", "4096", "--trace", str(trace), "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    rows = doc["requests"]
+    assert rows[1]["error"].startswith("The decoder prompt (length 4096) plus the number of requested output tokens")
+    assert rows[2]["error"].startswith("The decoder prompt (length 5000) is longer than the maximum model length of")
+    assert rows[1]["tokens"] == rows[2]["tokens"] == 0 and rows[1]["e2e_s"] == 0.0
+    assert rows[3]["error"] is None and rows[3]["tokens"] == 96  # vLLM stops it at max_model_len
+    run_rows = {x["metric"]: x["value"] for x in doc["run"]}
+    assert run_rows["served to the end"] == 2 and run_rows["refused by vLLM (prompt ≥ max_model_len)"] == 2
+    assert "2 refused" in doc["answer"] and any("refused by vLLM" in w for w in doc["warnings"])
+
+
+@pytest.mark.slow
+def test_two_hours_at_10_requests_a_second_under_a_2_gib_cap() -> None:
+    """The issue's MemoryError (exit 70): 72,000 requests, 4.6 million llama-server steps, now ~0.4 GB."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    out = subprocess.run([sys.executable, "-m", "kvplan", "simulate", "llama-3.1-8b", "--gpu", "H100-80GB",
+                          "--request-rate", "10", "--duration", "7200", "-o", "json"],
+                         capture_output=True, text=True, preexec_fn=limit, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-500:]
+    doc = json.loads(out.stdout)
+    assert doc["steps_per_row"] > 1 and len(doc["steps"]) < stats.MAX_SERIES_ROWS
