@@ -61,6 +61,14 @@ def format_count(n: int) -> str:
     return f"{n:,}"
 
 
+def ascii_float(text: str) -> float:
+    """``float(text)`` for what a C program's strtod reads too: ASCII, no ``_`` digit groups (Python's float()
+    takes ``１２`` and ``1_000``, llama.cpp and the engines do not)."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(f"{text!r} is not a number")
+    return float(text)
+
+
 def _plain_number(value: object, what: str) -> float | None:
     """A YAML / JSON number as a finite float, or None when ``value`` is text to parse."""
     if isinstance(value, bool):
@@ -78,7 +86,7 @@ def _plain_number(value: object, what: str) -> float | None:
     return None
 
 
-_COUNT_RE = re.compile(r"^\s*(\d{1,16})\s*([kKmM]?)\s*$")
+_COUNT_RE = re.compile(r"^\s*(\d{1,16})\s*([kKmM]?)\s*$", re.ASCII)  # ASCII digits only, as llama.cpp reads them
 
 
 def parse_count(value: object, *, minimum: int = 1) -> int:
@@ -101,7 +109,7 @@ def parse_count(value: object, *, minimum: int = 1) -> int:
     return n
 
 
-_SIZE_RE = re.compile(r"^\s*(\d{1,16}(?:\.\d{1,9})?)\s*([KMGTP]i?B?|B)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d{1,16}(?:\.\d{1,9})?)\s*([KMGTP]i?B?|B)?\s*$", re.IGNORECASE | re.ASCII)
 
 
 def parse_size(value: object, *, allow_zero: bool = False) -> int:
@@ -139,7 +147,7 @@ def parse_size(value: object, *, allow_zero: bool = False) -> int:
     return n
 
 
-_PARAMS_RE = re.compile(r"^\s*(\d{1,16}(?:\.\d{1,9})?(?:[eE]\+?\d{1,2})?)\s*([KMBT]?)\s*$", re.IGNORECASE)
+_PARAMS_RE = re.compile(r"^\s*(\d{1,16}(?:\.\d{1,9})?(?:[eE]\+?\d{1,2})?)\s*([KMBT]?)\s*$", re.IGNORECASE | re.ASCII)
 _PARAMS_SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 
 
@@ -174,7 +182,7 @@ def parse_fraction(value: object, *, allow_percent: bool = False, upper_inclusiv
         text = str(value).strip()
         percent = allow_percent and text.endswith("%")
         try:
-            number = float(text.removesuffix("%")) if percent else float(text)
+            number = ascii_float(text.removesuffix("%")) if percent else ascii_float(text)
         except ValueError:
             raise ValueError(f"{value!r} is not a fraction (examples: 0.9{', 90%' if allow_percent else ''})") from None
         if not math.isfinite(number):

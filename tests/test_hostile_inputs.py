@@ -350,3 +350,76 @@ def test_a_needed_key_holding_a_skipped_string_is_refused(tmp_path: Path) -> Non
     bad = _with_string_value(renamed, tmp_path / "bad.gguf", "general.architecture", 2 << 20)
     r = kv("estimate", str(bad), "-c", "4k")
     assert r.exit_code in (3, 4) and r.stderr.count("\n") == 1 and "general.architecture" in r.stderr, r.stderr
+
+
+# --- issue 26, item 4: every flag of every command with a hostile number or text: a documented exit code -------
+
+from kvplan.options.commands import COMMANDS  # noqa: E402
+from kvplan.options.settings import SETTINGS  # noqa: E402
+
+_FLAGS = {s.dest: s for s in SETTINGS}
+HOSTILE_NUMBERS = st.sampled_from(
+    [
+        "inf",
+        "-inf",
+        "nan",
+        "1e-300",
+        "5e-324",
+        "-0",
+        "1e400",
+        "0x10",
+        "1_000",
+        "9" * 40,
+        "-1",
+        "0",
+        "2.5",
+        "1e6",
+        "\ud800",
+        "\x1b[2J",
+        "",
+        " ",
+        "１２",
+        "1,inf",
+        "1/0",
+        "24GiB",
+        "-5GiB",
+        "1e-300GiB",
+        "lognormal:inf:1",
+        "uniform:1:1e9",
+        "50%",
+        "inf%",
+        "0.0000001ms",
+        "1e300s",
+    ]  # fmt: skip
+)
+_POSITIONAL = {"MODEL": "llama-3.1-8b", "FILE": "deployments.yaml", "LOG": "x.log"}
+
+
+@st.composite
+def hostile_command_lines(draw: st.DrawFn) -> list[str]:
+    command = draw(st.sampled_from(["estimate", "fit", "compare", "curve", "simulate"]))
+    spec = COMMANDS[command]
+    dests = [d for d in spec.dests if _FLAGS[d].metavar is not None and d not in ("duration", "trace", "svg",
+             "junit", "workload", "gpus_file", "log_model")]  # fmt: skip
+    argv = [command, *(_POSITIONAL[p.name] for p in spec.positionals if p.required)]
+    if command == "simulate":
+        argv += ["--duration", "2", "--request-rate", "2"]
+    for dest in draw(st.lists(st.sampled_from(dests), min_size=1, max_size=3)):
+        argv += [_FLAGS[dest].flags[0], draw(HOSTILE_NUMBERS)]
+    return argv
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_command_lines())
+def test_every_flag_with_a_hostile_value_ends_in_a_documented_exit_code(argv: list[str]) -> None:
+    import io
+
+    from kvplan.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
+    code = run(argv, out, err)
+    assert code in (0, 1, 2, 3, 4), (argv, err.getvalue())
+    if code >= 2:
+        assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue(), (argv, err.getvalue())
+    assert time.monotonic() - started < 30, argv

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kvplan.facts.ggml_types import LLAMA_CPP_CACHE_TYPES
 from kvplan.runtimes.llamacpp.plan import Backend, FlashAttn
 from kvplan.runtimes.names import CACHE_DTYPE_BYTES, SSM_DTYPES
-from kvplan.units import parse_count, parse_fraction, parse_size
+from kvplan.units import ascii_float, parse_count, parse_fraction, parse_size
 
 if TYPE_CHECKING:
     from kvplan.analysis.curve import Contexts
@@ -130,7 +130,11 @@ def proportions(value: object) -> tuple[float, ...]:
     out = []
     for item in items:
         try:
-            x = float(item) if isinstance(item, (int, float, str)) and not isinstance(item, bool) else math.nan
+            x = (
+                (ascii_float(item) if isinstance(item, str) else float(item))
+                if isinstance(item, (int, float, str)) and not isinstance(item, bool)
+                else math.nan
+            )
         except (TypeError, ValueError):
             raise ValueError(f"expected proportions such as 3,1, not {value!r}") from None
         if not math.isfinite(x) or x < 0 or x > 1e6:
@@ -229,7 +233,7 @@ def bounded(low: float, high: float, *, integer: bool = False) -> Callable[[obje
 
     def parse(value: object) -> float:
         try:
-            x = float(str(value)) if not isinstance(value, bool) else math.nan
+            x = ascii_float(str(value)) if not isinstance(value, bool) else math.nan
         except ValueError:
             x = math.nan
         if not low <= x <= high or (integer and x != int(x)):
@@ -292,7 +296,7 @@ def share(value: object) -> float:
     """A share in (0, 1]: 90% or 0.9."""
     key = str(value).strip()
     try:
-        x = float(key[:-1]) / 100 if key.endswith("%") else float(key)
+        x = ascii_float(key[:-1]) / 100 if key.endswith("%") else ascii_float(key)
     except ValueError:
         x = math.nan
     if isinstance(value, bool) or not 0 < x <= 1:

@@ -47,6 +47,8 @@ def parse_lengths(text: str) -> Lengths:
     """``N``, ``uniform:LO:HI`` or ``lognormal:MEDIAN:SIGMA`` (raises ValueError)."""
     parts = text.strip().lower().split(":")
     try:
+        if not text.isascii() or "_" in text:  # int() and float() take "１２" and "1_000"; strtod does not
+            raise ValueError
         if len(parts) == 1:
             n = int(parts[0])
             if not 1 <= n <= MAX_TOKENS:
@@ -159,6 +161,8 @@ def _number(path: str, n: int, row: dict[str, object], key: str, *, integer: boo
     if value in (None, "") and optional:
         return -1.0
     try:
+        if isinstance(value, str) and (not value.isascii() or "_" in value):
+            raise ValueError
         x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise BadInputError(f"{path}: request {n}: {key} must be a number, not {value!r}") from None

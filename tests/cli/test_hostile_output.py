@@ -115,6 +115,31 @@ def test_an_output_encoding_that_cannot_carry_a_character(tmp_path: Path) -> Non
         (("fit", "llama-3.1-8b", "--gpu", "2xRTX-4090", "-fitt", "1,2,3"), 2, "3 margins for 2 GPU(s)"),
         (("fit", "llama-3.1-8b", "--gpu", "2xRTX-4090", "-fitt", ",".join(["1"] * 20_000)), 2, "20000 margins"),
         (("fit", "llama-3.1-8b", "--gpu", "2xRTX-4090", "-ts", "1,1,1"), 2, "3 proportions for 2 GPU(s)"),
+        # Python's int() and float() take full-width digits and digit groups; llama.cpp and the engines do not
+        (("compare", "llama-3.1-8b", "-np", "１２"), 2, "is not a count"),
+        (("fit", "llama-3.1-8b", "--memory", "２４GiB"), 2, "is not a size"),
+        (("fit", "llama-3.1-8b", "--gpu", "2xRTX-4090", "-ts", "1_0,1"), 2, "expected proportions"),
+        (
+            ("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "--request-rate", "１", "--duration", "5"),
+            2,
+            "expected a number",
+        ),  # fmt: skip
+        (
+            (
+                "simulate",
+                "llama-3.1-8b",
+                "--gpu",
+                "H100-80GB",
+                "--request-rate",
+                "1",
+                "--duration",
+                "5",
+                "--prompt-len",
+                "1_024",
+            ),
+            2,
+            "expected N",
+        ),  # fmt: skip
     ],
 )
 def test_values_that_were_exit_70_or_accepted(args: tuple[str, ...], code: int, message: str) -> None:
