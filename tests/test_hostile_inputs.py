@@ -390,7 +390,7 @@ HOSTILE_NUMBERS = st.sampled_from(
         "inf%",
         "0.0000001ms",
         "1e300s",
-    ]  # fmt: skip
+    ]
 )
 _POSITIONAL = {"MODEL": "llama-3.1-8b", "FILE": "deployments.yaml", "LOG": "x.log"}
 

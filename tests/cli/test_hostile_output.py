@@ -123,7 +123,7 @@ def test_an_output_encoding_that_cannot_carry_a_character(tmp_path: Path) -> Non
             ("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "--request-rate", "１", "--duration", "5"),
             2,
             "expected a number",
-        ),  # fmt: skip
+        ),
         (
             (
                 "simulate",
@@ -139,7 +139,7 @@ def test_an_output_encoding_that_cannot_carry_a_character(tmp_path: Path) -> Non
             ),
             2,
             "expected N",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_values_that_were_exit_70_or_accepted(args: tuple[str, ...], code: int, message: str) -> None:
