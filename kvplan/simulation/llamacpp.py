@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.simulation.roofline import CostModel
-from kvplan.simulation.run import MAX_STEPS, Clients, SimResult, SimulationError
+from kvplan.simulation.run import MAX_STEPS, Clients, SimResult, SimulationError, check_pace
 from kvplan.simulation.stats import Series, StepPoint
 from kvplan.simulation.workload import Workload
 
@@ -292,6 +292,7 @@ def simulate_server(  # noqa: C901 - one event loop
         clients.sampled(out.sampled, t)
         for rid, error in out.finished:
             clients.ended(rid, t, False, error)
+        check_pace(series.steps, t, workload, "server")
         if series.steps > MAX_STEPS:
             raise SimulationError(f"the workload needs more than {MAX_STEPS:,} server steps; shorten --duration")
         if progress is not None and series.steps % 2000 == 0:

@@ -28,6 +28,22 @@ if TYPE_CHECKING:
 
 #: a simulation is cut off after this many engine steps (a workload that would need more is refused)
 MAX_STEPS = 20_000_000
+#: after this many steps a run projects the steps its arrivals need at the pace so far, and stops early if that
+#: is past MAX_STEPS (a fixed concurrency, or lengths whose typical value understates them)
+PACE_STEPS = 50_000
+
+
+def check_pace(steps: int, t: float, workload: Workload, what: str) -> None:
+    """Refuse, a second or so into the run, a workload whose arrivals alone would take more than MAX_STEPS at
+    the pace of its first PACE_STEPS steps."""
+    if steps != PACE_STEPS or t <= 0:
+        return
+    projected = int(steps * workload.span / t)
+    if projected > MAX_STEPS:
+        raise SimulationError(
+            f"at the pace of its first {steps:,} {what} steps the workload needs about {projected:,} (at most "
+            f"{MAX_STEPS:,} are simulated): shorten --duration or lower the load"
+        )
 
 
 class SimulationError(KvplanError):
@@ -267,6 +283,7 @@ def simulate(  # noqa: C901 - one event loop
             t += step.seconds
             clients.sampled(out.sampled, t)
             idle_steps = 0 if total else idle_steps + 1
+            check_pace(series.steps, t, workload, "engine")
             if series.steps > MAX_STEPS:
                 raise SimulationError(f"the workload needs more than {MAX_STEPS:,} engine steps; shorten --duration")
             if progress is not None and series.steps % 2000 == 0:

@@ -36,8 +36,8 @@ class Prepared:
     kv_bytes: int  # the KV cache per GPU (vLLM's budget; llama.cpp's allocation on the GPUs)
 
     def run(self, workload: Workload, progress: Callable[[float, int], None] | None = None) -> SimResult:
-        needed = steps_needed(self.config, workload)
-        if needed is not None and needed > MAX_STEPS:
+        needed = steps_needed(self.config, workload, self.cost)
+        if needed > MAX_STEPS:
             what = "server" if isinstance(self.config, ServerConfig) else "engine"
             raise SimulationError(
                 f"the workload needs at least about {needed:,} {what} steps (at most {MAX_STEPS:,} are simulated): "
@@ -48,15 +48,17 @@ class Prepared:
         return simulate(self.config, self.cost, workload, progress)
 
 
-def steps_needed(config: SchedulerConfig | ServerConfig, w: Workload) -> int | None:
-    """A floor on the steps a workload takes, from the workload alone (None for a fixed concurrency, whose
-    requests depend on the run): every output token of a request takes a step of its own and a step carries at
-    most one token per running request (--max-num-seqs, -np) and at most a batch of tokens (--max-num-batched-tokens,
-    -b). Drawn lengths count at their typical value (the median of a lognormal), a rate at rate × duration."""
+def steps_needed(config: SchedulerConfig | ServerConfig, w: Workload, cost: CostModel) -> int:
+    """A floor on the steps a workload takes, worked out before it runs: every output token of a request takes a
+    step of its own and a step carries at most one token per running request (--max-num-seqs, -np) and at most a
+    batch of tokens (--max-num-batched-tokens, -b); drawn lengths count at their typical value (the median of a
+    lognormal), a rate at rate × duration. A fixed concurrency keeps requests in flight for the whole duration,
+    and no step takes longer than a full batch at the longest context: at least duration / that many steps."""
     if isinstance(config, ServerConfig):
-        seqs, batch, cap = config.n_slots, config.n_batch, None
+        seqs, batch, cap, longest = config.n_slots, config.n_batch, None, config.n_ctx_slot
     else:
         seqs, batch, cap = config.max_num_seqs, config.max_num_batched_tokens, config.max_model_len
+        longest = config.max_model_len
     if w.trace is not None:
         n = float(len(w.trace))
         prompt, output = float(sum(r.prompt for r in w.trace)), float(sum(r.output for r in w.trace))
@@ -64,7 +66,8 @@ def steps_needed(config: SchedulerConfig | ServerConfig, w: Workload) -> int | N
         n = w.rate * w.duration
         prompt, output = n * _typical(w.prompt), n * _typical(w.output)
     else:
-        return None
+        slowest = cost.step([(batch, longest)]).seconds
+        return int(w.duration / slowest) if slowest > 0 else 0
     if cap is not None:
         output = min(output, n * cap)
     prompt = max(0.0, prompt - n * w.shared_prefix)  # a shared prefix may come from the cache

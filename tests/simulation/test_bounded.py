@@ -135,3 +135,13 @@ def test_two_hours_at_10_requests_a_second_under_a_2_gib_cap() -> None:
     assert out.returncode == 0, out.stderr[-500:]
     doc = json.loads(out.stdout)
     assert doc["steps_per_row"] > 1 and len(doc["steps"]) < stats.MAX_SERIES_ROWS
+
+
+def test_a_fixed_concurrency_past_the_bound_stops_at_the_pace_of_its_first_steps() -> None:
+    """A fixed concurrency has no floor from its workload alone (its requests depend on the run): a run projects
+    the steps its duration needs once 50,000 are done and stops there (about 2 s here) instead of at the bound."""
+    started = time.monotonic()
+    r = kv("simulate", "smollm2-135m", "--gpu", "H100-80GB", "--engine", "vllm", "--max-concurrency", "4",
+           "--duration", "86400", "--max-model-len", "2048")  # fmt: skip
+    assert r.exit_code == 4 and "at the pace of its first 50,000 engine steps the workload needs about" in r.stderr
+    assert r.stderr.count("\n") == 1 and time.monotonic() - started < 20
