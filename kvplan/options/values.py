@@ -112,7 +112,7 @@ def overrides(value: object) -> tuple[tuple[str, str], ...]:
         try:
             compiled(pattern)
         except PatternError as exc:
-            raise ValueError(f"{pattern!r} is not a pattern llama.cpp's std::regex reads ({exc})") from None
+            raise ValueError(f"{pattern!r} is not a regular expression llama.cpp's std::regex reads ({exc})") from None
         if "[" in buft:  # llama.cpp names an RPC device by its endpoint, not by its place among the GPUs
             raise ValueError(f"{buft!r}: name the GPU by its place instead, GPU0, GPU1, ... (or CUDA0, ...)")
         if buft.upper() != "CPU" and not re.match(r"^[A-Za-z]+(\d+)$", buft):
