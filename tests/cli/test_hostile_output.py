@@ -77,19 +77,15 @@ def test_an_output_encoding_that_cannot_carry_a_character(tmp_path: Path) -> Non
     assert "caf\\xe9 \\u2615" in r.stdout
 
 
+SIM = ("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "--request-rate", "1", "--duration", "10")
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
         (
             (
-                "simulate",
-                "llama-3.1-8b",
-                "--gpu",
-                "H100-80GB",
-                "--request-rate",
-                "1",
-                "--duration",
-                "10",
+                *SIM,
                 "--prompt-len",
                 "lognormal:inf:1",
             ),
@@ -98,14 +94,7 @@ def test_an_output_encoding_that_cannot_carry_a_character(tmp_path: Path) -> Non
         ),
         (
             (
-                "simulate",
-                "llama-3.1-8b",
-                "--gpu",
-                "H100-80GB",
-                "--request-rate",
-                "1",
-                "--duration",
-                "10",
+                *SIM,
                 "--output-len",
                 "uniform:1:99999999999",
             ),
