@@ -15,6 +15,7 @@ import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.capacity.llamacpp_settings import CACHE_TYPE_LADDER, settings_for
 from kvplan.capacity.request import Request
@@ -40,9 +41,11 @@ from kvplan.runtimes.llamacpp import (
     plan_mtp_draft,
 )
 from kvplan.runtimes.llamacpp.memory import MTP_TENSORS_SKIPPED
-from kvplan.runtimes.llamacpp.pattern import Pattern
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, LLAMA_MAX_SEQ
 from kvplan.units import GIB
+
+if TYPE_CHECKING:
+    from kvplan.runtimes.llamacpp.pattern import Pattern
 
 #: per-GPU overhead when not given: the CUDA context and the context-independent part of llama.cpp's compute
 #: buffer (an estimate; `llama-fit-params --fit-print on` reports the compute buffer, e.g. 266 MiB for an 8B model

@@ -15,7 +15,6 @@ from kvplan.runtimes.llamacpp.compute.context import Reserve, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 from kvplan.runtimes.llamacpp.compute.layers import by_layer, kept, placed, structure
 from kvplan.runtimes.llamacpp.compute.sched import CUDA, HOST, RPC, DeviceRules, Placement, Scheduler, weight_names
-from kvplan.runtimes.llamacpp.overrides import destinations
 from kvplan.runtimes.llamacpp.plan import CacheKind, FlashAttn, MemoryPlan
 
 _WINDOWS = ("sliding window", "chunked window")
@@ -266,6 +265,8 @@ def _shortened(
     if placement is not None:
         if len(placement.where) <= n_layer:  # (where: the trunk's layers, any MTP block's, then the output layer)
             return graph_of(p)
+        from kvplan.runtimes.llamacpp.overrides import destinations
+
         moved = destinations(placement.rules, names) if placement.rules else {}
         sigs = list(zip(codes, placed(placement.where, layer_names, moved, weight_bytes or {}), strict=True))
     short = kept(sigs)

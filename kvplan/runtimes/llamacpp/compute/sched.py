@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT
 from kvplan.runtimes.llamacpp.compute.alloc import CPU, BufferType, GraphAllocator
@@ -34,8 +35,9 @@ from kvplan.runtimes.llamacpp.compute.tensor import (
     USAGE_WEIGHTS,
     Tensor,
 )
-from kvplan.runtimes.llamacpp.overrides import destinations
-from kvplan.runtimes.llamacpp.pattern import Pattern
+
+if TYPE_CHECKING:
+    from kvplan.runtimes.llamacpp.pattern import Pattern
 
 #: GGML_SCHED_MAX_COPIES: the copies of each input with pipeline parallelism
 MAX_COPIES = 4
@@ -293,6 +295,8 @@ class Scheduler:
     def split(self, g: Graph) -> SplitGraph:
         """ggml_backend_sched_split_graph: every tensor's backend, the splits and the graph copy."""
         if self.p.rules:
+            from kvplan.runtimes.llamacpp.overrides import destinations
+
             self._moved = destinations(self.p.rules, weight_names(g))
         ids = self._assign(g)
         splits, copies, new_srcs = self._splits(g.nodes, ids)
