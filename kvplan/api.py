@@ -176,46 +176,52 @@ def plan(model: ModelDescription, settings: LlamaCppSettings | None = None, **fi
     """
     if not isinstance(model, ModelDescription):
         raise UsageError(f"expected a ModelDescription (load_model), not {type(model).__name__}", "model")
-    if settings is not None and not isinstance(settings, LlamaCppSettings):
+    if settings is None:
+        s = LlamaCppSettings()
+    elif isinstance(settings, LlamaCppSettings):
+        s = replace(settings, **{k: _field(k, getattr(settings, k)) for k in _kinds()})
+    else:
         raise UsageError(f"expected LlamaCppSettings, not {type(settings).__name__}", "settings")
-    s = settings if settings is not None else LlamaCppSettings()
-    return _plan(model, _checked(replace(s, **_known(fields)) if fields else s))
+    return _plan(model, replace(s, **{k: _field(k, v) for k, v in fields.items()}) if fields else s)
 
 
-def _known(fields: dict[str, Any]) -> dict[str, Any]:
-    from dataclasses import fields as dataclass_fields
-
-    names = [f.name for f in dataclass_fields(LlamaCppSettings)]
-    for key in fields:
-        if key not in names:
-            from kvplan.sources.files import did_you_mean
-
-            raise UsageError(f"not a field of LlamaCppSettings{did_you_mean(key, names)}", key)
-    return fields
+_KINDS: dict[str, type] = {}
 
 
-def _checked(s: LlamaCppSettings) -> LlamaCppSettings:
-    """``s`` with each field of its declared kind (a whole number, a bool, a str, an enum's value), else
-    kvplan's UsageError naming the field; llama.cpp's own checks (ranges, types) follow in plan."""
-    from dataclasses import fields as dataclass_fields
-    from enum import Enum
+def _kinds() -> dict[str, type]:
+    """Each LlamaCppSettings field → the kind of its default (int, bool, str or an enum)."""
+    if not _KINDS:
+        from dataclasses import fields as dataclass_fields
 
-    changed: dict[str, Any] = {}
-    for f in dataclass_fields(s):
-        value, kind = getattr(s, f.name), type(f.default)
-        if issubclass(kind, Enum):
-            try:
-                changed[f.name] = kind(value)
-            except ValueError:
-                choices = ", ".join(str(e.value) for e in kind)
-                raise UsageError(f"expected one of {choices}, not {value!r}", f.name) from None
-        elif kind is bool and not isinstance(value, bool):
-            raise UsageError(f"expected True or False, not {value!r}", f.name)
-        elif kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise UsageError(f"expected a whole number, not {value!r}", f.name)
-        elif kind is str and not isinstance(value, str):
-            raise UsageError(f"expected a str, not {value!r}", f.name)
-    return replace(s, **changed) if changed else s
+        _KINDS.update({f.name: type(f.default) for f in dataclass_fields(LlamaCppSettings)})
+    return _KINDS
+
+
+def _field(name: str, value: Any) -> Any:
+    """``value`` as field ``name`` of LlamaCppSettings takes it (a whole number, a bool, a str, an enum's value),
+    else kvplan's UsageError naming the field; llama.cpp's own checks (ranges, types) follow in plan. Cheap:
+    a sweep calls it for every plan."""
+    kind = _kinds().get(name)
+    if kind is None:
+        from kvplan.sources.files import did_you_mean
+
+        raise UsageError(f"not a field of LlamaCppSettings{did_you_mean(name, list(_kinds()))}", name)
+    if kind is int:
+        if type(value) is not int:
+            raise UsageError(f"expected a whole number, not {value!r}", name)
+    elif kind is bool:
+        if type(value) is not bool:
+            raise UsageError(f"expected True or False, not {value!r}", name)
+    elif kind is str:
+        if not isinstance(value, str):
+            raise UsageError(f"expected a str, not {value!r}", name)
+    elif not isinstance(value, kind):
+        try:
+            return kind(value)
+        except ValueError:
+            choices = ", ".join(str(e.value) for e in kind)  # type: ignore[attr-defined]
+            raise UsageError(f"expected one of {choices}, not {value!r}", name) from None
+    return value
 
 
 def planner(model: ModelDescription) -> Callable[..., MemoryPlan]:
