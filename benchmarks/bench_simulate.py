@@ -52,10 +52,10 @@ def main() -> None:
     t = time.perf_counter()
     result = p.run(w)
     wall = time.perf_counter() - t
-    steps = len(result.steps)
+    steps = result.series.steps
     print("| what | requests | engine steps | wall time | steps/s |\n|---|---:|---:|---:|---:|")
     print(
-        f"| kvplan simulate --engine vllm, {args.duration:g} s at {args.rate:g} req/s | {len(result.requests):,} | "
+        f"| kvplan simulate --engine vllm, {args.duration:g} s at {args.rate:g} req/s | {result.stats.arrived:,} | "
         f"{steps:,} | {wall:.2f} s | {steps / wall:,.0f} |"
     )
     raw_ll = {
@@ -71,13 +71,15 @@ def main() -> None:
     r_ll = p_ll.run(w)
     wall_ll = time.perf_counter() - t
     print(
-        f"| kvplan simulate (llama-server, -c 32768 -np 16 -kvu), the same workload | {len(r_ll.requests):,} | "
-        f"{len(r_ll.steps):,} | {wall_ll:.2f} s | {len(r_ll.steps) / wall_ll:,.0f} |"
+        f"| kvplan simulate (llama-server, -c 32768 -np 16 -kvu), the same workload | {r_ll.stats.arrived:,} | "
+        f"{r_ll.series.steps:,} | {wall_ll:.2f} s | {r_ll.series.steps / wall_ll:,.0f} |"
     )
     if not args.vllm_python:
         return
     # the same requests by engine-loop iteration: arrival at the step that started after them, no cancels
-    starts = [s.start for s in result.steps]
+    if result.series.per_row != 1 or len(result.requests) < result.stats.arrived:
+        raise SystemExit("the run is longer than its one-by-one series: shorten --duration for the comparison")
+    starts = [s.start for s in result.series.finished_rows()]
     import bisect
 
     requests = [[bisect.bisect_left(starts, q.arrival), q.prompt, q.output, None] for q in result.requests]
