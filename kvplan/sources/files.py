@@ -58,14 +58,15 @@ def open_regular(path: str) -> BinaryIO:
     raise NotRegularFile(0, "not a regular file")
 
 
-def read_text(path: str, what: str) -> str:
-    """The text of a regular file of at most MAX_TEXT_BYTES, as UTF-8 (errors name the file)."""
+def read_text(path: str, what: str, limit: int | None = None) -> str:
+    """The text of a regular file of at most ``limit`` bytes (MAX_TEXT_BYTES), as UTF-8 (errors name the file)."""
+    limit = MAX_TEXT_BYTES if limit is None else limit
     try:
         with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
-            if size > MAX_TEXT_BYTES:
+            if size > limit:
                 raise SpecError(path, None, None, f"{size:,} bytes is too large for {what}")
-            data = fh.read(MAX_TEXT_BYTES + 1)
+            data = fh.read(limit + 1)
     except NotRegularFile as exc:
         raise SpecError(path, None, None, f"{exc.strerror}; expected {what}") from None
     except OSError as exc:

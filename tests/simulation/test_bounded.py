@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kvplan
+from kvplan.errors import SpecError
 from kvplan.simulation import run, stats
 from kvplan.simulation.run import percentile
 from kvplan.simulation.stats import Quantiles, Series, StepPoint
@@ -145,3 +146,22 @@ def test_a_fixed_concurrency_past_the_bound_stops_at_the_pace_of_its_first_steps
            "--duration", "86400", "--max-model-len", "2048")  # fmt: skip
     assert r.exit_code == 4 and "at the pace of its first 50,000 engine steps the workload needs about" in r.stderr
     assert r.stderr.count("\n") == 1 and time.monotonic() - started < 20
+
+
+def test_a_trace_past_the_text_cap_is_read_line_by_line(tmp_path: Path, monkeypatch) -> None:
+    """A trace may be larger than the 16 MiB other text files get (a day at 10 requests/s is ~17 MB of CSV): each
+    line becomes a request as it is read, up to MAX_TRACE_BYTES."""
+    from kvplan.simulation import workload
+    from kvplan.sources import files
+
+    monkeypatch.setattr(files, "MAX_TEXT_BYTES", 1 << 10)
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival,prompt_tokens,output_tokens\n" + "".join(f"{i / 10},100,5\n" for i in range(2000)))
+    assert trace.stat().st_size > 1 << 10
+    with pytest.raises(SpecError, match="too large for a spec"):
+        files.read_text(str(trace), "a spec")  # what every other text file gets
+    specs = workload.load_trace(str(trace))
+    assert len(specs) == 2000 and specs[-1].arrival == 199.9
+    monkeypatch.setattr(workload, "MAX_TRACE_BYTES", 1 << 10)
+    with pytest.raises(SpecError, match="too large for a workload trace"):
+        workload.load_trace(str(trace))

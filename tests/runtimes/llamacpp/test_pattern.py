@@ -15,6 +15,7 @@ from helpers import kv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kvplan
 from kvplan.runtimes.llamacpp.pattern import MAX_STATES, PatternError, compile_pattern
 
 _ATOMS = ["a", "b", "c", "1", "_", ".", r"\.", "[ab]", "[^a]", "[a-c1]", r"\d", r"\w", r"\W", r"\s", r"[\d_]"]
@@ -126,4 +127,6 @@ def test_a_backtracking_pattern_on_the_command_line_and_in_a_deployments_file(tm
     )
     r = kv("check", str(deployments))
     assert r.exit_code == 0, r.stdout + r.stderr
+    doc = kvplan.fit(str(model), gpu="RTX-4090", ctx_size=4096, override_tensor="(a|aa)+b=CPU")  # the library
+    assert doc.exit_code == 0
     assert time.monotonic() - started < 20
