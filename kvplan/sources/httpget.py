@@ -17,10 +17,12 @@ The caller (``remote.RemoteReader``) decides what is sent and what a reply means
 from __future__ import annotations
 
 import socket
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 MAX_LINE = 8192
 MAX_HEADER_BYTES = 64 << 10
@@ -198,6 +200,47 @@ def _headers(stream: _Stream) -> dict[str, str]:
         out[name.lower()] = value.strip()
 
 
+def _resolve(host: str, port: int, deadline: Deadline) -> list[tuple[int, int, int, str, tuple[Any, ...]]]:
+    """getaddrinfo within the deadline: the system resolver has no time-out of its own that kvplan sets, so it
+    runs in a thread that is waited for at most the time left (and left behind if it never answers)."""
+    found: list[Any] = []
+
+    def resolve() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            found.append(exc)
+
+    worker = threading.Thread(target=resolve, daemon=True)
+    worker.start()
+    worker.join(deadline.wait())
+    if not found:
+        deadline.wait()
+        raise TimedOut(f"timed out after {deadline.read_timeout:.0f} s looking up {printable(host)}")
+    if isinstance(found[0], OSError):
+        raise found[0]
+    return list(found[0])
+
+
+def _connect(host: str, port: int, deadline: Deadline) -> socket.socket:
+    """A connected socket to the first address of ``host`` that answers, every wait within the deadline."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in _resolve(host, port, deadline):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(deadline.wait())
+            sock.connect(address)
+            return sock
+        except TimeoutError:
+            sock.close()
+            deadline.wait()
+            raise TimedOut(f"timed out after {deadline.read_timeout:.0f} s") from None
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error or OSError(0, f"no address for {printable(host)}")
+
+
 def get(url: str, headers: dict[str, str], deadline: Deadline) -> tuple[Reply, socket.socket]:
     """Send ``GET url`` and read the reply's status and headers (interim replies skipped). The caller reads the
     body (``Reply.body``) and closes the socket."""
@@ -205,11 +248,7 @@ def get(url: str, headers: dict[str, str], deadline: Deadline) -> tuple[Reply, s
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    try:
-        sock = socket.create_connection((host, port), timeout=deadline.wait())
-    except TimeoutError:
-        deadline.wait()
-        raise TimedOut(f"timed out after {deadline.read_timeout:.0f} s") from None
+    sock = _connect(host, port, deadline)
     try:
         if parts.scheme == "https":
             import ssl

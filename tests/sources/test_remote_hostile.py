@@ -428,3 +428,19 @@ def test_a_parent_segment_before_the_revision_is_refused() -> None:
     for ref in ("hf://org/..@main/file.gguf", "hf://org/repo@../file.gguf", "hf://org/.@main/x.gguf"):
         with pytest.raises(ModelNotFoundError, match="expected hf://ORG/REPO"):
             resolve(ref)
+
+
+def test_a_name_lookup_that_never_answers_meets_the_deadline(monkeypatch) -> None:
+    """The system resolver takes no time-out from kvplan: it runs in a thread waited for at most the time left."""
+    import socket as socket_module
+
+    def stall(*args: object, **kw: object) -> list[object]:
+        time.sleep(5)
+        return []
+
+    monkeypatch.setattr(socket_module, "getaddrinfo", stall)
+    monkeypatch.setattr(remote, "DEADLINE_S", 1.0)
+    started = time.monotonic()
+    with pytest.raises(GGUFError, match="gave up after 1 s|looking up"):
+        read_remote_gguf("http://stalling-resolver.example/m.gguf")
+    assert time.monotonic() - started < 2
