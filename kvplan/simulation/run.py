@@ -8,6 +8,7 @@ token less the arrival (queueing, prefill chunks and the first step), ITL = the 
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import random
@@ -102,6 +103,7 @@ class Clients:
     stats: RequestStats = field(default_factory=RequestStats)
     cancels: list[tuple[float, int]] = field(default_factory=list)  # a heap of (when, request)
     share_cancels: dict[int, float] = field(default_factory=dict)  # drawn cancels: after this share of the output
+    token_cancels: dict[int, int] = field(default_factory=dict)  # a trace's cancel_after_tokens
     end: float = 0.0
     _arrivals: array[float] = field(default_factory=lambda: array("d"))
 
@@ -139,6 +141,8 @@ class Clients:
         self.results[rid] = res
         if rid < MAX_REQUEST_ROWS:
             self.kept.append(res)
+        if spec.cancel_after_tokens is not None:
+            self.token_cancels[rid] = spec.cancel_after_tokens
         if spec.cancel_after is not None:
             if self.workload.trace is not None:
                 heapq.heappush(self.cancels, (spec.arrival + spec.cancel_after, rid))
@@ -166,10 +170,15 @@ class Clients:
             if share is not None and res.tokens >= max(1, math.ceil(share * res.output)):
                 del self.share_cancels[rid]  # the client has seen that share of its tokens, and leaves
                 heapq.heappush(self.cancels, (t, rid))
+            enough = self.token_cancels.get(rid)
+            if enough is not None and res.tokens >= enough:
+                del self.token_cancels[rid]  # the client has seen its N tokens, and leaves
+                heapq.heappush(self.cancels, (t, rid))
 
     def ended(self, rid: int, now: float, cancelled: bool, error: str | None = None) -> None:
         r = self.results.pop(rid)
         self.share_cancels.pop(rid, None)
+        self.token_cancels.pop(rid, None)
         r.finished, r.cancelled, r.error = now, cancelled, error
         self.end = max(self.end, now)
         st = self.stats
@@ -206,10 +215,8 @@ def trace_specs(w: Workload, max_len: int | None) -> list[RequestSpec]:
     """A trace's requests, outputs clipped as draw_one clips them."""
     assert w.trace is not None
     if max_len is None:
-        return [RequestSpec(r.arrival, r.prompt, r.output, r.cancel_after) for r in w.trace]
-    return [
-        RequestSpec(r.arrival, r.prompt, max(1, min(r.output, max_len - r.prompt)), r.cancel_after) for r in w.trace
-    ]
+        return list(w.trace)
+    return [dataclasses.replace(r, output=max(1, min(r.output, max_len - r.prompt))) for r in w.trace]
 
 
 def refusal(prompt: int, max_model_len: int) -> str | None:

@@ -1,5 +1,6 @@
 """Workloads: requests arriving over time, with prompt and output lengths and cancels; generated from a seed or
-read from a trace (JSONL or CSV of ``arrival, prompt_tokens, output_tokens[, cancel_after]``)."""
+read from a trace (JSONL or CSV of ``arrival, prompt_tokens, output_tokens[, cancel_after][,
+cancel_after_tokens]``)."""
 
 from __future__ import annotations
 
@@ -73,13 +74,15 @@ def parse_lengths(text: str) -> Lengths:
 
 @dataclass(frozen=True)
 class RequestSpec:
-    """One request: when it arrives (s), its prompt and output tokens, and when (s after arrival) the client
-    cancels it, if it does."""
+    """One request: when it arrives (s), its prompt and output tokens, and when the client cancels it, if it
+    does: ``cancel_after`` seconds after arrival (a trace's) or that share of its output tokens (a drawn one), or
+    ``cancel_after_tokens``, once it has seen that many output tokens (a trace's); whichever comes first."""
 
     arrival: float
     prompt: int
     output: int
     cancel_after: float | None = None
+    cancel_after_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,8 @@ MAX_TRACE_BYTES = 256 << 20
 
 
 def load_trace(path: str) -> tuple[RequestSpec, ...]:
-    """A JSONL file (one object per line: arrival, prompt_tokens, output_tokens[, cancel_after]) or a CSV with
+    """A JSONL file (one object per line: arrival, prompt_tokens, output_tokens[, cancel_after][,
+    cancel_after_tokens]) or a CSV with
     those column names; each line becomes a request as it is read (a day at 10 requests/s is 864,000)."""
     text = read_text(path, "a workload trace", MAX_TRACE_BYTES)
     out: list[RequestSpec] = []
@@ -179,9 +183,11 @@ def _number(path: str, n: int, row: dict[str, object], key: str, *, integer: boo
 
 def _trace_row(path: str, n: int, row: dict[str, object]) -> RequestSpec:
     cancel = _number(path, n, row, "cancel_after", integer=False, optional=True)
+    tokens = _number(path, n, row, "cancel_after_tokens", integer=True, optional=True)
     return RequestSpec(
         arrival=_number(path, n, row, "arrival", integer=False),
         prompt=int(_number(path, n, row, "prompt_tokens", integer=True)),
         output=int(_number(path, n, row, "output_tokens", integer=True)),
         cancel_after=None if cancel < 0 else cancel,
+        cancel_after_tokens=None if tokens < 0 else int(tokens),
     )

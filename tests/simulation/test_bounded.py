@@ -165,3 +165,26 @@ def test_a_trace_past_the_text_cap_is_read_line_by_line(tmp_path: Path, monkeypa
     monkeypatch.setattr(workload, "MAX_TRACE_BYTES", 1 << 10)
     with pytest.raises(SpecError, match="too large for a workload trace"):
         workload.load_trace(str(trace))
+
+
+@pytest.mark.parametrize("engine", [("--engine", "vllm"), ("-c", "8192")])
+def test_a_trace_cancels_after_a_number_of_tokens(tmp_path: Path, engine: tuple[str, str]) -> None:
+    """`cancel_after_tokens` (issue 27, item 4): the client leaves once it has seen that many output tokens —
+    the engine aborts the request before its next step — or at `cancel_after` seconds, whichever comes first."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival,prompt_tokens,output_tokens,cancel_after,cancel_after_tokens\n"
+                     "0,100,50,,5\n0.1,100,50,,\n0.2,100,3,,10\n0.3,100,400,0.0001,300\n")  # fmt: skip
+    r = kv("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", *engine, "--trace", str(trace), "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)["requests"]
+    assert [q["tokens"] for q in rows[:3]] == [5, 50, 3]
+    assert [q["cancelled"] for q in rows] == [True, False, False, True]
+    assert rows[3]["tokens"] < 300  # its seconds came first
+    r = kv("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", *engine, "--trace", str(_bad(tmp_path)))
+    assert r.exit_code == 3 and "cancel_after_tokens must be a whole number ≥ 1" in r.stderr
+
+
+def _bad(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"arrival": 0, "prompt_tokens": 10, "output_tokens": 5, "cancel_after_tokens": 0.5}\n')
+    return path
