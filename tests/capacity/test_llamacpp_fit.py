@@ -200,7 +200,7 @@ def test_compute_buffer_grows_with_flash_attention_off() -> None:
         ("llama-3.1-8b", 80, 1024, {}),  # more sequences than the default batch allows: refusals above 2048/1024
         pytest.param("gemma-3-27b", 48, 8192, {}, marks=pytest.mark.slow),
         ("minimax-m1", 300, 4096, {"n_ubatch": 512}),  # 64: MiniMax-01 refuses counts that do not divide the ubatch
-        ("qwen3-next-80b-a3b", 96, 16384, {"kv_unified": True}),
+        pytest.param("qwen3-next-80b-a3b", 96, 16384, {"kv_unified": True}, marks=pytest.mark.slow),  # 30 s
     ],
 )
 def test_max_parallel_equals_checking_every_count(name: str, gib: int, ctx: int, kw: dict[str, object]) -> None:

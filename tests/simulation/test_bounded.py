@@ -67,6 +67,7 @@ def test_the_series_keeps_a_bounded_resolution_and_every_total(monkeypatch) -> N
     assert rows[1].start == points[16].start and rows[1].running == max(p.running for p in points[16:32])
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_run(monkeypatch) -> None:
     """The same workload over 100 and 600 seconds: six times the steps and requests, the same peak memory. Every
     bound is shrunk so that both runs pass it, the pool is small (vLLM's free-block table takes memory with the
