@@ -25,6 +25,10 @@ class GPUModel:
     memory_bytes: int
     source: str  # "nominal" or where the reported total comes from
     capability: tuple[int, int] | None = None  # CUDA compute capability (None: not an NVIDIA GPU)
+    #: the roofline's columns (simulate, curve --gpu): memory bandwidth (bytes/s), dense BF16 (FP16 where the part
+    #: has no BF16) tensor-core peak (FLOP/s) and their datasheet, the "with sparsity" figures halved; None: the
+    #: flags --bandwidth and --peak-tflops give them
+    perf: tuple[float, float, str] | None = None
 
     @property
     def family(self) -> str:
@@ -37,9 +41,37 @@ class GPUModel:
 def _gpu(
     name: str, gib: float, reported_mib: int | None = None, source: str = "", cap: tuple[int, int] | None = None
 ) -> GPUModel:
+    perf = _PERF.get(name)
     if reported_mib is not None:
-        return GPUModel(name, reported_mib * MIB, source, cap)
-    return GPUModel(name, int(gib * GIB), "nominal", cap)
+        return GPUModel(name, reported_mib * MIB, source, cap, perf)
+    return GPUModel(name, int(gib * GIB), "nominal", cap, perf)
+
+
+#: the roofline's bandwidth, dense peak and datasheet, by preset (GPUModel.perf)
+_PERF: dict[str, tuple[float, float, str]] = {
+    "A10": (600e9, 125e12, "NVIDIA A10 datasheet: 600 GB/s, BF16 125 TFLOPS (250 with sparsity)"),
+    "A40": (696e9, 149.7e12, "NVIDIA A40 datasheet: 696 GB/s, BF16 149.7 TFLOPS (299.4 with sparsity)"),
+    "A100-40GB": (1555e9, 312e12, "NVIDIA A100 datasheet (SXM): 1,555 GB/s, BF16 312 TFLOPS"),
+    "A100-80GB": (2039e9, 312e12, "NVIDIA A100 datasheet (SXM): 2,039 GB/s, BF16 312 TFLOPS"),
+    "L4": (300e9, 121e12, "NVIDIA L4 datasheet: 300 GB/s, BF16 121 TFLOPS (242 with sparsity)"),
+    "L40S": (864e9, 362.05e12, "NVIDIA L40S datasheet: 864 GB/s, BF16 362.05 TFLOPS (733 with sparsity)"),
+    "RTX-4090": (1008e9, 165.2e12, "NVIDIA Ada whitepaper: 1,008 GB/s, BF16 (FP32 accumulate) 165.2 TFLOPS"),
+    "H100-80GB": (3.35e12, 989.4e12, "NVIDIA H100 datasheet (SXM): 3.35 TB/s, BF16 1,979 TFLOPS with sparsity"),
+    "H100-NVL": (3.9e12, 835.5e12, "NVIDIA H100 datasheet (NVL): 3.9 TB/s, BF16 1,671 TFLOPS with sparsity"),
+    "H200": (4.8e12, 989.4e12, "NVIDIA H200 datasheet (SXM): 4.8 TB/s, BF16 1,979 TFLOPS with sparsity"),
+    "B200": (8e12, 2.25e15, "NVIDIA HGX B200 specifications: 8 TB/s, BF16 4.5 PFLOPS with sparsity per GPU"),
+    "MI300X": (5.3e12, 1307.4e12, "AMD Instinct MI300X datasheet: 5.3 TB/s, BF16 1,307.4 TFLOPS dense"),
+}
+
+
+def perf_of(name: str | None) -> tuple[float, float, str] | None:
+    """A built-in preset's roofline columns (bandwidth, dense peak, datasheet), or None."""
+    return next((g.perf for g in GPU_TABLE if g.name == name), None)
+
+
+def with_perf() -> list[str]:
+    """The presets the roofline knows."""
+    return [g.name for g in GPU_TABLE if g.perf is not None]
 
 
 #: the built-in presets, by vendor and generation

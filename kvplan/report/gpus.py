@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.capacity.hardware import GPU_TABLE
-from kvplan.report.document import Cell, Column, Document, Kind, Table
+from kvplan.report.document import Cell, Column, Document, Format, Kind, Table
 
 
 def gpus_document() -> Document:
@@ -12,11 +12,17 @@ def gpus_document() -> Document:
         Column("memory_bytes", "Memory", Kind.BYTES),
         Column("capability", "CUDA", drop=1),
         Column("source", "Source", wrap=True),
+        # the roofline's columns (simulate, curve --gpu), in JSON: None where --bandwidth / --peak-tflops are needed
+        Column("bandwidth_bytes_per_s", "Bandwidth", Kind.COUNT, formats=frozenset({Format.JSON})),
+        Column("peak_flops", "Dense BF16 peak", Kind.COUNT, formats=frozenset({Format.JSON})),
+        Column("perf_source", "Roofline source", formats=frozenset({Format.JSON})),
     )
     rows: list[dict[str, Cell]] = []
     for g in GPU_TABLE:
         cap = f"{g.capability[0]}.{g.capability[1]}" if g.capability else "-"
-        rows.append({"name": g.name, "memory_bytes": g.memory_bytes, "capability": cap, "source": g.source})
+        bw, flops, perf = (int(g.perf[0]), int(g.perf[1]), g.perf[2]) if g.perf is not None else (None, None, None)
+        rows.append({"name": g.name, "memory_bytes": g.memory_bytes, "capability": cap, "source": g.source,
+                     "bandwidth_bytes_per_s": bw, "peak_flops": flops, "perf_source": perf})  # fmt: skip
     return Document(
         kind="gpus",
         headline=f"kvplan GPU presets: {len(rows)}",

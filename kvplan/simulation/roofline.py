@@ -14,23 +14,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kvplan.model import ModelDescription
 
-#: dense BF16 (FP16 where the part has no BF16) tensor-core peak and memory bandwidth, from the vendors'
-#: datasheets (the "with sparsity" figures halved); a GPU not listed needs --bandwidth and --peak-tflops
-PERF: dict[str, tuple[float, float, str]] = {
-    "A10": (600e9, 125e12, "NVIDIA A10 datasheet: 600 GB/s, BF16 125 TFLOPS (250 with sparsity)"),
-    "A40": (696e9, 149.7e12, "NVIDIA A40 datasheet: 696 GB/s, BF16 149.7 TFLOPS (299.4 with sparsity)"),
-    "A100-40GB": (1555e9, 312e12, "NVIDIA A100 datasheet (SXM): 1,555 GB/s, BF16 312 TFLOPS"),
-    "A100-80GB": (2039e9, 312e12, "NVIDIA A100 datasheet (SXM): 2,039 GB/s, BF16 312 TFLOPS"),
-    "L4": (300e9, 121e12, "NVIDIA L4 datasheet: 300 GB/s, BF16 121 TFLOPS (242 with sparsity)"),
-    "L40S": (864e9, 362.05e12, "NVIDIA L40S datasheet: 864 GB/s, BF16 362.05 TFLOPS (733 with sparsity)"),
-    "RTX-4090": (1008e9, 165.2e12, "NVIDIA Ada whitepaper: 1,008 GB/s, BF16 (FP32 accumulate) 165.2 TFLOPS"),
-    "H100-80GB": (3.35e12, 989.4e12, "NVIDIA H100 datasheet (SXM): 3.35 TB/s, BF16 1,979 TFLOPS with sparsity"),
-    "H100-NVL": (3.9e12, 835.5e12, "NVIDIA H100 datasheet (NVL): 3.9 TB/s, BF16 1,671 TFLOPS with sparsity"),
-    "H200": (4.8e12, 989.4e12, "NVIDIA H200 datasheet (SXM): 4.8 TB/s, BF16 1,979 TFLOPS with sparsity"),
-    "B200": (8e12, 2.25e15, "NVIDIA HGX B200 specifications: 8 TB/s, BF16 4.5 PFLOPS with sparsity per GPU"),
-    "MI300X": (5.3e12, 1307.4e12, "AMD Instinct MI300X datasheet: 5.3 TB/s, BF16 1,307.4 TFLOPS dense"),
-}
-
 
 @dataclass(frozen=True)
 class Hardware:

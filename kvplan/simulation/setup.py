@@ -13,7 +13,7 @@ from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
 from kvplan.runtimes.names import LLAMACPP
 from kvplan.simulation.llamacpp import ServerConfig, simulate_server
-from kvplan.simulation.roofline import PERF, CostModel, Hardware, token_costs
+from kvplan.simulation.roofline import CostModel, Hardware, token_costs
 from kvplan.simulation.run import MAX_STEPS, SimResult, SimulationError, simulate
 from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
 from kvplan.simulation.workload import Lengths, Workload
@@ -86,12 +86,14 @@ def hardware_for(
     """The GPU's bandwidth and dense peak: the table's, or the flags' (either overrides)."""
     hw = req.hardware
     name = hw.model.name if hw is not None and hw.model is not None else None
-    known = PERF.get(name) if name else None
+    from kvplan.capacity.hardware import perf_of, with_perf
+
+    known = perf_of(name)
     if known is None and (bandwidth is None or (need_peak and peak_tflops is None)):
         wanted = "--bandwidth GB/s and --peak-tflops" if need_peak else "--bandwidth GB/s"
         raise UsageError(
             f"no bandwidth{' and peak FLOPS' if need_peak else ''} for {hw.label if hw else 'this GPU'} in "
-            f"kvplan's table ({', '.join(PERF)}); give {wanted}",
+            f"kvplan's table ({', '.join(with_perf())}); give {wanted}",
             "--gpu",
         )
     bw = bandwidth * 1e9 if bandwidth is not None else known[0] if known else 0.0

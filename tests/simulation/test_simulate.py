@@ -310,3 +310,16 @@ def test_a_deeply_nested_jsonl_trace_is_bad_input(tmp_path: Path) -> None:
     f.write_bytes(b"[" * 100_000)
     r = kv(*BASE, "--trace", str(f))
     assert r.exit_code == 3 and "t.jsonl:1: not valid JSON: nested deeper than" in r.stderr, r.stderr
+
+
+def test_the_roofline_reads_the_one_gpu_table() -> None:
+    """Bandwidth and dense peak are columns of the GPU presets (issue 27, item 3): `kvplan gpus -o json` carries
+    them, simulate uses them, and a preset without them asks for the flags, naming the presets that have them."""
+    rows = {r["name"]: r for r in kv("gpus", "-o", "json").json()["gpus"]}
+    assert rows["H100-80GB"]["bandwidth_bytes_per_s"] == 3_350_000_000_000
+    assert rows["H100-80GB"]["peak_flops"] == 989_400_000_000_000 and rows["T4"]["peak_flops"] is None
+    doc = kv(*BASE, "--request-rate", "1", "--duration", "2", "-o", "json").json()
+    assert doc["hardware"]["bandwidth_bytes_per_s"] == 3.35e12 and "H100 datasheet" in doc["hardware"]["source"]
+    r = kv("simulate", "smollm2-135m", "--engine", "vllm", "--gpu", "T4", "--request-rate", "1", "--max-model-len",
+           "2048", "--duration", "2")  # fmt: skip
+    assert r.exit_code == 2 and "no bandwidth and peak FLOPS for" in r.stderr and "H100-80GB" in r.stderr
