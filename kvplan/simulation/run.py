@@ -104,6 +104,7 @@ class Clients:
     cancels: list[tuple[float, int]] = field(default_factory=list)  # a heap of (when, request)
     share_cancels: dict[int, float] = field(default_factory=dict)  # drawn cancels: after this share of the output
     token_cancels: dict[int, int] = field(default_factory=dict)  # a trace's cancel_after_tokens
+    step_cancels: list[tuple[int, int]] = field(default_factory=list)  # a replay's (cancel_step, request), a heap
     end: float = 0.0
     _arrivals: array[float] = field(default_factory=lambda: array("d"))
 
@@ -129,6 +130,19 @@ class Clients:
             self._refill()
         return out
 
+    def due_step(self, iteration: int, t: float) -> list[RequestSpec]:
+        """A replay's requests added before engine-loop ``iteration``, arriving at ``t``."""
+        out = []
+        while self.pending and (self.pending[0].arrival_step or 0) <= iteration:
+            out.append(dataclasses.replace(self.pending.popleft(), arrival=t))
+        return out
+
+    def step_cancels_due(self, iteration: int) -> list[int]:
+        out = []
+        while self.step_cancels and self.step_cancels[0][0] <= iteration:
+            out.append(heapq.heappop(self.step_cancels)[1])
+        return out
+
     def next_arrival(self) -> float | None:
         self._refill()
         return self.pending[0].arrival if self.pending else None
@@ -143,6 +157,8 @@ class Clients:
             self.kept.append(res)
         if spec.cancel_after_tokens is not None:
             self.token_cancels[rid] = spec.cancel_after_tokens
+        if spec.cancel_step is not None:
+            heapq.heappush(self.step_cancels, (spec.cancel_step, rid))
         if spec.cancel_after is not None:
             if self.workload.trace is not None:
                 heapq.heappush(self.cancels, (spec.arrival + spec.cancel_after, rid))
@@ -245,23 +261,25 @@ def simulate(  # noqa: C901 - one event loop
     t = 0.0
     usable = config.num_blocks - 1
     idle_steps = 0
+    replay = workload.in_steps  # arrivals and cancels by engine-loop iteration, as run_by_iteration drives them
     while True:
-        for spec in clients.due(t):
+        for spec in clients.due_step(loop.iteration, t) if replay else clients.due(t):
             rid = clients.arrive(spec)
             refused = refusal(spec.prompt, config.max_model_len)
             if refused is not None:  # vLLM's input processor refuses it before it reaches the engine
                 clients.ended(rid, t, False, refused)
                 continue
             loop.scheduler.add(Request(rid, spec.prompt, spec.output, shared_prefix=workload.shared_prefix))
-        for rid in clients.cancels_due(t):
+        for rid in [*clients.cancels_due(t), *(clients.step_cancels_due(loop.iteration) if replay else ())]:
             for r in loop.scheduler.abort([rid]):
                 clients.ended(r.rid, t, True)
         if loop.idle():
             upcoming = clients.next_arrival()
             if upcoming is None:
                 break
-            t = max(t, upcoming)
-            continue
+            if not replay:
+                t = max(t, upcoming)
+                continue
         finished = loop.step()
         if loop.last is not None:
             out = loop.last

@@ -44,6 +44,10 @@ class Prepared:
                 "shorten --duration or lower --request-rate"
             )
         if isinstance(self.config, ServerConfig):
+            if workload.in_steps:
+                raise SimulationError(
+                    "arrival_step replays vLLM's engine-loop iterations; give llama-server's trace in seconds"
+                )
             return simulate_server(self.config, self.cost, workload, progress)
         return simulate(self.config, self.cost, workload, progress)
 

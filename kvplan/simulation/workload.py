@@ -83,6 +83,9 @@ class RequestSpec:
     output: int
     cancel_after: float | None = None
     cancel_after_tokens: int | None = None
+    #: a replay (vLLM): added before this engine-loop iteration, aborted before ``cancel_step`` (not seconds)
+    arrival_step: int | None = None
+    cancel_step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,11 @@ class Workload:
     seed: int = 0
     shared_prefix: int = 0  # tokens every prompt starts with (the prefix cache shares them)
     trace: tuple[RequestSpec, ...] | None = None
+
+    @property
+    def in_steps(self) -> bool:
+        """A trace whose arrivals are engine-loop iterations (a replay of a recorded run)."""
+        return self.trace is not None and bool(self.trace) and self.trace[0].arrival_step is not None
 
     @property
     def span(self) -> float:
@@ -161,7 +169,9 @@ def load_trace(path: str) -> tuple[RequestSpec, ...]:
     del text
     if not out:
         raise BadInputError(f"{path}: no requests")
-    out.sort(key=lambda r: r.arrival)
+    if len({r.arrival_step is None for r in out}) > 1:
+        raise BadInputError(f"{path}: give every request an arrival (seconds) or every one an arrival_step, not both")
+    out.sort(key=lambda r: (r.arrival_step or 0, r.arrival))
     return tuple(out)
 
 
@@ -184,6 +194,19 @@ def _number(path: str, n: int, row: dict[str, object], key: str, *, integer: boo
 def _trace_row(path: str, n: int, row: dict[str, object]) -> RequestSpec:
     cancel = _number(path, n, row, "cancel_after", integer=False, optional=True)
     tokens = _number(path, n, row, "cancel_after_tokens", integer=True, optional=True)
+    if row.get("arrival") in (None, "") and row.get("arrival_step") not in (None, ""):
+        step = _number(path, n, row, "arrival_step", integer=False)
+        cancel_step = _number(path, n, row, "cancel_step", integer=False, optional=True)
+        if step != int(step) or (cancel_step >= 0 and cancel_step != int(cancel_step)):
+            raise BadInputError(f"{path}: request {n}: arrival_step and cancel_step must be whole numbers")
+        return RequestSpec(
+            arrival=0.0,
+            prompt=int(_number(path, n, row, "prompt_tokens", integer=True)),
+            output=int(_number(path, n, row, "output_tokens", integer=True)),
+            cancel_after_tokens=None if tokens < 0 else int(tokens),
+            arrival_step=int(step),
+            cancel_step=None if cancel_step < 0 else int(cancel_step),
+        )
     return RequestSpec(
         arrival=_number(path, n, row, "arrival", integer=False),
         prompt=int(_number(path, n, row, "prompt_tokens", integer=True)),

@@ -189,3 +189,22 @@ def _bad(tmp_path: Path) -> Path:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"arrival": 0, "prompt_tokens": 10, "output_tokens": 5, "cancel_after_tokens": 0.5}\n')
     return path
+
+
+def test_a_trace_in_engine_steps_on_the_command_line(tmp_path: Path) -> None:
+    """`arrival_step` / `cancel_step` (issue 27, item 4): a replay in vLLM's engine-loop iterations; every
+    recorded scheduler case replays step for step through simulate (test_vllm_scheduler.py)."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"arrival_step": 0, "prompt_tokens": 100, "output_tokens": 20}\n'
+                     '{"arrival_step": 5, "prompt_tokens": 100, "output_tokens": 20, "cancel_step": 8}\n')  # fmt: skip
+    r = kv(*BASE, "--trace", str(trace), "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)["requests"]
+    assert rows[0]["tokens"] == 20 and rows[1]["cancelled"] and 0 < rows[1]["tokens"] < 20  # added before 5, out at 8
+    r = kv("simulate", "llama-3.1-8b", "--gpu", "H100-80GB", "--trace", str(trace))
+    assert r.exit_code == 4 and "arrival_step replays vLLM's engine-loop iterations" in r.stderr
+    mixed = tmp_path / "m.jsonl"
+    mixed.write_text('{"arrival": 0, "prompt_tokens": 1, "output_tokens": 1}\n'
+                     '{"arrival_step": 1, "prompt_tokens": 1, "output_tokens": 1}\n')  # fmt: skip
+    r = kv(*BASE, "--trace", str(mixed))
+    assert r.exit_code == 3 and "not both" in r.stderr

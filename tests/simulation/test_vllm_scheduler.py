@@ -68,3 +68,29 @@ def test_the_recordings_cover_what_the_scheduler_does() -> None:
     assert sum(1 for s in steps if s["preempted"]) > 20  # preemptions happen
     assert {c["ok"]["resolved"]["scheduler"] for c in RECORDED} == {"AsyncScheduler", "Scheduler"}
     assert {c["ok"]["resolved"]["enable_prefix_caching"] for c in RECORDED} == {True, False}
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[c["case"]["name"] for c in RECORDED])
+def test_a_replay_trace_through_simulate_is_every_recorded_step(recorded: dict[str, Any]) -> None:
+    """A trace in engine-loop iterations (`arrival_step`, `cancel_step`: issue 27, item 4) through `simulate`'s own
+    loop — the clock, the clients, the statistics — schedules what vLLM's scheduler scheduled, step for step."""
+    from kvplan.simulation.roofline import CostModel, Hardware
+    from kvplan.simulation.run import simulate
+    from kvplan.simulation.workload import RequestSpec, Workload
+
+    case, answer = recorded["case"], recorded["ok"]
+    trace = tuple(RequestSpec(0.0, p, o, arrival_step=a, cancel_step=c) for a, p, o, c in case["requests"])
+    config = _config(answer)
+    if any(p >= config.max_model_len for _, p, _, _ in case["requests"]):
+        pytest.skip("a prompt vLLM's input processor refuses before the scheduler sees it")
+    w = Workload(
+        trace=tuple(sorted(trace, key=lambda r: r.arrival_step or 0)), shared_prefix=case.get("shared_prefix", 0)
+    )
+    r = simulate(config, CostModel(1_000_000, 2e9, 1000, 1e6, Hardware(1e12, 1e14, "test")), w)
+    usable = config.num_blocks - 1
+    got = [(s.prefill_tokens + s.decode_tokens, s.running, s.waiting, s.preempted, s.blocks_used)
+           for s in r.series.finished_rows()]  # fmt: skip
+    want = [(sum(n for _, n in s["scheduled"]), s["running"], s["waiting"], len(s["preempted"]), usable - s["free"])
+            for s in answer["steps"]]  # fmt: skip
+    assert r.series.per_row == 1 and got == want
+    assert r.final_free == answer["final_free"]
