@@ -10,8 +10,12 @@ What is sent where (README, "Security"):
   a redirect elsewhere drops it; no header value ever appears in an error;
 - redirects are followed by hand (at most 5): only to http(s), never from https down to http, and their bodies
   are not read;
-- every read is bounded: a reply may carry at most what was asked for; each source has a deadline (120 s),
-  each read a time-out (30 s), and at most 32 requests; ``HF_HUB_OFFLINE=1`` refuses ``hf://``.
+- every read is bounded: a reply may carry at most what was asked for; each source has one deadline (120 s)
+  for everything — the name lookup, connecting, status, headers, interim replies, chunk sizes, the body — kept
+  by kvplan's own HTTP reader (``httpget``: every wait within the time left, caps on every part of a reply),
+  each read a time-out (30 s), and at most 32 requests; ``HF_HUB_OFFLINE=1`` refuses ``hf://``;
+- a URL's ``user:password@`` goes as HTTP Basic to that URL's scheme, host and port only, and shows as
+  ``user:***@`` (``redact``).
 Split models fetch the other shards' headers only after shard 1's ``split.count`` agrees with the name. Each
 source is read once per process.
 """
