@@ -6,6 +6,7 @@ expand to, and finite numbers of sane size in JSON."""
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import math
 import os
@@ -42,7 +43,10 @@ def open_regular(path: str) -> BinaryIO:
     FIFO nobody writes would block), and the opened file is checked again (it may have been swapped meanwhile:
     opened without blocking, so even then nothing waits)."""
     for _ in range(2):
-        st = os.stat(path)
+        try:
+            st = os.stat(path)
+        except ValueError:  # a NUL, or a character the file system's encoding cannot take: no such file here
+            raise FileNotFoundError(errno.ENOENT, "not a file name this system can open") from None
         if not stat.S_ISREG(st.st_mode):
             kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             raise NotRegularFile(0, kind)

@@ -142,3 +142,13 @@ def test_a_split_that_rounds_to_zero_is_llama_cpp_default_split() -> None:
     none = kv("fit", "llama-3.1-8b", "--gpu", "2xRTX-4090", "-c", "8192", "-o", "json")
     assert tiny.exit_code == none.exit_code == 0, tiny.stderr
     assert json.loads(tiny.stdout)["devices"] == json.loads(none.stdout)["devices"]
+
+
+@pytest.mark.parametrize("name", ["no\ud800such.gguf", "\ud800", "a\x00b", "a\x00b.gguf"])
+def test_a_name_no_file_system_can_take_is_no_such_file(name: str) -> None:
+    """A lone surrogate or a NUL in a path: the file system cannot be asked, so there is no such file (once a
+    UnicodeEncodeError: the property test over library keywords found it through `model_draft`)."""
+    r = kv("estimate", name)
+    assert r.exit_code == 3 and r.stderr.count("\n") == 1 and not _unsafe(r.stderr), repr(r.stderr)
+    r = kv("fit", "llama-3.1-8b", "--gpu", "RTX-4090", "-md", name)
+    assert r.exit_code == 3 and r.stderr.count("\n") == 1 and not _unsafe(r.stderr), repr(r.stderr)
