@@ -9,8 +9,10 @@ from kvplan.report.document import Cell, Document, Kind
 from kvplan.units import Units, format_seconds, format_size
 
 #: what must not reach a terminal, a log or a file as itself: C0 and C1 controls (escape sequences, carriage
-#: returns), DEL, lone surrogates (not encodable), and the bidirectional overrides that reorder what is shown
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+#: returns), DEL, lone surrogates (not encodable), and the bidirectional overrides that reorder what is shown;
+#: JSON escapes C0 itself and the rest with UNSAFE_PAST_C0 (render/json.py)
+UNSAFE_PAST_C0 = "\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069"
+_UNPRINTABLE = re.compile(f"[\x00-\x1f{UNSAFE_PAST_C0}]")
 
 
 def _escaped(m: re.Match[str]) -> str:

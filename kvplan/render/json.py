@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 
+from kvplan.render.cells import UNSAFE_PAST_C0
 from kvplan.report.document import Document
 
 #: what JSON itself writes raw but a terminal must not get (DEL, C1 controls, bidirectional overrides) and what
 #: UTF-8 cannot carry (lone surrogates): written as JSON's \\uNNNN escapes, which read back as the same string
-_RAW = re.compile("[\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+_RAW = re.compile(f"[{UNSAFE_PAST_C0}]")
 
 
 def render(doc: Document) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kvplan.simulation.roofline import CostModel
-from kvplan.simulation.run import MAX_STEPS, Clients, SimResult, SimulationError, check_pace
+from kvplan.simulation.run import Clients, SimResult, SimulationError, check_steps
 from kvplan.simulation.stats import Series, StepPoint
 from kvplan.simulation.workload import Workload
 
@@ -242,7 +242,7 @@ def _decode(server: Server, batch: list[tuple[_Slot, int, int]]) -> bool | None:
     return True
 
 
-def simulate_server(  # noqa: C901 - one event loop
+def simulate_server(
     config: ServerConfig,
     cost: CostModel,
     workload: Workload,
@@ -292,9 +292,7 @@ def simulate_server(  # noqa: C901 - one event loop
         clients.sampled(out.sampled, t)
         for rid, error in out.finished:
             clients.ended(rid, t, False, error)
-        check_pace(series.steps, t, workload, "server")
-        if series.steps > MAX_STEPS:
-            raise SimulationError(f"the workload needs more than {MAX_STEPS:,} server steps; shorten --duration")
+        check_steps(series.steps, t, workload, "server")
         if progress is not None and series.steps % 2000 == 0:
             progress(t, clients.stats.arrived)
     return SimResult(

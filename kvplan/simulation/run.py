@@ -34,9 +34,12 @@ MAX_STEPS = 20_000_000
 PACE_STEPS = 50_000
 
 
-def check_pace(steps: int, t: float, workload: Workload, what: str) -> None:
-    """Refuse, a second or so into the run, a workload whose arrivals alone would take more than MAX_STEPS at
-    the pace of its first PACE_STEPS steps."""
+def check_steps(steps: int, t: float, workload: Workload, what: str) -> None:
+    """The step bound, after each step of either loop: past MAX_STEPS the run stops; and a second or so into it,
+    a workload whose arrivals alone would take more than MAX_STEPS at the pace of its first PACE_STEPS steps is
+    refused there."""
+    if steps > MAX_STEPS:
+        raise SimulationError(f"the workload needs more than {MAX_STEPS:,} {what} steps; shorten --duration")
     if steps != PACE_STEPS or t <= 0:
         return
     projected = int(steps * workload.span / t)
@@ -308,9 +311,7 @@ def simulate(  # noqa: C901 - one event loop
             t += step.seconds
             clients.sampled(out.sampled, t)
             idle_steps = 0 if total else idle_steps + 1
-            check_pace(series.steps, t, workload, "engine")
-            if series.steps > MAX_STEPS:
-                raise SimulationError(f"the workload needs more than {MAX_STEPS:,} engine steps; shorten --duration")
+            check_steps(series.steps, t, workload, "engine")
             if progress is not None and series.steps % 2000 == 0:
                 progress(t, clients.stats.arrived)
         for r in finished:
@@ -325,12 +326,3 @@ def simulate(  # noqa: C901 - one event loop
     return SimResult(
         config, series, clients.stats, tuple(clients.kept), usable, loop.scheduler.kv.pool.num_free(), clients.end
     )
-
-
-def percentile(values: list[float] | tuple[float, ...], q: float) -> float | None:
-    """The nearest-rank percentile (q in 0..100); None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
-    return ordered[k]

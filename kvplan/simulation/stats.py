@@ -21,6 +21,16 @@ MAX_SERIES_ROWS = 1 << 16
 MAX_REQUEST_ROWS = 100_000  # requests reported one by one (JSON); the statistics cover every request
 
 
+def rank(count: int, q: float) -> int:
+    """The index of the nearest-rank percentile ``q`` (0..100) among ``count`` ordered values."""
+    return max(0, min(count - 1, math.ceil(q / 100 * count) - 1))
+
+
+def percentile(values: list[float] | tuple[float, ...], q: float) -> float | None:
+    """The nearest-rank percentile (q in 0..100) of ``values``; None for none."""
+    return sorted(values)[rank(len(values), q)] if values else None
+
+
 class Quantiles:
     """Nearest-rank percentiles and the maximum of a stream of non-negative values."""
 
@@ -57,7 +67,7 @@ class Quantiles:
         """The nearest-rank percentile (q in 0..100); None for no values."""
         if not self.count:
             return None
-        k = max(0, min(self.count - 1, math.ceil(q / 100 * self.count) - 1))
+        k = rank(self.count, q)
         if self._exact is not None:
             return sorted(self._exact)[k]
         seen = 0
@@ -73,7 +83,7 @@ class Quantiles:
     def percentiles(self, *qs: float) -> tuple[float | None, ...]:
         if self._exact is not None and self.count:
             ordered = sorted(self._exact)
-            return tuple(ordered[max(0, min(self.count - 1, math.ceil(q / 100 * self.count) - 1))] for q in qs)
+            return tuple(ordered[rank(self.count, q)] for q in qs)
         return tuple(self.percentile(q) for q in qs)
 
 

@@ -185,8 +185,7 @@ class _Cursor:
     def skip(self, n: int, what: str) -> None:
         """Move past ``n`` bytes. Bytes not read yet stay unread where a source reads on (the buffer starts again
         after them): a 500 MiB value costs no memory."""
-        if n > self.end - self.pos:
-            raise self.fail(f"file truncated: {what} needs {n} bytes, {self.end - self.pos} remain")
+        self._within(n, what)
         self.pos += n
         if self.pos > self.avail + _SKIP_FROM and self.source is not None:
             if self.pos > MAX_HEADER_BYTES:
@@ -200,9 +199,12 @@ class _Cursor:
     def remaining(self) -> int:
         return self.end - self.pos
 
-    def need(self, n: int, what: str) -> None:
+    def _within(self, n: int, what: str) -> None:
         if n > self.end - self.pos:
             raise self.fail(f"file truncated: {what} needs {n} bytes, {self.end - self.pos} remain")
+
+    def need(self, n: int, what: str) -> None:
+        self._within(n, what)
         if self.pos + n > self.avail:
             self.grow(self.pos + n)
 

@@ -73,7 +73,6 @@ class _Stream:
         self.deadline = deadline
         self.buf = bytearray()
         self.eof = False
-        self.received = 0
 
     def _fill(self) -> None:
         self.sock.settimeout(self.deadline.wait())
@@ -84,7 +83,6 @@ class _Stream:
             raise TimedOut(f"timed out after {self.deadline.read_timeout:.0f} s") from None
         if not data:
             self.eof = True
-        self.received += len(data)
         self.buf += data
 
     def line(self, limit: int, what: str) -> bytes:

@@ -139,8 +139,8 @@ class RemoteReader:
 
     url: str
     shown: str  # the reference as the user gave it (errors name it, never a header)
-    token: str | None = None  # the Authorization header's value: "Bearer …" (the hub) or "Basic …" (user:pass@)
-    token_origin: Origin | None = None
+    authorization: str | None = None  # the header's value: "Bearer …" (the hub's token) or "Basic …" (user:pass@)
+    auth_origin: Origin | None = None  # the one scheme, host and port it goes to
     hub: bool = False  # a Hugging Face source (401 / 403 mention the token)
     timeout: float = TIMEOUT_S
     deadline_s: float = DEADLINE_S
@@ -175,8 +175,8 @@ class RemoteReader:
         if self.requests > self.max_requests:
             raise self._fail(f"more than {self.max_requests} requests for one header; giving up")
         headers = {"Range": f"bytes={start}-{end - 1}", "User-Agent": "kvplan", "Accept-Encoding": "identity"}
-        if self.token and self.token_origin == Origin.of(url):
-            headers["Authorization"] = self.token
+        if self.authorization and self.auth_origin == Origin.of(url):
+            headers["Authorization"] = self.authorization
         from kvplan.sources import httpget
 
         sock = None
@@ -209,7 +209,9 @@ class RemoteReader:
             hint = ""
             if self.hub:
                 hint = (
-                    " (the token has no access)" if self.token else " (set HF_TOKEN for a gated or private repository)"
+                    " (the token has no access)"
+                    if self.authorization
+                    else " (set HF_TOKEN for a gated or private repository)"
                 )
             raise self._fail(f"HTTP {status} {resp.reason}{hint}")
         if status != 206:
@@ -264,7 +266,8 @@ def redact(url: str) -> str:
 
 def _reader(url: str, shown: str, hub: bool, **kw: object) -> RemoteReader:
     """A reader of ``url`` with the credentials that belong to it: the hub's token for the hub endpoint, a URL's own
-    ``user:password@`` as HTTP Basic for that URL's scheme, host and port (neither goes anywhere else)."""
+    ``user:password@`` as HTTP Basic for that URL's scheme, host and port (neither goes anywhere else); the
+    module's time-out and deadline as they are when it is made."""
     auth = None
     if hub:
         tok = hf_token()
@@ -275,13 +278,14 @@ def _reader(url: str, shown: str, hub: bool, **kw: object) -> RemoteReader:
             pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
             auth = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
             url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    kw = {"timeout": TIMEOUT_S, "deadline_s": DEADLINE_S, **kw}
     return RemoteReader(url, redact(shown), auth, Origin.of(url) if auth else None, hub, **kw)  # type: ignore[arg-type]
 
 
 def read_remote_gguf(url: str, shown: str | None = None, token: bool = False,
                      progress: Callable[[int], None] | None = None) -> tuple[GGUFFile, RemoteReader]:  # fmt: skip
     """Parse a remote GGUF's metadata, fetching only as many leading bytes as the header needs."""
-    reader = _reader(url, shown or url, token, timeout=TIMEOUT_S, deadline_s=DEADLINE_S, progress=progress)
+    reader = _reader(url, shown or url, token, progress=progress)
     first = reader.fetch(0, FIRST_WINDOW_BYTES)
     return parse_gguf(first, reader.shown, reader.size, source=reader.fetch), reader
 
@@ -337,7 +341,7 @@ def _fetch_small(
 ) -> bytes | None:
     """A whole small file (or its first ``limit`` bytes: ``prefix``) by one Range request (None for a 404 where
     that is allowed)."""
-    reader = _reader(url, shown, hub, timeout=TIMEOUT_S, deadline_s=DEADLINE_S, max_requests=8)
+    reader = _reader(url, shown, hub, max_requests=8)
     try:
         data = reader.fetch(0, limit if prefix else limit + 1)
     except GGUFError:
@@ -372,7 +376,7 @@ def load_remote_config(ref: str) -> ModelDescription:
         first = _fetch_small(f"{base}/{SINGLE_FILE}", shown, hub, 8, missing_ok=True, prefix=True)
         if first is not None:
             n = header_length(first, shown)
-            reader = _reader(f"{base}/{SINGLE_FILE}", shown, hub, timeout=TIMEOUT_S, deadline_s=DEADLINE_S)
+            reader = _reader(f"{base}/{SINGLE_FILE}", shown, hub)
             checkpoint = from_header(reader.fetch(8, 8 + n), shown)
     return describe_config(cfg, ref, checkpoint)
 

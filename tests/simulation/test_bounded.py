@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 import kvplan
 from kvplan.errors import SpecError
 from kvplan.simulation import run, stats
-from kvplan.simulation.run import percentile
-from kvplan.simulation.stats import Quantiles, Series, StepPoint
+from kvplan.simulation.stats import Quantiles, Series, StepPoint, percentile
 
 BASE = ("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB")
 
