@@ -65,6 +65,13 @@ TORCHTUNE = {
 #: intermediate_dim), whose defaults are vocabulary 49,152 and tied embeddings (_component_builders.py)
 SMOLLM2 = {"smollm2-1.7b": "smollm2_1_7b"}
 THUNDER = {"mistral-nemo-12b": "thunder_model_blocks/mistral/mistral_config.py"}
+#: catalog name → a checkpoint's config.json copied verbatim into tests/fixtures/checkpoints/NAME/ (SOURCES.md there
+#: says from where; read from there, so the extraction needs no further checkout)
+VERBATIM = {
+    "phi-3-medium-4k": "dotnet/machinelearning:src/Microsoft.ML.GenAI.Phi/Resource/Config/"
+    "phi-3-medium-4k-instruct-config.json@17b689af7715 (Microsoft's ML.NET: the checkpoint's config.json)",
+    "minimax-m1": "MiniMax-AI/MiniMax-M1:config.json@2abb4f45a9df (the model's official repository)",
+}
 #: catalog name → MaxText's own model config (src/maxtext/configs/models/*.yml) and the HF model_type it describes
 MAXTEXT_YML = {"kimi-k2": ("src/maxtext/configs/models/kimi-k2-1t.yml", "deepseek_v3")}
 #: catalog name → (Megatron-Bridge test file, the fixture function returning the checkpoint's HF config dict)
@@ -166,6 +173,7 @@ KEYS = (
     "v_head_dim", "num_nextn_predict_layers", "topk_method", "index_n_heads", "index_head_dim",
     "num_experts_per_tok", "shared_expert_intermediate_size", "full_attention_interval", "linear_conv_kernel_dim",
     "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim",
+    "attn_type_list", "shared_intermediate_size",
 )  # fmt: skip
 VISION_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size", "num_channels")
 
@@ -244,9 +252,15 @@ def subset(cfg: dict[str, Any]) -> dict[str, Any]:
         text.update(cfg["text_config"])
         vision = {k: cfg["vision_config"][k] for k in VISION_KEYS if k in cfg["vision_config"]}
         vision.setdefault("num_channels", 3)
+        # Gemma 3's SigLIP tower has no pooling head (its config.json: vision_use_head false), where
+        # SiglipVisionConfig's default builds one
+        vision["vision_use_head"] = False
         return {"model_type": "gemma3", "text_config": {**subset(text), "model_type": "gemma3_text"},
                 "vision_config": vision}  # fmt: skip
-    return {k: cfg[k] for k in KEYS if cfg.get(k) not in (None, [])}
+    out = {k: cfg[k] for k in KEYS if cfg.get(k) not in (None, [])}
+    if "q_lora_rank" in cfg and cfg["q_lora_rank"] is None:
+        out["q_lora_rank"] = None  # DeepSeek-V2-Lite: no query compression (the class default is 1536)
+    return out
 
 
 def mbridge_config(repo: str, path: str, fixture: str) -> tuple[dict[str, Any], str]:
@@ -304,6 +318,9 @@ def main() -> None:  # noqa: C901 - one loop per source
         cfg = json.loads(re.search(r"r" + "'''" + r"(.*?)" + "'''", text, re.S).group(1))  # type: ignore[union-attr]
         out[name] = {"config": subset(cfg), "config_source": f"kevinstephano/thunder_model_blocks:{path}@{commit} "
                      f"({cfg.get('_name_or_path')}'s config.json)"}  # fmt: skip
+    for name, where in VERBATIM.items():
+        cfg = json.loads((ROOT / "tests" / "fixtures" / "checkpoints" / name / "config.json").read_text())
+        out[name] = {"config": subset(cfg), "config_source": where}
     for name, (path, fixture, overrides, note) in MBRIDGE.items():
         cfg, where = mbridge_config(mbridge_repo, path, fixture)
         cfg.update(overrides)

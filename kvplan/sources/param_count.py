@@ -9,13 +9,14 @@ stores them in its own format, everything else stays in the checkpoint's dtype.
 Families counted: Llama, Mistral, Qwen2 / Qwen2.5, Qwen3, Qwen3-MoE, Mixtral, OLMo-2, Phi-3, Gemma 2, Gemma 3
 (text, and the SigLIP vision tower of the multimodal checkpoints), gpt-oss, DeepSeek-V2 / V3 / V3.2 (MLA, MoE, the
 V3.2 indexer and the checkpoint's MTP layers), GLM-4.5 (DeepSeek's MoE layout under GQA attention with biases),
-Qwen3-Next (gated delta-net and gated attention, its MTP block).
+Qwen3-Next (gated delta-net and gated attention, its MTP block), MiniMax-M1 / MiniMax-Text-01 (lightning and
+softmax attention over a Mixtral-style MoE).
 Other families answer None (the caller says the count is not known).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kvplan.model import Linear, ParamCount
@@ -87,6 +88,19 @@ ARCH_MODEL_TYPES = {
     "DeepseekV32ForCausalLM": "deepseek_v32",
     "Qwen3NextForCausalLM": "qwen3_next",
     "Glm4MoeForCausalLM": "glm4_moe",
+    "MiniMaxM1ForCausalLM": "minimax_m1",
+    "MiniMaxText01ForCausalLM": "minimax_text_01",
+    "CohereForCausalLM": "cohere",
+    "MambaForCausalLM": "mamba",
+    "FalconMambaForCausalLM": "falcon_mamba",
+    "Mamba2ForCausalLM": "mamba2",
+    "FalconH1ForCausalLM": "falcon_h1",
+    "GraniteMoeHybridForCausalLM": "granitemoehybrid",
+    "JambaForCausalLM": "jamba",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4_text",
+    "Mistral3ForConditionalGeneration": "mistral3",
 }
 _TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
 #: a decoder layer's module path, as the checkpoint names its tensors
@@ -97,26 +111,31 @@ def count_params(config: Mapping[str, Any]) -> ParamCount | None:
     """The parameters of the checkpoint ``config`` (a config.json) describes, or None for a family not counted
     here or a config without the shapes (vocabulary, feed-forward width)."""
     model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    if model_type in _DENSE:
+        count: Callable[[Mapping[str, Any]], ParamCount | None] = lambda cfg: _decoder(_Cfg(cfg), model_type)  # noqa: E731
+    elif model_type in _COUNTERS:
+        count = _COUNTERS[model_type]
+    else:
+        return None
     try:
-        if model_type == "gemma3" and isinstance(config.get("text_config"), Mapping):
-            text = dict(config["text_config"])
-            text.setdefault("model_type", "gemma3_text")
-            counted = _decoder(_Cfg(text), "gemma3_text")
-            vision = config.get("vision_config")
-            if counted is None or not isinstance(vision, Mapping):
-                return counted
-            return _with_siglip(counted, _Cfg(vision), _Cfg(text).int("hidden_size"))
-        if model_type in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
-            return _deepseek(_Cfg(config), model_type)
-        if model_type == "qwen3_next":
-            return _qwen3_next(_Cfg(config))
-        if model_type == "glm4_moe":
-            return _glm4_moe(_Cfg(config))
-        if isinstance(model_type, str) and model_type in _DENSE:
-            return _decoder(_Cfg(config), model_type)
+        return count(config)
     except KeyError:
         return None
-    return None
+
+
+def _gemma3(config: Mapping[str, Any]) -> ParamCount | None:
+    """Gemma3ForConditionalGeneration: the text decoder and, where the config has one, the SigLIP tower."""
+    if not isinstance(config.get("text_config"), Mapping):
+        return None
+    text = dict(config["text_config"])
+    text.setdefault("model_type", "gemma3_text")
+    counted = _decoder(_Cfg(text), "gemma3_text")
+    vision = config.get("vision_config")
+    if counted is None or not isinstance(vision, Mapping):
+        return counted
+    return _with_siglip(counted, _Cfg(vision), _Cfg(text).int("hidden_size"))
 
 
 def _decoder(c: _Cfg, family: str) -> ParamCount | None:
@@ -378,3 +397,435 @@ def _qwen3_next(c: _Cfg) -> ParamCount:
         + f", vocabulary {vocab:,}"
     )
     return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+_MINIMAX = {"minimax_m1": "MiniMaxM1ForCausalLM", "minimax_text_01": "MiniMaxText01ForCausalLM"}
+
+
+def _minimax_m1(c: _Cfg, family: str) -> ParamCount:
+    """MiniMaxM1ForCausalLM (the checkpoint's modeling_minimax_m1.py; MiniMax-Text-01's is the same): each layer
+    either lightning attention (``attn_type_list`` 0: qkv_proj, output_gate, out_proj and an RMS norm over all
+    heads) or softmax GQA attention (1: q/k/v/o without biases), then a Mixtral-style block_sparse_moe (w1, w3,
+    w2 per expert; the gate, a router without bias); two norms a layer, the final norm, a separate head."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    n_head = c.int("num_attention_heads")
+    n_kv = c.int("num_key_value_heads", n_head)
+    hd = c.int("head_dim", 0) or d // n_head
+    types = c.cfg.get("attn_type_list")
+    if not isinstance(types, list) or len(types) != n_layer or any(t not in (0, 1) for t in types):
+        raise KeyError("attn_type_list")
+    if c.int("shared_intermediate_size", 0):
+        raise KeyError("shared_intermediate_size")  # a shared expert: not in the checkpoints counted here
+    n_soft = sum(1 for t in types if t == 1)
+    n_lin = n_layer - n_soft
+    q = n_head * hd
+    k = _Counter()
+    k.linear(f"{L}.self_attn.qkv_proj", 3 * q, d, n_lin)
+    k.linear(f"{L}.self_attn.output_gate", q, d, n_lin)
+    k.linear(f"{L}.self_attn.out_proj", d, q, n_lin)
+    k.add(q * n_lin)  # the lightning attention's norm over all heads
+    k.linear(f"{L}.self_attn.q_proj", q, d, n_soft)
+    k.linear(f"{L}.self_attn.k_proj", n_kv * hd, d, n_soft)
+    k.linear(f"{L}.self_attn.v_proj", n_kv * hd, d, n_soft)
+    k.linear(f"{L}.self_attn.o_proj", d, q, n_soft)
+    k.add(2 * d * n_layer)  # input, post-attention norms
+    n_exp, ff = c.int("num_local_experts"), c.int("intermediate_size")
+    moe = f"{L}.block_sparse_moe"
+    k.linear(f"{moe}.experts.w1", ff, d, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.experts.w3", ff, d, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.experts.w2", d, ff, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.gate", n_exp, d, n_layer, quantized=False)
+    k.add(d)  # the final norm
+    tied = c.flag("tie_word_embeddings", False)
+    if not tied:
+        k.linear("lm_head", vocab, d, 1, quantized=False)
+    basis = (
+        f"{_MINIMAX[family]}'s tensors: {n_layer} layers ({n_lin} lightning, {n_soft} softmax attention), "
+        f"vocabulary {vocab:,}, " + ("tied embeddings" if tied else "separate output head")
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _norms(k: _Counter, d: int, n: int) -> None:
+    k.add(d * n)
+
+
+def _attention(k: _Counter, c: _Cfg, d: int, n: int, prefix: str = L, *, bias: bool = False) -> tuple[int, int]:
+    """q/k/v/o of GQA attention on ``n`` layers (biases on all four where ``bias``): (query width, KV width)."""
+    n_head = c.int("num_attention_heads")
+    n_kv = c.int("num_key_value_heads", n_head)
+    hd = c.int("head_dim", 0) or d // n_head
+    q, kv = n_head * hd, n_kv * hd
+    k.linear(f"{prefix}.self_attn.q_proj", q, d, n)
+    k.linear(f"{prefix}.self_attn.k_proj", kv, d, n)
+    k.linear(f"{prefix}.self_attn.v_proj", kv, d, n)
+    k.linear(f"{prefix}.self_attn.o_proj", d, q, n)
+    if bias:
+        k.add((q + 2 * kv + d) * n)
+    return q, kv
+
+
+def _gated_mlp(k: _Counter, name: str, d: int, ff: int, n: int, *, bias: bool = False) -> None:
+    k.linear(f"{name}.gate_proj", ff, d, n)
+    k.linear(f"{name}.up_proj", ff, d, n)
+    k.linear(f"{name}.down_proj", d, ff, n)
+    if bias:
+        k.add((2 * ff + d) * n)
+
+
+def _head(k: _Counter, c: _Cfg, d: int, vocab: int, tied_default: bool) -> bool:
+    """The output head unless tied; True when tied."""
+    tied = c.flag("tie_word_embeddings", tied_default)
+    if not tied:
+        k.linear("lm_head", vocab, d, 1, quantized=False)
+    return tied
+
+
+def _cohere(c: _Cfg) -> ParamCount:
+    """CohereForCausalLM (modeling_cohere.py): attention and MLP in parallel behind one LayerNorm without bias,
+    q/k LayerNorms per head where use_qk_norm (Command R+), tied embeddings by default."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    k = _Counter()
+    _attention(k, c, d, n_layer, bias=c.flag("attention_bias", False))
+    if c.flag("use_qk_norm", False):
+        n_head = c.int("num_attention_heads")
+        hd = c.int("head_dim", 0) or d // n_head
+        k.add((n_head + c.int("num_key_value_heads", n_head)) * hd * n_layer)
+    _gated_mlp(k, f"{L}.mlp", d, c.int("intermediate_size"), n_layer)
+    _norms(k, d, n_layer + 1)  # input_layernorm (the only norm of a layer), the final norm
+    tied = _head(k, c, d, vocab, True)
+    basis = f"CohereForCausalLM's tensors: {n_layer} layers, vocabulary {vocab:,}, " + (
+        "tied embeddings" if tied else "separate output head"
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _dt_rank(c: _Cfg, key: str, d: int) -> int:
+    v = c.cfg.get(key, "auto")
+    return -(-d // 16) if v == "auto" else c.int(key)
+
+
+def _mamba1(k: _Counter, c: _Cfg, d: int, n: int, prefix: str, keys: dict[str, str], *, bc_norms: bool) -> None:
+    """Mamba (S6) mixers on ``n`` layers (transformers' MambaMixer / JambaMambaMixer): in_proj, a depthwise conv
+    with its bias, x_proj, dt_proj with its bias, A_log, D, out_proj; Jamba's dt / B / C RMS norms."""
+    d_inner = c.int(keys["inner"], 0) or c.int(keys["expand"], 2) * d
+    n_state, conv = c.int(keys["state"], 16), c.int(keys["conv"], 4)
+    rank = _dt_rank(c, keys["rank"], d)
+    proj_bias = c.flag(keys["bias"], False)
+    k.linear(f"{prefix}.in_proj", 2 * d_inner, d, n)
+    k.linear(f"{prefix}.x_proj", rank + 2 * n_state, d_inner, n)
+    k.linear(f"{prefix}.dt_proj", d_inner, rank, n)
+    k.linear(f"{prefix}.out_proj", d, d_inner, n)
+    conv_bias = c.flag(keys["conv_bias"], True)
+    k.add((d_inner * conv + (d_inner if conv_bias else 0)) * n)
+    k.add((d_inner + d_inner * n_state + d_inner) * n)  # dt_proj bias, A_log, D
+    if proj_bias:
+        k.add((2 * d_inner + d) * n)
+    if bc_norms:
+        k.add((rank + 2 * n_state) * n)
+
+
+_MAMBA_KEYS = {"inner": "intermediate_size", "expand": "expand", "state": "state_size", "conv": "conv_kernel",
+               "rank": "time_step_rank", "bias": "use_bias", "conv_bias": "use_conv_bias"}  # fmt: skip
+
+
+def _mamba(c: _Cfg, family: str) -> ParamCount:
+    """MambaForCausalLM / FalconMambaForCausalLM (modeling_mamba.py, modeling_falcon_mamba.py): one Mamba mixer
+    and one RMS norm a layer, the final norm, the head (tied unless the config says otherwise)."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    k = _Counter()
+    _mamba1(k, c, d, n_layer, "backbone.layers.*.mixer", _MAMBA_KEYS, bc_norms=False)
+    _norms(k, d, n_layer + 1)
+    tied = _head(k, c, d, vocab, True)
+    name = "FalconMambaForCausalLM" if family == "falcon_mamba" else "MambaForCausalLM"
+    basis = f"{name}'s tensors: {n_layer} layers, vocabulary {vocab:,}, " + (
+        "tied embeddings" if tied else "separate output head"
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _expand(c: _Cfg, key: str, d: int, default: int = 2) -> int:
+    """``int(expand × hidden_size)``: the Mamba inner width (expand may be a float)."""
+    v = c.cfg.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1 << 10:
+        raise KeyError(key)
+    return int(v * d)
+
+
+def _mamba2_mixer(
+    k: _Counter, c: _Cfg, d: int, n: int, prefix: str, keys: dict[str, str], d_inner: int, *, gated_norm: bool
+) -> None:
+    """Mamba-2 (SSD) mixers on ``n`` layers: in_proj (z, x, B, C, dt), a depthwise conv over x, B, C with its
+    bias, dt_bias, A_log, D per head, the gated RMS norm over the inner width (where the model has it),
+    out_proj."""
+    heads = c.int(keys["heads"])
+    groups, n_state, conv = c.int(keys["groups"], 1), c.int(keys["state"]), c.int(keys["conv"], 4)
+    conv_dim = d_inner + 2 * groups * n_state
+    k.linear(f"{prefix}.in_proj", d_inner + conv_dim + heads, d, n)
+    k.linear(f"{prefix}.out_proj", d, d_inner, n)
+    k.add((conv_dim * conv + (conv_dim if c.flag(keys["conv_bias"], True) else 0)) * n)
+    k.add(3 * heads * n)  # dt_bias, A_log, D
+    if c.flag(keys["bias"], False):
+        k.add((d_inner + conv_dim + heads) * n)
+    if c.flag(keys["out_bias"], False):
+        k.add(d * n)
+    if gated_norm:
+        k.add(d_inner * n)
+
+
+_MAMBA2_KEYS = {"heads": "num_heads", "groups": "n_groups", "state": "state_size", "conv": "conv_kernel",
+                "conv_bias": "use_conv_bias", "bias": "use_bias", "out_bias": "use_bias"}  # fmt: skip
+
+
+def _mamba2(c: _Cfg) -> ParamCount:
+    """Mamba2ForCausalLM (modeling_mamba2.py; Mamba-Codestral): one Mamba-2 mixer with its gated norm and one RMS
+    norm a layer, the final norm, the head. The inner width is ``expand × hidden_size``."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    k = _Counter()
+    _mamba2_mixer(k, c, d, n_layer, "backbone.layers.*.mixer", _MAMBA2_KEYS, _expand(c, "expand", d), gated_norm=True)
+    _norms(k, d, n_layer + 1)
+    tied = _head(k, c, d, vocab, False)
+    basis = f"Mamba2ForCausalLM's tensors: {n_layer} layers, vocabulary {vocab:,}, " + (
+        "tied embeddings" if tied else "separate output head"
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+#: Granite 4.0 H's mixer: mamba_proj_bias on in_proj and out_proj; Falcon-H1's: projectors_bias on out_proj
+_GRANITE_KEYS = {"heads": "mamba_n_heads", "groups": "mamba_n_groups", "state": "mamba_d_state",
+                 "conv": "mamba_d_conv", "conv_bias": "mamba_conv_bias", "bias": "mamba_proj_bias",
+                 "out_bias": "mamba_proj_bias"}  # fmt: skip
+_FALCON_H1_KEYS = {**_GRANITE_KEYS, "out_bias": "projectors_bias"}
+
+
+def _falcon_h1(c: _Cfg) -> ParamCount:
+    """FalconH1ForCausalLM (modeling_falcon_h1.py): every layer runs a Mamba-2 mixer (its gated norm where
+    mamba_rms_norm) and GQA attention in parallel, then the MLP; two norms a layer, the final norm, the head."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    k = _Counter()
+    inner = c.int("mamba_d_ssm", 0) or _expand(c, "mamba_expand", d)
+    _mamba2_mixer(k, c, d, n_layer, f"{L}.mamba", _FALCON_H1_KEYS, inner, gated_norm=c.flag("mamba_rms_norm", False))
+    _attention(k, c, d, n_layer, bias=c.flag("attention_bias", False))
+    _gated_mlp(k, f"{L}.feed_forward", d, c.int("intermediate_size"), n_layer, bias=c.flag("mlp_bias", False))
+    _norms(k, d, 2 * n_layer + 1)
+    tied = _head(k, c, d, vocab, False)
+    basis = (
+        f"FalconH1ForCausalLM's tensors: {n_layer} layers (Mamba-2 and attention in each), vocabulary {vocab:,}, "
+        + ("tied embeddings" if tied else "separate output head")
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _layer_kinds(c: _Cfg, n_layer: int, key: str) -> list[str]:
+    listed = c.cfg.get(key)
+    if not isinstance(listed, list) or len(listed) != n_layer or not all(isinstance(t, str) for t in listed):
+        raise KeyError(key)
+    return listed
+
+
+def _granitemoehybrid(c: _Cfg) -> ParamCount:
+    """GraniteMoeHybridForCausalLM (modeling_granitemoehybrid.py; Granite 4.0 H): ``layer_types`` says which
+    layers are Mamba-2 (with the gated norm) and which attention; every layer has the shared MLP (input_linear
+    gate+up, output_linear) and, where num_local_experts, routed experts with a router; two norms a layer."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    kinds = _layer_kinds(c, n_layer, "layer_types")
+    n_attn = sum(1 for t in kinds if t == "attention")
+    n_mamba = sum(1 for t in kinds if t == "mamba")
+    if n_attn + n_mamba != n_layer:
+        raise KeyError("layer_types")
+    k = _Counter()
+    _mamba2_mixer(k, c, d, n_mamba, f"{L}.mamba", _GRANITE_KEYS, _expand(c, "mamba_expand", d), gated_norm=True)
+    _attention(k, c, d, n_attn, bias=c.flag("attention_bias", False))
+    shared = c.int("shared_intermediate_size")
+    k.linear(f"{L}.shared_mlp.input_linear", 2 * shared, d, n_layer)
+    k.linear(f"{L}.shared_mlp.output_linear", d, shared, n_layer)
+    n_exp = c.int("num_local_experts", 0)
+    if n_exp:
+        ff = c.int("intermediate_size")
+        k.linear(f"{L}.block_sparse_moe.experts.gate_up_proj", 2 * ff, d, n_exp * n_layer, expert=True)
+        k.linear(f"{L}.block_sparse_moe.experts.down_proj", d, ff, n_exp * n_layer, expert=True)
+        k.linear(f"{L}.block_sparse_moe.router", n_exp, d, n_layer, quantized=False)
+    _norms(k, d, 2 * n_layer + 1)
+    tied = _head(k, c, d, vocab, True)
+    basis = (
+        f"GraniteMoeHybridForCausalLM's tensors: {n_layer} layers ({n_mamba} Mamba-2, {n_attn} attention"
+        + (f"; {n_exp} experts" if n_exp else "")
+        + f"), vocabulary {vocab:,}, "
+        + ("tied embeddings" if tied else "separate output head")
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+_JAMBA_KEYS = {"inner": "", "expand": "mamba_expand", "state": "mamba_d_state", "conv": "mamba_d_conv",
+               "rank": "mamba_dt_rank", "bias": "mamba_proj_bias", "conv_bias": "mamba_conv_bias"}  # fmt: skip
+
+
+def _jamba(c: _Cfg) -> ParamCount:
+    """JambaForCausalLM (modeling_jamba.py): attention where ``i % attn_layer_period == attn_layer_offset``, a
+    Mamba mixer (with its dt / B / C norms) elsewhere; routed experts (gate+up, down; a router without bias)
+    where ``i % expert_layer_period == expert_layer_offset``, a dense MLP elsewhere; two norms a layer."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    a_period, a_offset = c.int("attn_layer_period", 8), c.int("attn_layer_offset", 4)
+    e_period, e_offset = c.int("expert_layer_period", 2), c.int("expert_layer_offset", 1)
+    if not a_period or not e_period:
+        raise KeyError("attn_layer_period")
+    n_attn = sum(1 for i in range(n_layer) if i % a_period == a_offset)
+    n_moe = sum(1 for i in range(n_layer) if i % e_period == e_offset)
+    n_exp, ff = c.int("num_experts", 16), c.int("intermediate_size")
+    k = _Counter()
+    _mamba1(k, c, d, n_layer - n_attn, f"{L}.mamba", _JAMBA_KEYS, bc_norms=True)
+    _attention(k, c, d, n_attn)
+    _gated_mlp(k, f"{L}.feed_forward", d, ff, n_layer - n_moe)
+    k.linear(f"{L}.feed_forward.experts.gate_up_proj", 2 * ff, d, n_exp * n_moe, expert=True)
+    k.linear(f"{L}.feed_forward.experts.down_proj", d, ff, n_exp * n_moe, expert=True)
+    k.linear(f"{L}.feed_forward.router", n_exp, d, n_moe, quantized=False)
+    _norms(k, d, 2 * n_layer + 1)
+    tied = _head(k, c, d, vocab, False)
+    basis = (
+        f"JambaForCausalLM's tensors: {n_layer} layers ({n_layer - n_attn} Mamba, {n_attn} attention; {n_moe} with "
+        f"{n_exp} experts), vocabulary {vocab:,}, " + ("tied embeddings" if tied else "separate output head")
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _minimax_m2(c: _Cfg) -> ParamCount:
+    """MiniMaxM2ForCausalLM (modeling_minimax_m2.py): GQA attention with q / k RMS norms over all heads
+    (use_qk_norm), routed experts (w1, w3, w2; a router and its e_score_correction_bias), two norms a layer, the
+    final norm, a separate head."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    k = _Counter()
+    q, kv = _attention(k, c, d, n_layer)
+    if c.flag("use_qk_norm", True):
+        k.add((q + kv) * n_layer)
+    n_exp, ff = c.int("num_local_experts"), c.int("intermediate_size")
+    moe = f"{L}.block_sparse_moe"
+    k.linear(f"{moe}.experts.w1", ff, d, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.experts.w3", ff, d, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.experts.w2", d, ff, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.gate", n_exp, d, n_layer, quantized=False)
+    k.add(n_exp * n_layer)  # e_score_correction_bias (transformers' class holds it whatever use_routing_bias says)
+    _norms(k, d, 2 * n_layer + 1)
+    tied = _head(k, c, d, vocab, False)
+    basis = f"MiniMaxM2ForCausalLM's tensors: {n_layer} layers, {n_exp} experts, vocabulary {vocab:,}, " + (
+        "tied embeddings" if tied else "separate output head"
+    )
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _llama4_text(c: _Cfg) -> tuple[_Counter, int, int, bool, str]:
+    """Llama4ForCausalLM's text stack (modeling_llama4.py): GQA attention (its q/k L2 norm has no weights), on the
+    layers moe_layers names (every interleave_moe_layer_step-th by default) 128 or 16 routed experts (fused
+    gate_up_proj, down_proj), a router and a shared expert, elsewhere a dense MLP of intermediate_size_mlp."""
+    d, vocab, n_layer = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    listed = c.cfg.get("moe_layers")
+    if isinstance(listed, list):
+        n_moe = len({i for i in listed[: 1 << 16] if isinstance(i, int) and 0 <= i < n_layer})
+    else:
+        step = c.int("interleave_moe_layer_step", 1)
+        n_moe = len(range(step - 1, n_layer, step)) if step else 0
+    k = _Counter()
+    _attention(k, c, d, n_layer, bias=c.flag("attention_bias", False))
+    n_exp, ff = c.int("num_local_experts"), c.int("intermediate_size")
+    ff_mlp = c.int("intermediate_size_mlp")
+    _gated_mlp(k, f"{L}.feed_forward", d, ff_mlp, n_layer - n_moe)
+    k.linear(f"{L}.feed_forward.experts.gate_up_proj", 2 * ff, d, n_exp * n_moe, expert=True)
+    k.linear(f"{L}.feed_forward.experts.down_proj", d, ff, n_exp * n_moe, expert=True)
+    k.linear(f"{L}.feed_forward.router", n_exp, d, n_moe, quantized=False)
+    _gated_mlp(k, f"{L}.feed_forward.shared_expert", d, ff, n_moe)
+    _norms(k, d, 2 * n_layer + 1)
+    tied = _head(k, c, d, vocab, False)
+    basis = f"{n_layer} layers ({n_moe} with {n_exp} experts), vocabulary {vocab:,}"
+    return k, d, vocab, tied, basis
+
+
+def _llama4(config: Mapping[str, Any]) -> ParamCount:
+    """Llama4ForConditionalGeneration: the text stack, the vision encoder (a linear patch embedding, a class
+    embedding and positions, LayerNorms with biases before and after, layers of attention and a GELU MLP with
+    biases, the pixel-shuffle adapter) and the projector into the text width; or Llama4ForCausalLM (text only)."""
+    text_cfg = config.get("text_config")
+    if not isinstance(text_cfg, Mapping):
+        k, d, vocab, tied, basis = _llama4_text(_Cfg(config))
+        return k.result(vocab * d, 0 if tied else vocab * d, f"Llama4ForCausalLM's tensors: {basis}")
+    k, d_text, vocab, tied, basis = _llama4_text(_Cfg(text_cfg))
+    vision = config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        raise KeyError("vision_config")
+    v = _Cfg(vision)
+    d, ff, n = v.int("hidden_size"), v.int("intermediate_size"), v.int("num_hidden_layers")
+    patch, image, channels = v.int("patch_size"), v.int("image_size"), v.int("num_channels", 3)
+    t = _Counter()
+    t.add(channels * patch * patch * d)  # patch_embedding (a linear without bias)
+    t.add(d + ((image // patch) ** 2 + 1) * d)  # class embedding, positions
+    t.add(4 * d)  # layernorm_pre, layernorm_post (weight and bias)
+    t.add(n * (4 * d * d + 4 * d + 2 * ff * d + ff + d + 4 * d))  # attention, MLP, two LayerNorms, with biases
+    t.add(v.int("projector_input_dim") * ff + v.int("projector_output_dim") ** 2)  # the adapter's fc1, fc2
+    t.add(d_text * v.int("vision_output_dim"))  # multi_modal_projector.linear_1
+    vis = t.result(0, 0, "")
+    text = k.result(vocab * d_text, 0 if tied else vocab * d_text, "")
+    return ParamCount(
+        text.total + vis.total,
+        text.embed,
+        text.output,
+        text.linears,  # the vision encoder stays unquantized
+        f"Llama4ForConditionalGeneration's tensors: {basis}; with the {n}-layer vision encoder ({vis.total:,})",
+    )
+
+
+def _mistral3(config: Mapping[str, Any]) -> ParamCount:
+    """Mistral3ForConditionalGeneration (modeling_mistral3.py): the Mistral text decoder, the Pixtral vision
+    encoder (a patch convolution without bias, RMS norms, layers of attention and a gated MLP without biases) and
+    the projector (an RMS norm, the patch merger over spatial_merge_size², two linears with biases where
+    multimodal_projector_bias)."""
+    text_cfg, vision = config.get("text_config"), config.get("vision_config")
+    if not isinstance(text_cfg, Mapping) or not isinstance(vision, Mapping):
+        raise KeyError("text_config")
+    # the output head: tied where the top level says so (Mistral3Config's own key), else as the text config says
+    tied = config.get("tie_word_embeddings", text_cfg.get("tie_word_embeddings", False))
+    text = _decoder(_Cfg({**text_cfg, "model_type": "mistral", "tie_word_embeddings": tied is True}), "mistral")
+    if text is None:
+        raise KeyError("text_config")
+    d_text = _Cfg(text_cfg).int("hidden_size")
+    v = _Cfg(vision)
+    d, ff, n = v.int("hidden_size"), v.int("intermediate_size"), v.int("num_hidden_layers")
+    patch, channels = v.int("patch_size"), v.int("num_channels", 3)
+    merge = _Cfg(config).int("spatial_merge_size", 2)
+    bias = _Cfg(config).flag("multimodal_projector_bias", True)
+    t = _Counter()
+    t.add(channels * patch * patch * d + d)  # patch_conv, ln_pre
+    t.add(n * (4 * d * d + 3 * ff * d + 2 * d))  # attention, gated MLP, two norms
+    t.add(d + d * d * merge * merge)  # the projector's norm and patch merger
+    t.add(d_text * d + d_text * d_text + (2 * d_text if bias else 0))  # linear_1, linear_2
+    vis = t.result(0, 0, "")
+    return ParamCount(
+        text.total + vis.total,
+        text.embed,
+        text.output,
+        text.linears,
+        "Mistral3ForConditionalGeneration's tensors: "
+        + text.basis.split("'s tensors: ", 1)[1]
+        + f"; with the {n}-layer Pixtral vision encoder and projector ({vis.total:,})",
+    )
+
+
+#: model_type → its counter (the families of _DENSE count through _decoder)
+_COUNTERS: dict[str, Callable[[Mapping[str, Any]], ParamCount | None]] = {
+    "gemma3": _gemma3,
+    "deepseek_v2": lambda cfg: _deepseek(_Cfg(cfg), "deepseek_v2"),
+    "deepseek_v3": lambda cfg: _deepseek(_Cfg(cfg), "deepseek_v3"),
+    "deepseek_v32": lambda cfg: _deepseek(_Cfg(cfg), "deepseek_v32"),
+    "qwen3_next": lambda cfg: _qwen3_next(_Cfg(cfg)),
+    "glm4_moe": lambda cfg: _glm4_moe(_Cfg(cfg)),
+    "minimax_m1": lambda cfg: _minimax_m1(_Cfg(cfg), "minimax_m1"),
+    "minimax_text_01": lambda cfg: _minimax_m1(_Cfg(cfg), "minimax_text_01"),
+    "minimax_m2": lambda cfg: _minimax_m2(_Cfg(cfg)),
+    "llama4": _llama4,
+    "llama4_text": _llama4,
+    "mistral3": _mistral3,
+    "mamba": lambda cfg: _mamba(_Cfg(cfg), "mamba"),
+    "falcon_mamba": lambda cfg: _mamba(_Cfg(cfg), "falcon_mamba"),
+    "mamba2": lambda cfg: _mamba2(_Cfg(cfg)),
+    "cohere": lambda cfg: _cohere(_Cfg(cfg)),
+    "falcon_h1": lambda cfg: _falcon_h1(_Cfg(cfg)),
+    "granitemoehybrid": lambda cfg: _granitemoehybrid(_Cfg(cfg)),
+    "jamba": lambda cfg: _jamba(_Cfg(cfg)),
+}

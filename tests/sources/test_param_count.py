@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,79 @@ def test_gpt_oss_published_config_counts_its_keras_figure() -> None:
     assert m.n_params == 20_914_757_184
     assert m.param_count is not None and m.param_count.expert_params == 19_110_297_600
     assert m.weight_format is not None and m.weight_format.kind == "mxfp4"
+
+
+#: transformers' own model classes, instantiated on the meta device for each config
+#: (scripts/params/record_transformers_counts.py)
+TRANSFORMERS = json.loads((FIXTURES / "param_counts.json").read_text())
+
+
+def _without_mtp(config: dict[str, object]) -> dict[str, object]:
+    """transformers builds no MTP layers (DeepSeek-V3, GLM-4.5, Qwen3-Next): count the config without them."""
+    out = dict(config)
+    if "num_nextn_predict_layers" in out:
+        out["num_nextn_predict_layers"] = 0
+    if out.get("model_type") == "qwen3_next":
+        out["mtp_num_hidden_layers"] = 0
+    return out
+
+
+def test_the_transformers_recording_covers_every_family_kvplan_counts() -> None:
+    cases = TRANSFORMERS["cases"]
+    counted = {c["config"].get("model_type") for c in cases.values()}
+    assert {"cohere", "falcon_mamba", "mamba2", "falcon_h1", "granitemoehybrid", "jamba", "minimax_m1",
+            "minimax_m2", "llama4", "llama4_text", "mistral3", "llama", "qwen3_moe", "deepseek_v3", "glm4_moe",
+            "qwen3_next", "gemma3", "gpt_oss", "phi3"} <= counted  # fmt: skip
+    assert not [name for name, c in cases.items() if "error" in c]
+    assert len(cases) >= 119
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMERS["cases"]))
+def test_count_equals_transformers_own_model_class(name: str) -> None:
+    """Every catalog config, every published config and small configs of every family: kvplan's count equals the
+    parameters transformers' model class holds for the same config."""
+    case = TRANSFORMERS["cases"][name]
+    counted = count_params(_without_mtp(case["config"]))
+    assert counted is not None and counted.total == case["params"]
+
+
+VERBATIM = sorted(p.parent.name for p in (FIXTURES / "checkpoints").glob("*/config.json"))
+
+
+@pytest.mark.parametrize("name", VERBATIM)
+def test_a_published_config_counts_the_catalogs_figure(name: str) -> None:
+    """tests/fixtures/checkpoints/NAME/config.json is the checkpoint's config.json byte for byte (SOURCES.md there
+    says from where): read as a user's config.json, it gives the catalog's count."""
+    assert name in catalog_names()
+    m = load_hf_config(str(FIXTURES / "checkpoints" / name))
+    catalog = load_catalog_model(name)
+    assert catalog.params_source.startswith("counted from")
+    assert m.n_params == catalog.n_params
+
+
+def _tensors_in_index(name: str, weight_map: dict[str, str]) -> int:
+    """How many tensors of the index a Linear named ``name`` (``*`` for the layer; an expert's ``experts.X``)
+    stands for."""
+    pattern = re.escape(name).replace(r"\*", r"\d+").replace(r"experts\.", r"experts\.\d+\.") + r"\.weight"
+    return sum(1 for key in weight_map if re.fullmatch(pattern, key))
+
+
+def test_minimax_m1_count_reconciles_the_published_safetensors_index() -> None:
+    """MiniMax-M1's official index: 8,243 tensors, total_size 912,210,767,872 bytes. kvplan counts 456,089,655,296
+    parameters; as bf16 that is 31,457,280 bytes short, exactly the 80 routers (32 × 6,144) kept in f32; and every
+    linear weight kvplan counts is in the index as many times as it counts it."""
+    index = json.loads((FIXTURES / "checkpoints" / "minimax-m1" / "model.safetensors.index.json").read_text())
+    weight_map = index["weight_map"]
+    counted = count_params(json.loads((FIXTURES / "checkpoints" / "minimax-m1" / "config.json").read_text()))
+    assert counted is not None and counted.total == 456_089_655_296
+    routers = 80 * 32 * 6144
+    assert index["metadata"]["total_size"] == 2 * counted.total + 2 * routers
+    assert len(weight_map) == 8243
+    for linear in counted.linears:
+        assert _tensors_in_index(linear.name, weight_map) == linear.count, linear.name
+    # the tensors that are not linear weights: the embedding, 80 × 2 layer norms, 70 lightning norms, final norm
+    linear_tensors = sum(x.count for x in counted.linears)
+    assert len(weight_map) - linear_tensors == 1 + 160 + 70 + 1
 
 
 def test_the_engine_configs_count_mistral_as_published() -> None:
@@ -229,7 +303,7 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["gpt-oss-20b"]["weights"] == "mxfp4" and rows["deepseek-v3"]["weights"] == "fp8"
     assert rows["olmo-2-7b"]["weights"] == "fp32" and rows["llama-2-7b"]["weights"] == "fp16"
     assert rows["command-r-v01"]["params_exact"] is False
-    assert sum(r["params_exact"] for r in rows.values()) == 53
+    assert sum(r["params_exact"] for r in rows.values()) == 55
     # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
     assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
     assert rows["kimi-k2"]["weights"] == "fp8"
