@@ -71,6 +71,26 @@ VERBATIM = {
     "phi-3-medium-4k": "dotnet/machinelearning:src/Microsoft.ML.GenAI.Phi/Resource/Config/"
     "phi-3-medium-4k-instruct-config.json@17b689af7715 (Microsoft's ML.NET: the checkpoint's config.json)",
     "minimax-m1": "MiniMax-AI/MiniMax-M1:config.json@2abb4f45a9df (the model's official repository)",
+    "falcon-mamba-7b": "sdpython/experimental-experiment:experimental_experiment/torch_models/llm_model_helper.py"
+    "@04097e304004 (get_falcon_mamba_7b: tiiuae/falcon-mamba-7b's config.json as a dict; NX-AI/mlstm_kernels' "
+    "copy agrees on every key but _name_or_path)",
+    "mamba-codestral-7b": "NX-AI/mlstm_kernels:mlstm_kernels/utils/benchmark/benchmarks/huggingface_model_configs.py"
+    "@39d3c61741e5 (codestral_mamba_config: mistralai/Mamba-Codestral-7B-v0.1's config.json as a dict)",
+    "jamba-1.5-mini": "sdpython/experimental-experiment:experimental_experiment/torch_models/llm_model_helper.py"
+    "@04097e304004 (get_ai21_jamba_15_mini: ai21labs/AI21-Jamba-1.5-Mini's config.json as a dict)",
+    "mistral-small-3.1-24b": "NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_mistral.py"
+    "@0373e5a1d2d9 (mistral_small_3_1_24b_config, its 40 text layers restored as its comment states)",
+    "llama-4-maverick": "NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py"
+    "@0074a2241768 (LLAMA_4_MAVERICK_TWO_LAYER_CONFIG with its 48 text layers restored as its comment states) and "
+    "AI-Hypercomputer/maxtext:src/maxtext/configs/models/llama4-17b-128e.yml@e591f30cbbf2 (the 34 vision layers)",
+    "llama-4-scout": "NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py"
+    "@0074a2241768 (Llama 4 Maverick's config: the vision encoder, the text widths) with Scout's text from "
+    "AI-Hypercomputer/maxtext:src/maxtext/configs/models/llama4-17b-16e.yml@e591f30cbbf2 (16 experts on every "
+    "layer, q/k norms, dense MLP 8,192 - unused, every layer being MoE)",
+    "command-r-v01": "ggml-org/llama.cpp:models/ggml-vocab-command-r.gguf (llama.cpp's conversion of "
+    "CohereForAI/c4ai-command-r-v01: 40 blocks, width 8,192, FFN 22,528, 64 / 64 heads, 256,000 tokens) and "
+    "the F16 conversion's 322 tensors, https://github.com/ggml-org/llama.cpp/pull/6033 (40 blocks of 8, token_embd, "
+    "output_norm: no output head, so tied; no q/k norms)",
 }
 #: catalog name → MaxText's own model config (src/maxtext/configs/models/*.yml) and the HF model_type it describes
 MAXTEXT_YML = {"kimi-k2": ("src/maxtext/configs/models/kimi-k2-1t.yml", "deepseek_v3")}
@@ -102,6 +122,17 @@ MBRIDGE = {
             "zai-org/GLM-4.5, https://github.com/ikawrakow/ik_llama.cpp/pull/668"
         ),
     ),
+    "glm-4.6": (
+        _GLM,
+        "glm45_355b_config",
+        {"model_type": "glm4_moe", "num_nextn_predict_layers": 1, "norm_topk_prob": True,
+         "kvplan_mtp_shares_embedding": True},
+        "GLM-4.6 keeps GLM-4.5's architecture (zai-org/GLM-4.5 README; the shapes of its GGUF below equal the "
+        "fixture's: 93 blocks with the MTP layer, width 5,120, 96 / 8 heads of 128, 160 experts of 1,536, 3 dense "
+        "layers of 12,288, vocabulary 151,552); its MTP layer ships without its own embedding and head copies: the "
+        "GGUF converted from zai-org/GLM-4.6 has 1,759 tensors to GLM-4.5's 1,761 and llama.cpp counts 356.786 B, "
+        "https://github.com/ikawrakow/ik_llama.cpp/discussions/816",
+    ),
     "glm-4.5-air": (
         _GLM,
         "glm45_air_106b_config",
@@ -114,7 +145,7 @@ MBRIDGE = {
     ),
 }
 #: keys kept from Megatron-Bridge's configs beyond KEYS (the MoE routing the converter writes for GLM)
-MBRIDGE_KEYS = ("use_qk_norm", "norm_topk_prob", "routed_scaling_factor")
+MBRIDGE_KEYS = ("use_qk_norm", "norm_topk_prob", "routed_scaling_factor", "kvplan_mtp_shares_embedding")
 #: MaxText's config keys → config.json's (its DeepSeek decoder: MLA, dense then MoE layers, no MTP layer)
 _MAXTEXT_KEYS = {"base_emb_dim": "hidden_size", "base_num_query_heads": "num_attention_heads",
                  "base_num_kv_heads": "num_key_value_heads", "base_mlp_dim": "intermediate_size",
@@ -175,7 +206,24 @@ KEYS = (
     "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim",
     "attn_type_list", "shared_intermediate_size",
 )  # fmt: skip
-VISION_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size", "num_channels")
+_MAMBA2 = ("mamba_d_ssm", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
+           "mamba_expand", "mamba_conv_bias", "mamba_proj_bias")  # fmt: skip
+#: the keys a family's weights depend on beyond KEYS
+FAMILY_KEYS = {
+    "falcon_mamba": ("expand", "state_size", "conv_kernel", "time_step_rank", "use_bias", "use_conv_bias"),
+    "mamba2": ("expand", "state_size", "conv_kernel", "use_bias", "use_conv_bias", "num_heads", "n_groups"),
+    "falcon_h1": (*_MAMBA2, "mamba_rms_norm", "projectors_bias", "mlp_bias"),
+    "granitemoehybrid": (*_MAMBA2, "layer_types"),
+    "jamba": ("mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_conv_bias", "mamba_proj_bias",
+              "attn_layer_period", "attn_layer_offset", "expert_layer_period", "expert_layer_offset"),
+    "cohere": ("use_qk_norm",),
+    "minimax_m2": ("use_qk_norm", "use_routing_bias"),
+    "llama4_text": ("use_qk_norm", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers"),
+}  # fmt: skip
+VISION_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size",
+               "num_channels", "projector_input_dim", "projector_output_dim", "vision_output_dim")
+#: a multimodal config's own keys that shape its weights
+MULTIMODAL_KEYS = ("spatial_merge_size", "multimodal_projector_bias", "tie_word_embeddings")
 
 
 def git_show(repo: str, path: str) -> tuple[str, str]:
@@ -257,7 +305,13 @@ def subset(cfg: dict[str, Any]) -> dict[str, Any]:
         vision["vision_use_head"] = False
         return {"model_type": "gemma3", "text_config": {**subset(text), "model_type": "gemma3_text"},
                 "vision_config": vision}  # fmt: skip
-    out = {k: cfg[k] for k in KEYS if cfg.get(k) not in (None, [])}
+    if isinstance(cfg.get("text_config"), dict) and isinstance(cfg.get("vision_config"), dict):
+        vision = {k: cfg["vision_config"][k] for k in VISION_KEYS if k in cfg["vision_config"]}
+        top = {k: cfg[k] for k in MULTIMODAL_KEYS if k in cfg}
+        return {"model_type": cfg["model_type"], **top, "text_config": subset(cfg["text_config"]),
+                "vision_config": vision}  # fmt: skip
+    keys = KEYS + FAMILY_KEYS.get(cfg.get("model_type", ""), ())
+    out = {k: cfg[k] for k in keys if cfg.get(k) not in (None, [])}
     if "q_lora_rank" in cfg and cfg["q_lora_rank"] is None:
         out["q_lora_rank"] = None  # DeepSeek-V2-Lite: no query compression (the class default is 1536)
     return out

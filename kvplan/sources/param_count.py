@@ -105,6 +105,9 @@ ARCH_MODEL_TYPES = {
 _TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
 #: a decoder layer's module path, as the checkpoint names its tensors
 L = "model.layers.*"
+#: a key no config.json has: the catalog states it for a checkpoint whose MTP layer ships without its own copies
+#: of the embedding and the head (GLM-4.6: its GGUF has 1,759 tensors to GLM-4.5's 1,761)
+MTP_SHARES_EMBEDDING = "kvplan_mtp_shares_embedding"
 
 
 def count_params(config: Mapping[str, Any]) -> ParamCount | None:
@@ -255,7 +258,8 @@ def _moe_and_mtp(k: _Counter, c: _Cfg, d: int, vocab: int, n_trunk: int, n_mtp: 
     k.add(d)  # the final norm
     k.linear("lm_head", vocab, d, 1, quantized=False)
     if n_mtp:  # each MTP layer: its embedding and head copies, enorm, hnorm, eh_proj, shared_head.norm
-        k.add(n_mtp * (2 * vocab * d + 3 * d))
+        copies = 0 if c.flag(MTP_SHARES_EMBEDDING, False) else 2 * vocab * d
+        k.add(n_mtp * (copies + 3 * d))
         k.linear(f"{L}.eh_proj", d, 2 * d, n_mtp, quantized=False)
 
 
@@ -285,6 +289,7 @@ def _glm4_moe(c: _Cfg) -> ParamCount:
     basis = (
         f"Glm4MoeForCausalLM's tensors: {n_trunk} layers"
         + (f" + {n_mtp} MTP layer{'s' if n_mtp > 1 else ''}" if n_mtp else "")
+        + (" (sharing the embedding and head)" if n_mtp and c.flag(MTP_SHARES_EMBEDDING, False) else "")
         + f", vocabulary {vocab:,}"
     )
     return k.result(vocab * d, vocab * d, basis)

@@ -38,6 +38,10 @@ def for_transformers(cfg: dict[str, Any]) -> dict[str, Any]:
     """A kvplan config as transformers names its class: MiniMax-M1's remote-code config is transformers'
     ``minimax`` with ``layer_types`` for ``attn_type_list``."""
     cfg = json.loads(json.dumps(cfg))
+    if cfg.get("model_type") == "mistral3" and "tie_word_embeddings" not in cfg:
+        # transformers 5's Mistral3Config ties the head by default at the top level, where 4.x (and the checkpoints,
+        # which ship lm_head.weight) follow the text config: state it as the text config does
+        cfg["tie_word_embeddings"] = cfg.get("text_config", {}).get("tie_word_embeddings", False)
     if cfg.get("model_type") in ("minimax_m1", "minimax_text_01"):
         cfg["model_type"] = "minimax"
         cfg["layer_types"] = ["full_attention" if t else "linear_attention" for t in cfg.pop("attn_type_list")]

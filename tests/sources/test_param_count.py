@@ -68,6 +68,7 @@ def test_hand_worked_llama() -> None:
 #: llama.cpp's own count of a GGUF converted from the checkpoint (print_info "model params", to 0.001 B), in public
 #: startup logs: every tensor of the checkpoint, MTP layer included, one to one
 LLAMA_CPP_COUNTS = {
+    "glm-4.6": (356.786, "https://github.com/ikawrakow/ik_llama.cpp/discussions/816: GLM-4.6 IQ5_K, 1,759 tensors"),
     "glm-4.5": (358.338, "https://github.com/ikawrakow/ik_llama.cpp/pull/668: the BF16 conversion of zai-org/GLM-4.5"),
     "glm-4.5-air": (110.469, "https://github.com/ikawrakow/ik_llama.cpp/pull/677: GLM-4.5-Air IQ5_K, 803 tensors"),
 }
@@ -151,6 +152,22 @@ def test_a_published_config_counts_the_catalogs_figure(name: str) -> None:
     catalog = load_catalog_model(name)
     assert catalog.params_source.startswith("counted from")
     assert m.n_params == catalog.n_params
+
+
+def test_command_r_config_is_what_llama_cpps_conversion_states() -> None:
+    """Command-R's config.json is written from llama.cpp's vocabulary GGUF of the checkpoint: every shape agrees."""
+    folder = FIXTURES / "checkpoints" / "command-r-v01"
+    kv = json.loads((folder / "ggml-vocab-command-r.kv.json").read_text())
+    cfg = json.loads((folder / "config.json").read_text())
+    assert kv["general.architecture"] == "command-r"
+    assert (cfg["num_hidden_layers"], cfg["hidden_size"], cfg["intermediate_size"]) == (
+        kv["command-r.block_count"], kv["command-r.embedding_length"], kv["command-r.feed_forward_length"])  # fmt: skip
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (
+        kv["command-r.attention.head_count"], kv["command-r.attention.head_count_kv"])  # fmt: skip
+    assert cfg["vocab_size"] == kv["tokenizer.ggml.tokens (length)"] == 256_000
+    assert (
+        cfg["model_max_length"] == kv["command-r.context_length"] and cfg["logit_scale"] == kv["command-r.logit_scale"]
+    )
 
 
 def _tensors_in_index(name: str, weight_map: dict[str, str]) -> int:
@@ -302,10 +319,11 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["gpt-oss-20b"]["params"] == 20_914_757_184 and rows["gpt-oss-20b"]["params_exact"] is True
     assert rows["gpt-oss-20b"]["weights"] == "mxfp4" and rows["deepseek-v3"]["weights"] == "fp8"
     assert rows["olmo-2-7b"]["weights"] == "fp32" and rows["llama-2-7b"]["weights"] == "fp16"
-    assert rows["command-r-v01"]["params_exact"] is False
-    assert sum(r["params_exact"] for r in rows.values()) == 55
+    assert rows["command-r-v01"]["params"] == 34_980_831_232 and rows["command-r-v01"]["params_exact"] is True
+    assert rows["falcon-h1-7b"]["params_exact"] is False
+    assert sum(r["params_exact"] for r in rows.values()) == 63
     # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
     assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
     assert rows["kimi-k2"]["weights"] == "fp8"
     table = kv("models").stdout
-    assert "≈35.00 B" in table and "20.91 B" in table
+    assert "≈7.00 B" in table and "34.98 B" in table and "20.91 B" in table
