@@ -125,8 +125,12 @@ MBRIDGE = {
     "glm-4.6": (
         _GLM,
         "glm45_355b_config",
-        {"model_type": "glm4_moe", "num_nextn_predict_layers": 1, "norm_topk_prob": True,
-         "kvplan_mtp_shares_embedding": True},
+        {
+            "model_type": "glm4_moe",
+            "num_nextn_predict_layers": 1,
+            "norm_topk_prob": True,
+            "kvplan_mtp_shares_embedding": True,
+        },
         "GLM-4.6 keeps GLM-4.5's architecture (zai-org/GLM-4.5 README; the shapes of its GGUF below equal the "
         "fixture's: 93 blocks with the MTP layer, width 5,120, 96 / 8 heads of 128, 160 experts of 1,536, 3 dense "
         "layers of 12,288, vocabulary 151,552); its MTP layer ships without its own embedding and head copies: the "
@@ -220,8 +224,18 @@ FAMILY_KEYS = {
     "minimax_m2": ("use_qk_norm", "use_routing_bias"),
     "llama4_text": ("use_qk_norm", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers"),
 }  # fmt: skip
-VISION_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size",
-               "num_channels", "projector_input_dim", "projector_output_dim", "vision_output_dim")
+VISION_KEYS = (
+    "model_type",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "patch_size",
+    "image_size",
+    "num_channels",
+    "projector_input_dim",
+    "projector_output_dim",
+    "vision_output_dim",
+)
 #: a multimodal config's own keys that shape its weights
 MULTIMODAL_KEYS = ("spatial_merge_size", "multimodal_projector_bias", "tie_word_embeddings")
 
