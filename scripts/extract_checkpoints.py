@@ -83,10 +83,9 @@ VERBATIM = {
     "llama-4-maverick": "NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py"
     "@0074a2241768 (LLAMA_4_MAVERICK_TWO_LAYER_CONFIG with its 48 text layers restored as its comment states) and "
     "AI-Hypercomputer/maxtext:src/maxtext/configs/models/llama4-17b-128e.yml@e591f30cbbf2 (the 34 vision layers)",
-    "llama-4-scout": "NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py"
-    "@0074a2241768 (Llama 4 Maverick's config: the vision encoder, the text widths) with Scout's text from "
-    "AI-Hypercomputer/maxtext:src/maxtext/configs/models/llama4-17b-16e.yml@e591f30cbbf2 (16 experts on every "
-    "layer, q/k norms, dense MLP 8,192 - unused, every layer being MoE)",
+    "llama-4-scout": "ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/"
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json@0b077da5e017 (its text config) with the vision encoder "
+    "Scout shares with Maverick (TensorRT-LLM's copy above; MaxText's llama4-17b-16e.yml states the same)",
     "command-r-v01": "ggml-org/llama.cpp:models/ggml-vocab-command-r.gguf (llama.cpp's conversion of "
     "CohereForAI/c4ai-command-r-v01: 40 blocks, width 8,192, FFN 22,528, 64 / 64 heads, 256,000 tokens) and "
     "the F16 conversion's 322 tensors, https://github.com/ggml-org/llama.cpp/pull/6033 (40 blocks of 8, token_embd, "
