@@ -349,7 +349,9 @@ BUILDERS: dict[str, Builder] = {
     "simulate": _simulate,
     "models": _models,
     "gpus": lambda pos, raw, server: GpusRequest(),
-    "explain": lambda pos, raw, server: ExplainRequest(pos["LOG"], parse(raw, "log_model").get("log_model")),
+    "explain": lambda pos, raw, server: ExplainRequest(
+        pos["LOG"], parse(raw, "log_model").get("log_model"), parse(raw, "gpu").get("gpu")
+    ),
 }
 
 

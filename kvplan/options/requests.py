@@ -76,6 +76,7 @@ class GpusRequest:
 class ExplainRequest:
     log: str  # a path, or "-" for standard input
     model: str | None = None  # what the log loaded, where its own path is not readable here
+    gpu: str | None = None  # a vLLM log's GPU preset (the log does not name it)
 
 
 CommandRequest = Union[  # noqa: UP007 (a runtime alias; X | Y of classes needs Python 3.10's types.UnionType)

@@ -1,8 +1,9 @@
-"""`kvplan explain`: a llama.cpp startup log's figures next to kvplan's, each with the rule behind it."""
+"""`kvplan explain`: a llama.cpp or vLLM startup log's figures next to kvplan's, each with the rule behind it."""
 
 from __future__ import annotations
 
 from kvplan.analysis.explain import Explanation
+from kvplan.analysis.explain_vllm import VllmExplanation
 from kvplan.errors import EXIT_NO
 from kvplan.model import ModelDescription
 from kvplan.report.document import DATA_FORMATS, Cell, Column, Document, Kind, Table
@@ -102,3 +103,95 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
 def _share(new: int | None, old: int | None) -> float | None:
     """The change as a share of the log's figure (+0.5 = half as much again)."""
     return None if new is None or not old else new / old - 1
+
+
+def explain_vllm_document(e: VllmExplanation, model: ModelDescription, units: Units) -> Document:
+    """A vLLM log's KV figures against kvplan's plan, and the flags that would change them."""
+    s, log = e.settings, e.log
+    n = len(e.figures)
+    n_equal = sum(f.equal for f in e.figures)
+    version = f"vLLM {log.version}" if log.version else "vLLM"
+    headline = (
+        f"{version} log: all {n} figures equal kvplan's plan of the same settings"
+        if e.explained
+        else f"{version} log: {n - n_equal} of {n} figures not explained"
+    )
+    columns = (
+        Column("figure", "Figure", wrap=True),
+        Column("log", "Log"),
+        Column("kvplan", "kvplan"),
+        Column("equal", "Equal"),
+        Column("why", "Why", wrap=True),
+        Column("kvplan_bytes", "kvplan bytes", Kind.INT, formats=DATA_FORMATS),
+    )
+    rows: list[dict[str, Cell]] = [
+        {"figure": f.what, "log": f.logged, "kvplan": f.kvplan, "equal": f.equal, "why": f.why,
+         "kvplan_bytes": f.kvplan_bytes}
+        for f in e.figures
+    ]  # fmt: skip
+    settings_line = (
+        f"--max-model-len {s.max_model_len or 'default'} --kv-cache-dtype {s.kv_cache_dtype} "
+        f"--tensor-parallel-size {s.tensor_parallel_size} --pipeline-parallel-size {s.pipeline_parallel_size}"
+        + (f" --block-size {s.block_size}" if s.block_size else "")
+        + f" (on {e.gpu})"
+    )
+    change_columns = (
+        Column("flags", "What would change it", wrap=True),
+        Column("tokens", "KV tokens", Kind.COUNT),
+        Column("tokens_change", "Δ tokens", Kind.SHARE),
+        Column("concurrency", "Concurrency", Kind.RATIO),
+    )
+    base = e.tokens
+    changes: list[dict[str, Cell]] = [
+        {"flags": c.flags, "tokens": c.tokens, "tokens_change": _share(c.tokens, base),
+         "concurrency": round(c.concurrency, 4)}
+        for c in e.changes
+    ]  # fmt: skip
+    warnings = [f"the file holds {log.runs} runs; the last one is explained"] if log.runs > 1 else []
+    return Document(
+        kind="explain",
+        headline=headline,
+        summary=(
+            ("model", f"{model.name} ({model.arch}) from {model.source}"),
+            ("settings the log states", settings_line),
+        ),
+        tables=(
+            Table("figures", columns, tuple(rows)),
+            Table(
+                "changes",
+                change_columns,
+                tuple(changes),
+                title="What would change it (kvplan's plan of each, on the same KV memory per GPU)",
+                csv=False,
+            ),
+        ),
+        notes=("vLLM prints the KV memory to 0.01 GiB and the tokens exactly; kvplan's bytes are in JSON", *e.notes),
+        warnings=tuple(warnings),
+        data={
+            "runtime": "vllm",
+            "version": log.version or None,
+            "explained": e.explained,
+            "runs": log.runs,
+            "blocks": e.blocks,
+            "block_bytes": e.block_bytes,
+            "kv_budget_bytes": e.budget_bytes,
+            "model": {"name": model.name, "arch": model.arch, "source": model.source},
+            "settings": {
+                "max_model_len": s.max_model_len,
+                "kv_cache_dtype": s.kv_cache_dtype,
+                "tensor_parallel_size": s.tensor_parallel_size,
+                "pipeline_parallel_size": s.pipeline_parallel_size,
+                "block_size": s.block_size,
+                "gpu": e.gpu,
+            },
+            "log": {
+                "model": log.model or None,
+                "available_gib": log.available_gib,
+                "kv_tokens": log.kv_tokens,
+                "gpu_blocks": log.gpu_blocks,
+                "concurrency": log.concurrency,
+                "concurrency_len": log.concurrency_len,
+            },
+        },
+        exit_code=0 if e.explained else EXIT_NO,
+    )

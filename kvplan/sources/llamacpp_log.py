@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from kvplan.errors import BadInputError
 from kvplan.sources.files import NotRegularFile, open_regular
+from kvplan.sources.vllm_log import VllmLog
+from kvplan.sources.vllm_log import take as take_vllm
 
 MAX_LINE = 64 << 10  # a startup line is under 200 bytes; a log line past this is cut
 MAX_FILE = 4 << 30  # what is read at most (a server's log grows with every request)
@@ -164,9 +166,25 @@ def _lines(data: Iterator[bytes]) -> Iterator[str]:
 
 
 def read_log(path: str) -> LlamaCppLog:
-    """A log file's last run (`-`: standard input), read as a bounded stream of lines; a file that is not a
-    llama.cpp startup log is one clear error."""
+    """A llama.cpp log file's last run (`-`: standard input); a file that is not a llama.cpp startup log is one
+    clear error."""
+    log = read_server_log(path)
+    if not isinstance(log, LlamaCppLog):
+        raise BadInputError(f"{path}: a vLLM log, not a llama.cpp startup log")
+    return log
+
+
+def read_server_log(path: str) -> LlamaCppLog | VllmLog:
+    """A startup log's last run (`-`: standard input), read once as a bounded stream of lines: llama.cpp's where
+    the log has llama.cpp's lines, else vLLM's; a file that is neither is one clear error."""
     import sys
+
+    vllm = [VllmLog()]
+
+    def tee(lines: Iterator[str]) -> Iterator[str]:
+        for line in lines:  # each line to both readers: the file is read once, in bounded memory
+            vllm[0] = take_vllm(vllm[0], _ANSI.sub("", line).rstrip("\r\n"))
+            yield line
 
     try:
         fh = sys.stdin.buffer if path == "-" else open_regular(path)  # closed below (not stdin)
@@ -175,15 +193,18 @@ def read_log(path: str) -> LlamaCppLog:
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read the log: {exc.strerror or exc}") from None
     try:
-        log = parse_lines(_lines(_bounded(fh, path)))
+        log = parse_lines(tee(_lines(_bounded(fh, path))))
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read the log: {exc.strerror or exc}") from None
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
     if not log.model and not log.caches and not log.context:
+        if vllm[0].found:
+            return vllm[0]
         raise BadInputError(
-            f"{path}: not a llama.cpp startup log (no print_info, llama_context or llama_kv_cache lines)"
+            f"{path}: not a llama.cpp or vLLM startup log (no print_info, llama_context or llama_kv_cache lines; "
+            "no GPU KV cache size or # GPU blocks line)"
         )
     return log
 

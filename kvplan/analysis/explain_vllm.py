@@ -1,0 +1,280 @@
+"""A vLLM startup log accounted for figure by figure (`kvplan explain` on a vLLM log): the settings the log states
+re-planned with kvplan's port of vLLM's planner (kvplan/runtimes/engines/vllm), and the KV cache figures vLLM
+prints — its token capacity, the blocks behind it, the maximum concurrency and the context it is for — side by
+side with kvplan's, each with the rule that produced it.
+
+vLLM prints the memory it gives the KV cache rounded to 0.01 GiB, and the tokens and blocks exactly. So kvplan
+finds the blocks that give the logged tokens (vLLM 0.33's ``get_kv_cache_capacity``: blocks ÷ the blocks one
+request of max_model_len takes × max_model_len), checks that the printed memory holds exactly that many blocks of
+the page kvplan computes, and then compares every other figure at the log's precision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvplan.analysis.explain import Figure
+from kvplan.errors import BadInputError, KvplanError
+from kvplan.model import ModelDescription
+from kvplan.runtimes.engines import VLLM, Capacity, EngineSettings
+from kvplan.runtimes.engines.paged import RankMemory
+from kvplan.sources.vllm_log import VllmLog
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """The GPU a vLLM log is re-planned for: vLLM picks its attention backend (hence the block size) and its batch
+    defaults by it."""
+
+    name: str
+    memory_bytes: int
+    capability: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class VllmChange:
+    """A flag change a vLLM user makes, and kvplan's plan of it on the log's KV memory."""
+
+    flags: str
+    tokens: int
+    concurrency: float
+
+
+@dataclass(frozen=True)
+class VllmExplanation:
+    log: VllmLog
+    settings: EngineSettings
+    gpu: str
+    figures: tuple[Figure, ...]
+    notes: tuple[str, ...]
+    blocks: int | None = None  # the block ids vLLM's figures come from
+    block_bytes: int = 0  # a block id's bytes on one GPU
+    budget_bytes: int | None = None  # the KV memory kvplan plans with (the log's, to the byte where it can tell)
+    tokens: int | None = None  # kvplan's KV tokens for those blocks
+    changes: tuple[VllmChange, ...] = ()
+
+    @property
+    def explained(self) -> bool:
+        return all(f.equal for f in self.figures)
+
+
+def _int(value: str | None, what: str) -> int | None:
+    if value is None or value in ("None", "auto", ""):
+        return None
+    try:
+        return int(float(value))
+    except ValueError:
+        raise BadInputError(f"the log's {what} is {value!r}, not a number") from None
+
+
+def settings_of(log: VllmLog, gpu: GpuFacts) -> EngineSettings:
+    """The KV-relevant settings the log states, resolved as `vllm serve` resolves them for the GPU."""
+    dtype = (log.setting("kv_cache_dtype") or "auto").lower()
+    prefix = log.setting("enable_prefix_caching")
+    util = log.setting("gpu_memory_utilization") or log.utilization
+    s = EngineSettings(
+        kv_cache_dtype=dtype,
+        tensor_parallel_size=_int(log.setting("tensor_parallel_size"), "tensor_parallel_size") or 1,
+        pipeline_parallel_size=_int(log.setting("pipeline_parallel_size"), "pipeline_parallel_size") or 1,
+        block_size=_int(log.setting("block_size"), "block_size"),
+        max_model_len=_int(log.setting("max_model_len"), "max_model_len"),
+        gpu_memory_utilization=float(util) if util else None,
+        max_num_batched_tokens=_int(log.setting("max_num_batched_tokens"), "max_num_batched_tokens"),
+        max_num_seqs=_int(log.setting("max_num_seqs"), "max_num_seqs"),
+        enable_prefix_caching=None if prefix is None else prefix == "True",
+        capability=gpu.capability,
+        gpu_name=gpu.name,
+    )
+    return VLLM.resolve(s, gpu.memory_bytes, gpu.name)
+
+
+def _capacity(model: ModelDescription, s: EngineSettings, gpu: GpuFacts, budget: int) -> Capacity:
+    s = replace(s, kv_cache_memory_bytes=budget)
+    return VLLM.capacity(model, s, VLLM.build_layout(model, s), RankMemory(gpu.memory_bytes, 0, 0))
+
+
+def _blocks_for_tokens(model: ModelDescription, s: EngineSettings, gpu: GpuFacts, tokens: int, bb: int) -> int | None:
+    """The block ids whose capacity vLLM prints as ``tokens`` (the capacity grows with the blocks), or None."""
+    lo, hi = 0, max(1, tokens)
+    while lo < hi:  # the fewest blocks with at least that capacity
+        mid = (lo + hi) // 2
+        if _capacity(model, s, gpu, mid * bb).tokens >= tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo if _capacity(model, s, gpu, lo * bb).tokens == tokens else None
+
+
+def explain_vllm(log: VllmLog, model: ModelDescription, gpu: GpuFacts, gpu_assumed: bool) -> VllmExplanation:
+    """The log's KV figures against kvplan's plan of the settings it states on ``gpu``."""
+    s = settings_of(log, gpu)
+    notes: list[str] = []
+    if log.version and not log.version.startswith("0.33"):
+        notes.append(f"the log is vLLM {log.version}'s; kvplan follows vLLM 0.33's rules")
+    if gpu_assumed:
+        notes.append(f"the log does not name its GPU: planned for {gpu.name} (pass --gpu); the GPU picks the "
+                     "attention backend, hence the block size")  # fmt: skip
+    try:
+        probe = _capacity(model, s, gpu, GIB)
+    except KvplanError as exc:
+        raise BadInputError(f"kvplan cannot plan this log's settings for vLLM: {exc}") from None
+    bb = probe.layout.block_bytes
+    figures: list[Figure] = []
+    max_len = probe.max_model_len
+    if log.concurrency_len is not None:
+        equal = log.concurrency_len == max_len
+        figures.append(Figure("max_model_len (the concurrency's request length)", f"{log.concurrency_len:,}",
+                              f"{max_len:,}", equal, _len_why(log) if equal else "not explained"))  # fmt: skip
+    blocks = _blocks(log, model, s, gpu, bb, figures)
+    if blocks is not None:
+        figures += _block_figures(log, model, s, gpu, blocks, bb)
+    if not figures:
+        raise BadInputError("the vLLM log prints no KV cache figure (GPU KV cache size, # GPU blocks)")
+    budget = blocks * bb if blocks is not None else _available(log)
+    changes = _changes(model, s, gpu, budget, log) if budget else ()
+    tokens = _capacity(model, s, gpu, budget).tokens if budget else None
+    return VllmExplanation(log, s, gpu.name, tuple(figures), tuple(notes), blocks, bb, budget, tokens, changes)
+
+
+def _page(s: EngineSettings, bs: int, bb: int) -> str:
+    tp = s.tensor_parallel_size
+    return (f"a block id holds {bs} tokens of every KV layer a GPU keeps: {bb:,} B ({s.kv_cache_dtype} cache, "
+            f"{tp} GPU{'s' if tp > 1 else ''} of tensor parallelism)")  # fmt: skip
+
+
+def _blocks(
+    log: VllmLog, model: ModelDescription, s: EngineSettings, gpu: GpuFacts, bb: int, figures: list[Figure]
+) -> int | None:
+    """The block ids the log's figures come from: those giving its token count, its `# GPU blocks`, or V0's
+    refusal's tokens ÷ the block size."""
+    bs = _capacity(model, s, gpu, GIB).layout.block_tokens
+    blocks: int | None = None
+    if log.kv_tokens is not None:
+        blocks = _blocks_for_tokens(model, s, gpu, log.kv_tokens, bb)
+        if blocks is None:
+            got = _capacity(model, s, gpu, _available(log) or GIB).tokens
+            figures.append(Figure("GPU KV cache size, tokens", f"{log.kv_tokens:,}", f"{got:,}", False,
+                                  f"not explained: no whole number of {bb:,} B blocks gives {log.kv_tokens:,} tokens "
+                                  f"({_page(s, bs, bb)})"))  # fmt: skip
+    elif log.gpu_blocks is not None:
+        blocks = log.gpu_blocks
+    elif log.stored_tokens is not None and log.stored_tokens % bs == 0:  # V0: blocks × block size
+        blocks = log.stored_tokens // bs
+    if log.stored_tokens is not None:
+        held = blocks * bs if blocks is not None else None
+        equal = held == log.stored_tokens and log.refused_len is not None
+        why = "not explained"
+        if equal and held is not None and log.refused_len:
+            why = (f"{held // bs:,} blocks × {bs} tokens, fewer than the {log.refused_len:,} one request of the max "
+                   "seq len needs: vLLM refused to start")  # fmt: skip
+        figures.append(Figure("tokens the KV cache stores (V0's refusal)", f"{log.stored_tokens:,}",
+                              f"{held:,}" if held is not None else "-", equal, why))  # fmt: skip
+    return blocks
+
+
+def _block_figures(
+    log: VllmLog, model: ModelDescription, s: EngineSettings, gpu: GpuFacts, blocks: int, bb: int
+) -> list[Figure]:
+    """The figures that follow from the blocks: the tokens, the blocks, the memory that holds them, the
+    concurrency."""
+    cap = _capacity(model, s, gpu, blocks * bb)
+    bs, max_len = cap.layout.block_tokens, cap.max_model_len
+    page = _page(s, bs, bb)
+    out: list[Figure] = []
+    if log.kv_tokens is not None:
+        out.append(Figure("GPU KV cache size, tokens", f"{log.kv_tokens:,}", f"{cap.tokens:,}", True,
+                          f"{blocks:,} blocks: {cap.concurrency:.4f} requests of {max_len:,} tokens × {max_len:,}; "
+                          f"{page}"))  # fmt: skip
+    if log.gpu_blocks is not None:
+        out.append(Figure("GPU blocks", f"{log.gpu_blocks:,}", f"{blocks:,}", True, page))
+    if log.available_gib is not None:
+        out.append(_memory_figure(log, s, blocks, bb))
+    if log.concurrency is not None:
+        mine = f"{cap.concurrency:.2f}"
+        why = (f"{blocks:,} blocks ÷ {cap.layout.request_blocks(max_len):,} blocks a request of {max_len:,} tokens "
+               "takes")  # fmt: skip
+        equal = mine == log.concurrency
+        out.append(Figure(f"Maximum concurrency for {max_len:,} tokens per request", f"{log.concurrency}x",
+                          f"{mine}x", equal, why if equal else "not explained"))  # fmt: skip
+    return out
+
+
+def _memory_figure(log: VllmLog, s: EngineSettings, blocks: int, bb: int) -> Figure:
+    """The printed KV memory against the memory that holds exactly the blocks (vLLM rounds it to 0.01 GiB)."""
+    assert log.available_gib is not None
+    low, high = blocks * bb, (blocks + 1) * bb
+    shown = float(log.available_gib)
+    fits = low < (shown + 0.005) * GIB and high > (shown - 0.005) * GIB
+    why = (f"{blocks:,} blocks of {bb:,} B: any KV memory from {low / GIB:.4f} to {high / GIB:.4f} GiB holds "
+           f"exactly these, printed as {log.available_gib}")  # fmt: skip
+    if not fits:
+        why = f"not explained: {blocks:,} blocks take {low / GIB:.4f}–{high / GIB:.4f} GiB"
+        if s.tensor_parallel_size * s.pipeline_parallel_size > 1:
+            why += "; vLLM gives every GPU the smallest count any GPU holds, and the log prints one GPU's memory"
+    return Figure("Available KV cache memory, GiB", log.available_gib, f"{low / GIB:.2f}", fits, why, low)
+
+
+def _available(log: VllmLog) -> int | None:
+    return int(float(log.available_gib) * GIB) if log.available_gib else None
+
+
+def _len_why(log: VllmLog) -> str:
+    if log.setting("max_model_len"):
+        return "the --max-model-len the run was given"
+    return "the model's own context, as vLLM derives it from config.json"
+
+
+def _changes(
+    model: ModelDescription, s: EngineSettings, gpu: GpuFacts, budget: int, log: VllmLog
+) -> tuple[VllmChange, ...]:
+    """The flags that change the figure users want larger, each planned on the same KV memory per GPU."""
+    out: list[VllmChange] = []
+    candidates: list[tuple[str, EngineSettings, int]] = []
+    if s.kv_cache_dtype == "auto":
+        candidates.append(("--kv-cache-dtype fp8", replace(s, kv_cache_dtype="fp8"), budget))
+    cap = _capacity(model, s, gpu, budget)
+    max_len = cap.max_model_len
+    if cap.concurrency < 1:  # vLLM refuses to start: the longest context one request can have
+        best = cap.max_context(1, max_len)
+        if best > 0:
+            candidates.append((f"--max-model-len {best} (the longest that fits)", replace(s, max_model_len=best),
+                               budget))  # fmt: skip
+    elif max_len >= 2048:
+        candidates.append((f"--max-model-len {max_len // 2}", replace(s, max_model_len=max_len // 2), budget))
+    if log.total_gib and s.gpu_memory_utilization and s.gpu_memory_utilization <= 0.94:
+        util = round(s.gpu_memory_utilization + 0.05, 2)
+        more = int(0.05 * float(log.total_gib) * GIB)
+        candidates.append((f"--gpu-memory-utilization {util:g}", s, budget + more))
+    for flags, changed, mem in candidates:
+        try:
+            cap = _capacity(model, changed, gpu, mem)
+        except KvplanError:
+            continue
+        out.append(VllmChange(flags, cap.tokens, cap.concurrency))
+    return tuple(out)
+
+
+def vllm_model_for(log: VllmLog, log_path: str, given: str | None) -> ModelDescription:
+    """The model to re-plan: the one given, else the catalog entry whose Hugging Face id the log names (a local
+    path's last part is tried as an id's name too)."""
+    from kvplan.errors import UsageError
+    from kvplan.sources import load_model
+    from kvplan.sources.catalog import catalog_name, hf_ids
+
+    if given:
+        return load_model(given)
+    named = log.model
+    if not named:
+        raise UsageError(f"{log_path}: the log names no model; give the model with -m MODEL")
+    name = catalog_name(named)
+    if name is None:  # a local folder named after its repository (…/Qwen3-8B): match the repository's name
+        tail = named.rstrip("/").rsplit("/", 1)[-1].lower()
+        matches = {n for hf, n in hf_ids().items() if hf.rsplit("/", 1)[-1] == tail}
+        name = matches.pop() if len(matches) == 1 else None
+    if name is None:
+        raise UsageError(
+            f"{log_path}: the log served {named!r}, which is not in the catalog; give its config.json folder, spec "
+            "or catalog name with -m MODEL"
+        )
+    return load_model(name)
