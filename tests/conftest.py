@@ -44,6 +44,7 @@ ORACLES = frozenset(
         "test_cuda_graph_recorded.py",
         "test_sched.py",
         "test_vllm_context.py",
+        "test_explain_vllm.py",
     }
 )
 SAMPLE = 20

@@ -53,6 +53,7 @@ class VllmExplanation:
     budget_bytes: int | None = None  # the KV memory kvplan plans with (the log's, to the byte where it can tell)
     tokens: int | None = None  # kvplan's KV tokens for those blocks
     changes: tuple[VllmChange, ...] = ()
+    max_model_len: int = 0  # the context the run serves: the one given, or the model's own as vLLM derives it
 
     @property
     def explained(self) -> bool:
@@ -60,12 +61,29 @@ class VllmExplanation:
 
 
 def _int(value: str | None, what: str) -> int | None:
-    if value is None or value in ("None", "auto", ""):
+    """A positive whole setting as the log states it; None where it states none (or vLLM's -1, auto)."""
+    if value is None or value in ("None", "auto", "", "-1"):
         return None
     try:
-        return int(float(value))
-    except ValueError:
+        number = int(float(value))
+    except (ValueError, OverflowError):
         raise BadInputError(f"the log's {what} is {value!r}, not a number") from None
+    if not 0 < number <= 1 << 40:
+        raise BadInputError(f"the log's {what} is {value}; expected a positive number")
+    return number
+
+
+def _fraction(value: str | None) -> float | None:
+    """gpu_memory_utilization as the log states it: a share of the GPU in (0, 1]."""
+    if value is None or value in ("None", ""):
+        return None
+    try:
+        share = float(value)
+    except ValueError:
+        raise BadInputError(f"the log's gpu_memory_utilization is {value!r}, not a number") from None
+    if not 0 < share <= 1:
+        raise BadInputError(f"the log's gpu_memory_utilization is {value}; expected a share of the GPU in (0, 1]")
+    return share
 
 
 def settings_of(log: VllmLog, gpu: GpuFacts) -> EngineSettings:
@@ -79,10 +97,12 @@ def settings_of(log: VllmLog, gpu: GpuFacts) -> EngineSettings:
         pipeline_parallel_size=_int(log.setting("pipeline_parallel_size"), "pipeline_parallel_size") or 1,
         block_size=_int(log.setting("block_size"), "block_size"),
         max_model_len=_int(log.setting("max_model_len"), "max_model_len"),
-        gpu_memory_utilization=float(util) if util else None,
+        gpu_memory_utilization=_fraction(util),
         max_num_batched_tokens=_int(log.setting("max_num_batched_tokens"), "max_num_batched_tokens"),
         max_num_seqs=_int(log.setting("max_num_seqs"), "max_num_seqs"),
         enable_prefix_caching=None if prefix is None else prefix == "True",
+        disable_hybrid_kv_cache_manager=log.setting("disable_hybrid_kv_cache_manager") == "True",
+        mamba_ssm_cache_dtype=log.setting("mamba_ssm_cache_dtype"),
         capability=gpu.capability,
         gpu_name=gpu.name,
     )
@@ -134,7 +154,7 @@ def explain_vllm(log: VllmLog, model: ModelDescription, gpu: GpuFacts, gpu_assum
     budget = blocks * bb if blocks is not None else _available(log)
     changes = _changes(model, s, gpu, budget, log) if budget else ()
     tokens = _capacity(model, s, gpu, budget).tokens if budget else None
-    return VllmExplanation(log, s, gpu.name, tuple(figures), tuple(notes), blocks, bb, budget, tokens, changes)
+    return VllmExplanation(log, s, gpu.name, tuple(figures), tuple(notes), blocks, bb, budget, tokens, changes, max_len)
 
 
 def _page(s: EngineSettings, bs: int, bb: int) -> str:
@@ -256,8 +276,9 @@ def _changes(
 
 
 def vllm_model_for(log: VllmLog, log_path: str, given: str | None) -> ModelDescription:
-    """The model to re-plan: the one given, else the catalog entry whose Hugging Face id the log names (a local
-    path's last part is tried as an id's name too)."""
+    """The model to re-plan: the one given, else the folder the log served from where it is readable here, else
+    the catalog entry whose Hugging Face id the log names (a local path's last part is tried as an id's name
+    too)."""
     from kvplan.errors import UsageError
     from kvplan.sources import load_model
     from kvplan.sources.catalog import catalog_name, hf_ids
@@ -267,6 +288,10 @@ def vllm_model_for(log: VllmLog, log_path: str, given: str | None) -> ModelDescr
     named = log.model
     if not named:
         raise UsageError(f"{log_path}: the log names no model; give the model with -m MODEL")
+    import os
+
+    if os.path.isdir(named) or os.path.isfile(named):  # a local folder vLLM served from, readable here
+        return load_model(named)
     name = catalog_name(named)
     if name is None:  # a local folder named after its repository (…/Qwen3-8B): match the repository's name
         tail = named.rstrip("/").rsplit("/", 1)[-1].lower()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from kvplan.analysis.explain import Explanation
+from dataclasses import replace
+
+from kvplan.analysis.explain import Explanation, Figure
 from kvplan.analysis.explain_vllm import VllmExplanation
 from kvplan.errors import EXIT_NO
 from kvplan.model import ModelDescription
@@ -13,26 +15,7 @@ from kvplan.units import Units
 def explain_document(e: Explanation, runs: int, model: ModelDescription, units: Units) -> Document:
     """The figures table, the settings the log states, and a warning where the file held several runs."""
     s = e.settings
-    n_equal = sum(f.equal for f in e.figures)
-    n = len(e.figures)
-    headline = (
-        f"llama.cpp log: all {n} figures equal kvplan's plan of the same settings"
-        if e.explained
-        else f"llama.cpp log: {n - n_equal} of {n} figures not explained"
-    )
-    columns = (
-        Column("figure", "Figure", wrap=True),
-        Column("log", "Log"),
-        Column("kvplan", "kvplan"),
-        Column("equal", "Equal"),
-        Column("why", "Why", wrap=True),
-        Column("kvplan_bytes", "kvplan bytes", Kind.INT, formats=DATA_FORMATS),
-    )
-    rows: list[dict[str, Cell]] = [
-        {"figure": f.what, "log": f.logged, "kvplan": f.kvplan, "equal": f.equal, "why": f.why,
-         "kvplan_bytes": f.kvplan_bytes}
-        for f in e.figures
-    ]  # fmt: skip
+    headline = _headline("llama.cpp log", e.figures)
     settings_line = (
         f"-c {s.n_ctx} -np {s.n_seq}{' -kvu' if s.kv_unified else ''} -b {s.n_batch} -ub {s.n_ubatch} "
         f"-ctk {s.type_k} -ctv {s.type_v} -fa {s.flash_attn.value}{' --swa-full' if s.swa_full else ''} "
@@ -55,9 +38,42 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
         }
         for c in e.changes
     ]
-    warnings = []
-    if runs > 1:
-        warnings.append(f"the file holds {runs} runs; the last one is explained")
+    table = Table("changes", change_columns, tuple(changes), title="What would change it (kvplan's plan of each)")
+    notes = ("MiB as llama.cpp prints them (two decimals); kvplan's exact bytes are in JSON", *e.notes)
+    data: dict[str, object] = {
+        "explained": e.explained,
+        "runs": runs,
+        "kv_bytes": e.kv_bytes,
+        "compute_bytes": e.compute_bytes,
+        "model": {"name": model.name, "arch": model.arch, "source": model.source},
+        "settings": {
+            "n_ctx": s.n_ctx,
+            "n_seq": s.n_seq,
+            "kv_unified": s.kv_unified,
+            "n_batch": s.n_batch,
+            "n_ubatch": s.n_ubatch,
+            "type_k": s.type_k,
+            "type_v": s.type_v,
+            "flash_attn": s.flash_attn.value,
+            "swa_full": s.swa_full,
+            "backend": s.backend.value,
+        },
+    }
+    return _document(headline, model, settings_line, e.figures, table, notes, runs, data)
+
+
+def _document(
+    headline: str,
+    model: ModelDescription,
+    settings_line: str,
+    figures: tuple[Figure, ...],
+    changes: Table,
+    notes: tuple[str, ...],
+    runs: int,
+    data: dict[str, object],
+) -> Document:
+    """An explanation: the headline, the model and settings, the figures, what would change them; exit 0 when
+    every figure is explained, 1 when one is not."""
     return Document(
         kind="explain",
         headline=headline,
@@ -65,57 +81,23 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
             ("model", f"{model.name} ({model.arch}) from {model.source}"),
             ("settings the log states", settings_line),
         ),
-        tables=(
-            Table("figures", columns, tuple(rows)),
-            Table(
-                "changes",
-                change_columns,
-                tuple(changes),
-                title="What would change it (kvplan's plan of each)",
-                csv=False,
-            ),
-        ),
-        notes=("MiB as llama.cpp prints them (two decimals); kvplan's exact bytes are in JSON", *e.notes),
-        warnings=tuple(warnings),
-        data={
-            "explained": e.explained,
-            "runs": runs,
-            "kv_bytes": e.kv_bytes,
-            "compute_bytes": e.compute_bytes,
-            "model": {"name": model.name, "arch": model.arch, "source": model.source},
-            "settings": {
-                "n_ctx": s.n_ctx,
-                "n_seq": s.n_seq,
-                "kv_unified": s.kv_unified,
-                "n_batch": s.n_batch,
-                "n_ubatch": s.n_ubatch,
-                "type_k": s.type_k,
-                "type_v": s.type_v,
-                "flash_attn": s.flash_attn.value,
-                "swa_full": s.swa_full,
-                "backend": s.backend.value,
-            },
-        },
-        exit_code=0 if e.explained else EXIT_NO,
+        tables=(_figures_table(figures), replace(changes, csv=False)),
+        notes=notes,
+        warnings=(f"the file holds {runs} runs; the last one is explained",) if runs > 1 else (),
+        data=data,
+        exit_code=0 if all(f.equal for f in figures) else EXIT_NO,
     )
 
 
-def _share(new: int | None, old: int | None) -> float | None:
-    """The change as a share of the log's figure (+0.5 = half as much again)."""
-    return None if new is None or not old else new / old - 1
+def _headline(what: str, figures: tuple[Figure, ...]) -> str:
+    n, wrong = len(figures), sum(not f.equal for f in figures)
+    if not wrong:
+        return f"{what}: all {n} figures equal kvplan's plan of the same settings"
+    return f"{what}: {wrong} of {n} figures not explained"
 
 
-def explain_vllm_document(e: VllmExplanation, model: ModelDescription, units: Units) -> Document:
-    """A vLLM log's KV figures against kvplan's plan, and the flags that would change them."""
-    s, log = e.settings, e.log
-    n = len(e.figures)
-    n_equal = sum(f.equal for f in e.figures)
-    version = f"vLLM {log.version}" if log.version else "vLLM"
-    headline = (
-        f"{version} log: all {n} figures equal kvplan's plan of the same settings"
-        if e.explained
-        else f"{version} log: {n - n_equal} of {n} figures not explained"
-    )
+def _figures_table(figures: tuple[Figure, ...]) -> Table:
+    """The log's figures beside kvplan's, each with its rule (kvplan's exact bytes in the data formats)."""
     columns = (
         Column("figure", "Figure", wrap=True),
         Column("log", "Log"),
@@ -127,10 +109,23 @@ def explain_vllm_document(e: VllmExplanation, model: ModelDescription, units: Un
     rows: list[dict[str, Cell]] = [
         {"figure": f.what, "log": f.logged, "kvplan": f.kvplan, "equal": f.equal, "why": f.why,
          "kvplan_bytes": f.kvplan_bytes}
-        for f in e.figures
+        for f in figures
     ]  # fmt: skip
+    return Table("figures", columns, tuple(rows))
+
+
+def _share(new: int | None, old: int | None) -> float | None:
+    """The change as a share of the log's figure (+0.5 = half as much again)."""
+    return None if new is None or not old else new / old - 1
+
+
+def explain_vllm_document(e: VllmExplanation, model: ModelDescription, units: Units) -> Document:
+    """A vLLM log's KV figures against kvplan's plan, and the flags that would change them."""
+    s, log = e.settings, e.log
+    headline = _headline(f"vLLM {log.version} log" if log.version else "vLLM log", e.figures)
     settings_line = (
-        f"--max-model-len {s.max_model_len or 'default'} --kv-cache-dtype {s.kv_cache_dtype} "
+        f"--max-model-len {e.max_model_len}{'' if s.max_model_len else ' (the model’s own)'} "
+        f"--kv-cache-dtype {s.kv_cache_dtype} "
         f"--tensor-parallel-size {s.tensor_parallel_size} --pipeline-parallel-size {s.pipeline_parallel_size}"
         + (f" --block-size {s.block_size}" if s.block_size else "")
         + f" (on {e.gpu})"
@@ -147,51 +142,33 @@ def explain_vllm_document(e: VllmExplanation, model: ModelDescription, units: Un
          "concurrency": round(c.concurrency, 4)}
         for c in e.changes
     ]  # fmt: skip
-    warnings = [f"the file holds {log.runs} runs; the last one is explained"] if log.runs > 1 else []
-    return Document(
-        kind="explain",
-        headline=headline,
-        summary=(
-            ("model", f"{model.name} ({model.arch}) from {model.source}"),
-            ("settings the log states", settings_line),
-        ),
-        tables=(
-            Table("figures", columns, tuple(rows)),
-            Table(
-                "changes",
-                change_columns,
-                tuple(changes),
-                title="What would change it (kvplan's plan of each, on the same KV memory per GPU)",
-                csv=False,
-            ),
-        ),
-        notes=("vLLM prints the KV memory to 0.01 GiB and the tokens exactly; kvplan's bytes are in JSON", *e.notes),
-        warnings=tuple(warnings),
-        data={
-            "runtime": "vllm",
-            "version": log.version or None,
-            "explained": e.explained,
-            "runs": log.runs,
-            "blocks": e.blocks,
-            "block_bytes": e.block_bytes,
-            "kv_budget_bytes": e.budget_bytes,
-            "model": {"name": model.name, "arch": model.arch, "source": model.source},
-            "settings": {
-                "max_model_len": s.max_model_len,
-                "kv_cache_dtype": s.kv_cache_dtype,
-                "tensor_parallel_size": s.tensor_parallel_size,
-                "pipeline_parallel_size": s.pipeline_parallel_size,
-                "block_size": s.block_size,
-                "gpu": e.gpu,
-            },
-            "log": {
-                "model": log.model or None,
-                "available_gib": log.available_gib,
-                "kv_tokens": log.kv_tokens,
-                "gpu_blocks": log.gpu_blocks,
-                "concurrency": log.concurrency,
-                "concurrency_len": log.concurrency_len,
-            },
+    title = "What would change it (kvplan's plan of each, on the same KV memory per GPU)"
+    notes = ("vLLM prints the KV memory to 0.01 GiB and the tokens exactly; kvplan's bytes are in JSON", *e.notes)
+    table = Table("changes", change_columns, tuple(changes), title=title)
+    data: dict[str, object] = {
+        "runtime": "vllm",
+        "version": log.version or None,
+        "explained": e.explained,
+        "runs": log.runs,
+        "blocks": e.blocks,
+        "block_bytes": e.block_bytes,
+        "kv_budget_bytes": e.budget_bytes,
+        "model": {"name": model.name, "arch": model.arch, "source": model.source},
+        "settings": {
+            "max_model_len": e.max_model_len,
+            "kv_cache_dtype": s.kv_cache_dtype,
+            "tensor_parallel_size": s.tensor_parallel_size,
+            "pipeline_parallel_size": s.pipeline_parallel_size,
+            "block_size": s.block_size,
+            "gpu": e.gpu,
         },
-        exit_code=0 if e.explained else EXIT_NO,
-    )
+        "log": {
+            "model": log.model or None,
+            "available_gib": log.available_gib,
+            "kv_tokens": log.kv_tokens,
+            "gpu_blocks": log.gpu_blocks,
+            "concurrency": log.concurrency,
+            "concurrency_len": log.concurrency_len,
+        },
+    }
+    return _document(headline, model, settings_line, e.figures, table, notes, log.runs, data)

@@ -434,12 +434,7 @@ def _minimax_m1(c: _Cfg, family: str) -> ParamCount:
     k.linear(f"{L}.self_attn.v_proj", n_kv * hd, d, n_soft)
     k.linear(f"{L}.self_attn.o_proj", d, q, n_soft)
     k.add(2 * d * n_layer)  # input, post-attention norms
-    n_exp, ff = c.int("num_local_experts"), c.int("intermediate_size")
-    moe = f"{L}.block_sparse_moe"
-    k.linear(f"{moe}.experts.w1", ff, d, n_exp * n_layer, expert=True)
-    k.linear(f"{moe}.experts.w3", ff, d, n_exp * n_layer, expert=True)
-    k.linear(f"{moe}.experts.w2", d, ff, n_exp * n_layer, expert=True)
-    k.linear(f"{moe}.gate", n_exp, d, n_layer, quantized=False)
+    _minimax_experts(k, c, d, n_layer)
     k.add(d)  # the final norm
     tied = c.flag("tie_word_embeddings", False)
     if not tied:
@@ -498,11 +493,7 @@ def _cohere(c: _Cfg) -> ParamCount:
         k.add((n_head + c.int("num_key_value_heads", n_head)) * hd * n_layer)
     _gated_mlp(k, f"{L}.mlp", d, c.int("intermediate_size"), n_layer)
     _norms(k, d, n_layer + 1)  # input_layernorm (the only norm of a layer), the final norm
-    tied = _head(k, c, d, vocab, True)
-    basis = f"CohereForCausalLM's tensors: {n_layer} layers, vocabulary {vocab:,}, " + (
-        "tied embeddings" if tied else "separate output head"
-    )
-    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+    return _closed(k, c, d, vocab, True, f"CohereForCausalLM's tensors: {n_layer} layers")
 
 
 def _dt_rank(c: _Cfg, key: str, d: int) -> int:
@@ -541,12 +532,8 @@ def _mamba(c: _Cfg, family: str) -> ParamCount:
     k = _Counter()
     _mamba1(k, c, d, n_layer, "backbone.layers.*.mixer", _MAMBA_KEYS, bc_norms=False)
     _norms(k, d, n_layer + 1)
-    tied = _head(k, c, d, vocab, True)
     name = "FalconMambaForCausalLM" if family == "falcon_mamba" else "MambaForCausalLM"
-    basis = f"{name}'s tensors: {n_layer} layers, vocabulary {vocab:,}, " + (
-        "tied embeddings" if tied else "separate output head"
-    )
-    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+    return _closed(k, c, d, vocab, True, f"{name}'s tensors: {n_layer} layers")
 
 
 def _expand(c: _Cfg, key: str, d: int, default: int = 2) -> int:
@@ -589,11 +576,7 @@ def _mamba2(c: _Cfg) -> ParamCount:
     k = _Counter()
     _mamba2_mixer(k, c, d, n_layer, "backbone.layers.*.mixer", _MAMBA2_KEYS, _expand(c, "expand", d), gated_norm=True)
     _norms(k, d, n_layer + 1)
-    tied = _head(k, c, d, vocab, False)
-    basis = f"Mamba2ForCausalLM's tensors: {n_layer} layers, vocabulary {vocab:,}, " + (
-        "tied embeddings" if tied else "separate output head"
-    )
-    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+    return _closed(k, c, d, vocab, False, f"Mamba2ForCausalLM's tensors: {n_layer} layers")
 
 
 #: Granite 4.0 H's mixer: mamba_proj_bias on in_proj and out_proj; Falcon-H1's: projectors_bias on out_proj
@@ -613,12 +596,8 @@ def _falcon_h1(c: _Cfg) -> ParamCount:
     _attention(k, c, d, n_layer, bias=c.flag("attention_bias", False))
     _gated_mlp(k, f"{L}.feed_forward", d, c.int("intermediate_size"), n_layer, bias=c.flag("mlp_bias", False))
     _norms(k, d, 2 * n_layer + 1)
-    tied = _head(k, c, d, vocab, False)
-    basis = (
-        f"FalconH1ForCausalLM's tensors: {n_layer} layers (Mamba-2 and attention in each), vocabulary {vocab:,}, "
-        + ("tied embeddings" if tied else "separate output head")
-    )
-    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+    what = f"FalconH1ForCausalLM's tensors: {n_layer} layers (Mamba-2 and attention in each)"
+    return _closed(k, c, d, vocab, False, what)
 
 
 def _layer_kinds(c: _Cfg, n_layer: int, key: str) -> list[str]:
@@ -651,14 +630,10 @@ def _granitemoehybrid(c: _Cfg) -> ParamCount:
         k.linear(f"{L}.block_sparse_moe.experts.down_proj", d, ff, n_exp * n_layer, expert=True)
         k.linear(f"{L}.block_sparse_moe.router", n_exp, d, n_layer, quantized=False)
     _norms(k, d, 2 * n_layer + 1)
-    tied = _head(k, c, d, vocab, True)
-    basis = (
-        f"GraniteMoeHybridForCausalLM's tensors: {n_layer} layers ({n_mamba} Mamba-2, {n_attn} attention"
-        + (f"; {n_exp} experts" if n_exp else "")
-        + f"), vocabulary {vocab:,}, "
-        + ("tied embeddings" if tied else "separate output head")
-    )
-    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+    experts = f"; {n_exp} experts" if n_exp else ""
+    layers = f"{n_mamba} Mamba-2, {n_attn} attention{experts}"
+    what = f"GraniteMoeHybridForCausalLM's tensors: {n_layer} layers ({layers})"
+    return _closed(k, c, d, vocab, True, what)
 
 
 _JAMBA_KEYS = {"inner": "", "expand": "mamba_expand", "state": "mamba_d_state", "conv": "mamba_d_conv",
@@ -685,12 +660,8 @@ def _jamba(c: _Cfg) -> ParamCount:
     k.linear(f"{L}.feed_forward.experts.down_proj", d, ff, n_exp * n_moe, expert=True)
     k.linear(f"{L}.feed_forward.router", n_exp, d, n_moe, quantized=False)
     _norms(k, d, 2 * n_layer + 1)
-    tied = _head(k, c, d, vocab, False)
-    basis = (
-        f"JambaForCausalLM's tensors: {n_layer} layers ({n_layer - n_attn} Mamba, {n_attn} attention; {n_moe} with "
-        f"{n_exp} experts), vocabulary {vocab:,}, " + ("tied embeddings" if tied else "separate output head")
-    )
-    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+    layers = f"{n_layer - n_attn} Mamba, {n_attn} attention; {n_moe} with {n_exp} experts"
+    return _closed(k, c, d, vocab, False, f"JambaForCausalLM's tensors: {n_layer} layers ({layers})")
 
 
 def _minimax_m2(c: _Cfg) -> ParamCount:
@@ -702,19 +673,10 @@ def _minimax_m2(c: _Cfg) -> ParamCount:
     q, kv = _attention(k, c, d, n_layer)
     if c.flag("use_qk_norm", True):
         k.add((q + kv) * n_layer)
-    n_exp, ff = c.int("num_local_experts"), c.int("intermediate_size")
-    moe = f"{L}.block_sparse_moe"
-    k.linear(f"{moe}.experts.w1", ff, d, n_exp * n_layer, expert=True)
-    k.linear(f"{moe}.experts.w3", ff, d, n_exp * n_layer, expert=True)
-    k.linear(f"{moe}.experts.w2", d, ff, n_exp * n_layer, expert=True)
-    k.linear(f"{moe}.gate", n_exp, d, n_layer, quantized=False)
+    n_exp = _minimax_experts(k, c, d, n_layer)
     k.add(n_exp * n_layer)  # e_score_correction_bias (transformers' class holds it whatever use_routing_bias says)
     _norms(k, d, 2 * n_layer + 1)
-    tied = _head(k, c, d, vocab, False)
-    basis = f"MiniMaxM2ForCausalLM's tensors: {n_layer} layers, {n_exp} experts, vocabulary {vocab:,}, " + (
-        "tied embeddings" if tied else "separate output head"
-    )
-    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+    return _closed(k, c, d, vocab, False, f"MiniMaxM2ForCausalLM's tensors: {n_layer} layers, {n_exp} experts")
 
 
 def _llama4_text(c: _Cfg) -> tuple[_Counter, int, int, bool, str]:
@@ -834,3 +796,22 @@ _COUNTERS: dict[str, Callable[[Mapping[str, Any]], ParamCount | None]] = {
     "granitemoehybrid": lambda cfg: _granitemoehybrid(_Cfg(cfg)),
     "jamba": lambda cfg: _jamba(_Cfg(cfg)),
 }
+
+
+def _closed(k: _Counter, c: _Cfg, d: int, vocab: int, tied_default: bool, what: str) -> ParamCount:
+    """The output head unless tied, and the count: ``what`` it counted, the vocabulary, tied or separate head."""
+    tied = _head(k, c, d, vocab, tied_default)
+    basis = f"{what}, vocabulary {vocab:,}, " + ("tied embeddings" if tied else "separate output head")
+    return k.result(vocab * d, 0 if tied else vocab * d, basis)
+
+
+def _minimax_experts(k: _Counter, c: _Cfg, d: int, n_layer: int) -> int:
+    """MiniMax's block_sparse_moe on every layer: w1, w3 (gate, up) and w2 (down) per expert, the router; the
+    expert count."""
+    n_exp, ff = c.int("num_local_experts"), c.int("intermediate_size")
+    moe = f"{L}.block_sparse_moe"
+    k.linear(f"{moe}.experts.w1", ff, d, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.experts.w3", ff, d, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.experts.w2", d, ff, n_exp * n_layer, expert=True)
+    k.linear(f"{moe}.gate", n_exp, d, n_layer, quantized=False)
+    return n_exp

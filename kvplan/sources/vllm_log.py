@@ -64,6 +64,8 @@ _ARG_KEYS = (
     "enable_prefix_caching",
     "kv_cache_memory_bytes",
     "quantization",
+    "mamba_ssm_cache_dtype",
+    "disable_hybrid_kv_cache_manager",
 )
 
 
@@ -98,7 +100,10 @@ class VllmLog:
         return named or self.command.get("model", "")
 
     def setting(self, name: str) -> str | None:
-        """A setting as the run states it: its non-default arg, else the engine config line's."""
+        """A setting as the run states it: its non-default arg, else the engine config line's (for max_model_len
+        the config line's first: it is the length vLLM settled on, where the arg may be -1, auto-fit)."""
+        if name == "max_model_len" and self.config.get("max_seq_len"):
+            return self.config["max_seq_len"]
         if name in self.args:
             return self.args[name]
         if name == "max_model_len":

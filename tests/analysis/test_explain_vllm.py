@@ -156,3 +156,53 @@ def test_the_cli_explains_a_vllm_log_in_every_format() -> None:
 def test_any_text_reads_without_raising(text: str) -> None:
     log = _parse(text + "\nGPU KV cache size: 1,0" + text)
     assert isinstance(log, VllmLog)
+
+
+RECORDED = LOGS / "recorded"
+RECORDED_INDEX = json.loads((RECORDED / "index.json").read_text())["logs"] if (RECORDED / "index.json").exists() else {}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED_INDEX))
+def test_every_log_vllm_wrote_is_explained(name: str) -> None:
+    """The startup lines vLLM 0.33.0's own code logs for a recorded planning case (scripts/engines/
+    record_vllm_logs.py): non-default args, the engine's config line, the KV memory, the capacity line. kvplan
+    reads the settings from them, finds the model where the log served it from, and explains every figure."""
+    case = RECORDED_INDEX[name]
+    log = read_server_log(str(RECORDED / name))
+    assert isinstance(log, VllmLog) and log.version == "0.33.0" and log.runs == 1
+    model = vllm_model_for(log, name, None)  # the config folder the log names, relative to the repository
+    e = explain_vllm(log, model, _gpu(case["gpu"]["preset"]), False)
+    assert e.explained, [(f.what, f.logged, f.kvplan, f.why) for f in e.figures if not f.equal]
+    assert {f.what.split(" for ")[0] for f in e.figures} >= {
+        "GPU KV cache size, tokens", "Available KV cache memory, GiB", "Maximum concurrency"
+    }  # fmt: skip
+    budget = case["kv_cache_memory_bytes"]  # the KV memory the case ran with: it holds exactly those blocks
+    assert e.budget_bytes is not None and e.budget_bytes <= budget < e.budget_bytes + e.block_bytes
+
+
+def test_the_recorded_logs_cover_the_families() -> None:
+    models = {c["model"] for c in RECORDED_INDEX.values()}
+    assert len(RECORDED_INDEX) >= 40 and len(models) >= 25
+    assert {"gpt-oss-20b", "deepseek-v3", "gemma-3-27b", "qwen3-next-80b-a3b", "jamba-1.5-mini"} <= models
+
+
+_VALUES = st.one_of(st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True), st.text(max_size=12), st.booleans(),
+                    st.none())  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(["max_model_len", "tensor_parallel_size", "pipeline_parallel_size",
+                                        "kv_cache_dtype", "block_size", "gpu_memory_utilization", "max_num_seqs",
+                                        "max_num_batched_tokens", "enable_prefix_caching", "mamba_ssm_cache_dtype"]),
+                       _VALUES, max_size=4),
+       st.integers(0, 1 << 50))  # fmt: skip
+def test_any_settings_a_log_states_end_in_a_documented_exit(args: dict[str, object], tokens: int) -> None:
+    """Whatever a log's non-default args say, explain answers or says why in one line: exit 0, 1, 2 or 3."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as fh:
+        fh.write(f"INFO non-default args: {args!r}\nGPU KV cache size: {tokens:,} tokens\n")
+    r = kv("explain", fh.name, "-m", "llama-3.1-8b")
+    assert r.exit_code in (0, 1, 2, 3), r.stderr
+    if r.exit_code >= 2:
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("kvplan: error:")
