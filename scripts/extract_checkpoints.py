@@ -86,6 +86,9 @@ VERBATIM = {
     "llama-4-scout": "ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/"
     "meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json@0b077da5e017 (its text config) with the vision encoder "
     "Scout shares with Maverick (TensorRT-LLM's copy above; MaxText's llama4-17b-16e.yml states the same)",
+    "granite-4.0-h-tiny": "written from a gguf-dump of llama.cpp's conversion of the checkpoint, quoted in "
+    "danbev/learning-ai:notes/granite-model.md@33b65916c661 (shapes, 64 experts, 40 layers; 666 tensors: 4 attention "
+    "layers, tied head) - tests/fixtures/checkpoints/granite-4.0-h-tiny/SOURCES.md",
     "command-r-v01": "ggml-org/llama.cpp:models/ggml-vocab-command-r.gguf (llama.cpp's conversion of "
     "CohereForAI/c4ai-command-r-v01: 40 blocks, width 8,192, FFN 22,528, 64 / 64 heads, 256,000 tokens) and "
     "the F16 conversion's 322 tensors, https://github.com/ggml-org/llama.cpp/pull/6033 (40 blocks of 8, token_embd, "

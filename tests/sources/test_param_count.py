@@ -321,9 +321,38 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["olmo-2-7b"]["weights"] == "fp32" and rows["llama-2-7b"]["weights"] == "fp16"
     assert rows["command-r-v01"]["params"] == 34_980_831_232 and rows["command-r-v01"]["params_exact"] is True
     assert rows["falcon-h1-7b"]["params_exact"] is False
-    assert sum(r["params_exact"] for r in rows.values()) == 63
+    assert sum(r["params_exact"] for r in rows.values()) == 64
+    assert rows["granite-4.0-h-tiny"]["params"] == 6_939_037_248 and rows["granite-4.0-h-tiny"]["params_exact"]
     # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
     assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
     assert rows["kimi-k2"]["weights"] == "fp8"
     table = kv("models").stdout
     assert "≈7.00 B" in table and "34.98 B" in table and "20.91 B" in table
+
+
+def test_granite_h_tiny_config_is_what_its_gguf_dump_states() -> None:
+    """Granite 4.0 H Tiny's config.json is written from a gguf-dump of its conversion: the shapes agree, and the
+    666 tensors are 40 layers of 9 + 36 Mamba-2 mixers of 8 + 4 attention blocks of 4 + token_embd and output_norm."""
+    folder = FIXTURES / "checkpoints" / "granite-4.0-h-tiny"
+    dump = (folder / "gguf-dump.txt").read_text()
+    cfg = json.loads((folder / "config.json").read_text())
+
+    def kv(key: str) -> str:
+        found = re.search(rf"{re.escape(key)} = (\S+)", dump)
+        assert found, key
+        return found.group(1)
+
+    assert int(kv("granitehybrid.embedding_length")) == cfg["hidden_size"] == 1536
+    assert int(kv("granitehybrid.feed_forward_length")) == cfg["intermediate_size"]
+    assert int(kv("granitehybrid.expert_shared_feed_forward_length")) == cfg["shared_intermediate_size"]
+    assert int(kv("granitehybrid.vocab_size")) == cfg["vocab_size"]
+    assert int(kv("granitehybrid.ssm.inner_size")) == cfg["mamba_n_heads"] * cfg["mamba_d_head"]
+    assert int(kv("granitehybrid.ssm.time_step_rank")) == cfg["mamba_n_heads"]
+    assert int(kv("granitehybrid.ssm.state_size")) == cfg["mamba_d_state"]
+    assert int(kv("granitehybrid.ssm.group_count")) == cfg["mamba_n_groups"]
+    assert "1536,   512,    64,     1 | Q4_0    | blk.0.ffn_gate_exps.weight" in dump and cfg["num_local_experts"] == 64
+    attention = cfg["layer_types"].count("attention")
+    n = cfg["num_hidden_layers"]
+    assert int(kv("GGUF.tensor_count")) == 9 * n + 8 * (n - attention) + 4 * attention + 2 == 666
+    counted = count_params(cfg)
+    assert counted is not None and counted.total == 6_939_037_248
