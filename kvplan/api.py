@@ -156,9 +156,9 @@ def models(*, arch: str | None = None, family: str | None = None) -> Document:
 
 
 def explain(log: str, *, model: str | None = None, gpu: str | None = None, units: str = "iec") -> Document:
-    """A llama.cpp or vLLM startup log against kvplan's plan of the settings it states, figure by figure (``kvplan
-    explain``; ``model``: what the log loaded, where its own path is not readable here; ``gpu``: a vLLM log's GPU
-    preset, which the log does not name)."""
+    """A llama.cpp, vLLM or SGLang startup log against kvplan's plan of the settings it states, figure by figure
+    (``kvplan explain``; ``model``: what the log loaded, where its own path is not readable here; ``gpu``: a vLLM or
+    SGLang log's GPU preset, which the log does not name)."""
     return _run("explain", log, {"log_model": model, "gpu": gpu}, units)
 
 

@@ -147,21 +147,29 @@ def gpus(req: GpusRequest, units: Units = Units.IEC, progress: Progress | None =
 
 
 def explain(req: ExplainRequest, units: Units = Units.IEC, progress: Progress | None = None) -> Document:
-    """A llama.cpp startup log against kvplan's plan of the settings it states, figure by figure."""
+    """A llama.cpp, vLLM or SGLang startup log against kvplan's plan of the settings it states, figure by figure."""
     from kvplan.analysis.explain import explain_llamacpp, model_for
     from kvplan.report.explain import explain_document
     from kvplan.sources.llamacpp_log import LlamaCppLog, read_server_log
+    from kvplan.sources.sglang_log import SglangLog
 
     log = read_server_log(req.log)
     if not isinstance(log, LlamaCppLog):
-        from kvplan.analysis.explain_vllm import GpuFacts, explain_vllm, vllm_model_for
+        from kvplan.analysis.explain_vllm import GpuFacts, engine_model_for
         from kvplan.capacity.hardware import gpu_table, parse_gpus
-        from kvplan.report.explain import explain_vllm_document
 
-        model = vllm_model_for(log, req.log, req.model)
+        model = engine_model_for(log.model, req.log, req.model)
         preset = parse_gpus(req.gpu).model if req.gpu else gpu_table()["H10080GB"]
         assert preset is not None
         gpu = GpuFacts(preset.name, preset.memory_bytes, preset.capability)
+        if isinstance(log, SglangLog):
+            from kvplan.analysis.explain_sglang import explain_sglang
+            from kvplan.report.explain import explain_sglang_document
+
+            return explain_sglang_document(explain_sglang(log, model, gpu, req.gpu is None), model, units)
+        from kvplan.analysis.explain_vllm import explain_vllm
+        from kvplan.report.explain import explain_vllm_document
+
         return explain_vllm_document(explain_vllm(log, model, gpu, req.gpu is None), model, units)
     model = model_for(log, req.log, req.model)
     return explain_document(explain_llamacpp(log, model), log.runs, model, units)

@@ -45,6 +45,7 @@ ORACLES = frozenset(
         "test_sched.py",
         "test_vllm_context.py",
         "test_explain_vllm.py",
+        "test_explain_sglang.py",
     }
 )
 SAMPLE = 20

@@ -275,17 +275,16 @@ def _changes(
     return tuple(out)
 
 
-def vllm_model_for(log: VllmLog, log_path: str, given: str | None) -> ModelDescription:
-    """The model to re-plan: the one given, else the folder the log served from where it is readable here, else
-    the catalog entry whose Hugging Face id the log names (a local path's last part is tried as an id's name
-    too)."""
+def engine_model_for(named: str, log_path: str, given: str | None) -> ModelDescription:
+    """The model a serving engine's log is re-planned for: the one given, else the folder the log served from
+    (``named``) where it is readable here, else the catalog entry whose Hugging Face id the log names (a local
+    path's last part is tried as an id's name too)."""
     from kvplan.errors import UsageError
     from kvplan.sources import load_model
     from kvplan.sources.catalog import catalog_name, hf_ids
 
     if given:
         return load_model(given)
-    named = log.model
     if not named:
         raise UsageError(f"{log_path}: the log names no model; give the model with -m MODEL")
     import os

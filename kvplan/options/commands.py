@@ -193,11 +193,11 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "explain",
-            "a llama.cpp or vLLM startup log, figure by figure",
-            "A llama.cpp startup log (llama-server, llama-cli, llama-completion) or a vLLM one (vllm serve) "
-            "accounted for figure by figure: the settings it states re-planned by kvplan, and every context, KV "
-            "and compute figure it prints side by side with kvplan's and the rule behind it. Exit 0 when every "
-            "figure is explained, 1 when one is not.",
+            "a llama.cpp, vLLM or SGLang startup log, figure by figure",
+            "A llama.cpp startup log (llama-server, llama-cli, llama-completion), a vLLM one (vllm serve) or an "
+            "SGLang one (sglang.launch_server) accounted for figure by figure: the settings it states re-planned "
+            "by kvplan, and every context, KV and compute figure it prints side by side with kvplan's and the "
+            "rule behind it. Exit 0 when every figure is explained, 1 when one is not.",
             (Positional("LOG", "the log file (its last run), or - for standard input"),),
             ("log_model", "gpu", *OUTPUT),
         ),

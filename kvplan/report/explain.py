@@ -1,10 +1,11 @@
-"""`kvplan explain`: a llama.cpp or vLLM startup log's figures next to kvplan's, each with the rule behind it."""
+"""`kvplan explain`: a llama.cpp, vLLM or SGLang startup log's figures next to kvplan's, each with its rule."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from kvplan.analysis.explain import Explanation, Figure
+from kvplan.analysis.explain_sglang import SglangExplanation
 from kvplan.analysis.explain_vllm import VllmExplanation
 from kvplan.errors import EXIT_NO
 from kvplan.model import ModelDescription
@@ -169,6 +170,77 @@ def explain_vllm_document(e: VllmExplanation, model: ModelDescription, units: Un
             "gpu_blocks": log.gpu_blocks,
             "concurrency": log.concurrency,
             "concurrency_len": log.concurrency_len,
+        },
+    }
+    return _document(headline, model, settings_line, e.figures, table, notes, log.runs, data)
+
+
+def explain_sglang_document(e: SglangExplanation, model: ModelDescription, units: Units) -> Document:
+    """An SGLang log's pool figures against kvplan's plan, and the flags that would change them."""
+    s, log = e.settings, e.log
+    headline = _headline("SGLang log", e.figures)
+    settings_line = (
+        f"--context-length {e.context_len}{'' if s.max_model_len else ' (the model’s own)'} "
+        f"--kv-cache-dtype {s.kv_cache_dtype} --tp-size {s.tensor_parallel_size} "
+        f"--mem-fraction-static {e.mem_fraction_static:g}{'' if s.mem_fraction_static else ' (SGLang’s default)'} "
+        f"--page-size {e.page_size}"
+        + (f" --max-running-requests {s.max_num_seqs}" if s.max_num_seqs else "")
+        + (" --disable-radix-cache" if s.enable_prefix_caching is False else "")
+        + f" (on {e.gpu})"
+    )
+    change_columns = (
+        Column("flags", "What would change it", wrap=True),
+        Column("tokens", "KV tokens", Kind.COUNT),
+        Column("tokens_change", "Δ tokens", Kind.SHARE),
+        Column("max_running_requests", "Max running", Kind.COUNT),
+    )
+    changes: list[dict[str, Cell]] = [
+        {"flags": c.flags, "tokens": c.tokens, "tokens_change": _share(c.tokens, e.tokens),
+         "max_running_requests": c.max_running_requests}
+        for c in e.changes
+    ]  # fmt: skip
+    title = "What would change it (kvplan's plan of each, on the free memory the log states)"
+    notes = ("SGLang prints its pool sizes and free memory to 0.01 GB (2^30 B) and the tokens exactly; kvplan's "
+             "bytes are in JSON", *e.notes)  # fmt: skip
+    table = Table("changes", change_columns, tuple(changes), title=title)
+    data: dict[str, object] = {
+        "runtime": "sglang",
+        "version": None,
+        "explained": e.explained,
+        "runs": log.runs,
+        "token_bytes": e.token_bytes,
+        "tokens": e.tokens,
+        "model": {"name": model.name, "arch": model.arch, "source": model.source},
+        "settings": {
+            "context_length": e.context_len,
+            "kv_cache_dtype": s.kv_cache_dtype,
+            "tp_size": s.tensor_parallel_size,
+            "mem_fraction_static": e.mem_fraction_static,
+            "page_size": e.page_size,
+            "max_running_requests": s.max_num_seqs,
+            "disable_radix_cache": s.enable_prefix_caching is False,
+            "gpu": e.gpu,
+        },
+        "log": {
+            "model": log.model or None,
+            "free_before_weights_gb": log.load_begin_gb,
+            "free_after_weights_gb": log.load_end_gb,
+            "pools": [
+                {
+                    "label": p.label or None,
+                    "tokens": p.tokens,
+                    "k_gb": p.k_gb,
+                    "v_gb": p.v_gb,
+                    "kv_gb": p.kv_gb,
+                    "dtype": p.dtype or None,
+                }
+                for p in log.pools
+            ],
+            "max_total_num_tokens": log.max_total_tokens,
+            "max_running_requests": log.max_running_requests,
+            "context_len": log.context_len,
+            "swa_layer_tokens": log.swa_tokens,
+            "max_mamba_cache_size": log.mamba_slots,
         },
     }
     return _document(headline, model, settings_line, e.figures, table, notes, log.runs, data)

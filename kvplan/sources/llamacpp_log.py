@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from kvplan.errors import BadInputError
 from kvplan.sources.files import NotRegularFile, open_regular
+from kvplan.sources.sglang_log import SglangLog
+from kvplan.sources.sglang_log import take as take_sglang
 from kvplan.sources.vllm_log import VllmLog
 from kvplan.sources.vllm_log import take as take_vllm
 
@@ -174,16 +176,18 @@ def read_log(path: str) -> LlamaCppLog:
     return log
 
 
-def read_server_log(path: str) -> LlamaCppLog | VllmLog:
+def read_server_log(path: str) -> LlamaCppLog | VllmLog | SglangLog:
     """A startup log's last run (`-`: standard input), read once as a bounded stream of lines: llama.cpp's where
-    the log has llama.cpp's lines, else vLLM's; a file that is neither is one clear error."""
+    the log has llama.cpp's lines, else vLLM's or SGLang's; a file that is none of them is one clear error."""
     import sys
 
-    vllm = [VllmLog()]
+    vllm, sglang = [VllmLog()], [SglangLog()]
 
     def tee(lines: Iterator[str]) -> Iterator[str]:
-        for line in lines:  # each line to both readers: the file is read once, in bounded memory
-            vllm[0] = take_vllm(vllm[0], _ANSI.sub("", line).rstrip("\r\n"))
+        for line in lines:  # each line to every reader: the file is read once, in bounded memory
+            clean = _ANSI.sub("", line).rstrip("\r\n")
+            vllm[0] = take_vllm(vllm[0], clean)
+            sglang[0] = take_sglang(sglang[0], clean)
             yield line
 
     try:
@@ -202,9 +206,11 @@ def read_server_log(path: str) -> LlamaCppLog | VllmLog:
     if not log.model and not log.caches and not log.context:
         if vllm[0].found:
             return vllm[0]
+        if sglang[0].found:
+            return sglang[0]
         raise BadInputError(
-            f"{path}: not a llama.cpp or vLLM startup log (no print_info, llama_context or llama_kv_cache lines; "
-            "no GPU KV cache size or # GPU blocks line)"
+            f"{path}: not a llama.cpp, vLLM or SGLang startup log (no print_info, llama_context or llama_kv_cache "
+            "lines; no GPU KV cache size or # GPU blocks line; no KV Cache is allocated or max_total_num_tokens line)"
         )
     return log
 

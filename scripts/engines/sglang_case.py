@@ -78,11 +78,12 @@ def _stand_in_model(mc: ModelConfig) -> Any:
     return model, out_cls
 
 
-def run() -> dict[str, Any]:
+def configurator() -> tuple[Any, Any, Any, Any, Any]:
+    """ServerArgs resolved as the scheduler resolves them, the ModelConfig, the KVCacheConfigurator a ModelRunner
+    would make, the model class's name and its sliding window."""
     args = {k: CASE[k] for k in SERVER_ARGS if k in CASE}
     sa = ServerArgs(model_path=CASE["model"], skip_tokenizer_init=True, device="cuda", **args)
     runtime_context.publish(sa, role="scheduler")
-    tp = args.get("tp_size", 1)
     get_parallel().override_permanently(world_group=types.SimpleNamespace(cpu_group=None))
     mc = ModelConfig.from_server_args(sa)
     kv_str, kv_dtype = kvd.configure_kv_cache_dtype(
@@ -103,8 +104,19 @@ def run() -> dict[str, Any]:
         memory_pool_config=None,
     )  # fmt: skip
     kcc.get_available_gpu_memory = lambda *a, **k: CASE["available_bytes"] / (1 << 30)
+    return sa, mc, kvc, model_cls, window
+
+
+def run() -> dict[str, Any]:
+    _, mc, kvc, model_cls, window = configurator()
     config = kvc._resolve_memory_pool_config(CASE["pre_bytes"] / (1 << 30))
     sizes = kvc._derive_pool_sizes(config=config)
+    return answer(mc, kvc, model_cls, window, sizes)
+
+
+def answer(mc: Any, kvc: Any, model_cls: Any, window: Any, sizes: Any) -> dict[str, Any]:
+    """What SGLang decided, as the fixtures keep it."""
+    tp = CASE.get("tp_size", 1)
     sched = get_schedule()
     mamba = kvc.mambaish_config
     return {
@@ -113,7 +125,7 @@ def run() -> dict[str, Any]:
         "mem_fraction_static": sched.mem_fraction_static,
         "page_size": sched.page_size,
         "context_len": mc.context_len,
-        "kv_cache_dtype": str(kv_dtype).removeprefix("torch."),
+        "kv_cache_dtype": str(kvc.kv_cache_dtype).removeprefix("torch."),
         "is_hybrid_swa": bool(mc.is_hybrid_swa),
         "sliding_window_size": window,
         "use_mla": mc.attention_arch == AttentionArch.MLA,

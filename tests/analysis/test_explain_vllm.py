@@ -11,7 +11,7 @@ from helpers import FIXTURES, kv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.analysis.explain_vllm import GpuFacts, explain_vllm, vllm_model_for
+from kvplan.analysis.explain_vllm import GpuFacts, engine_model_for, explain_vllm
 from kvplan.capacity.hardware import parse_gpus
 from kvplan.errors import BadInputError, UsageError
 from kvplan.sources import load_model
@@ -103,7 +103,7 @@ def test_a_v1_log_reads_its_settings_from_vllms_own_lines() -> None:
         "0.33.0", "meta-llama/Llama-3.1-8B-Instruct", 97_968, "2.99", 32_768, 1
     )  # fmt: skip
     assert log.setting("kv_cache_dtype") == "fp8" and log.setting("max_model_len") == "32768"
-    model = vllm_model_for(log, "x.log", None)
+    model = engine_model_for(log.model, "x.log", None)
     assert model.name == "llama-3.1-8b"
     e = explain_vllm(log, model, _gpu("H100-80GB"), True)
     # fp8: 64 KiB a token, 1 MiB a block: 5.98 GiB holds 6,123 blocks; 6,123 ÷ 2,048 = 2.9897
@@ -128,9 +128,9 @@ def test_a_pasted_command_with_line_continuations() -> None:
 def test_a_model_the_catalog_lacks_asks_for_m() -> None:
     log = _parse("INFO non-default args: {'model': 'someone/unknown-7b'}\nGPU KV cache size: 10 tokens\n")
     with pytest.raises(UsageError, match=r"not in the catalog; give its config\.json folder"):
-        vllm_model_for(log, "x.log", None)
+        engine_model_for(log.model, "x.log", None)
     with pytest.raises(UsageError, match="names no model"):
-        vllm_model_for(_parse("GPU KV cache size: 10 tokens\n"), "x.log", None)
+        engine_model_for(_parse("GPU KV cache size: 10 tokens\n").model, "x.log", None)
 
 
 def test_a_vllm_log_is_not_a_llama_cpp_log() -> None:
@@ -170,7 +170,7 @@ def test_every_log_vllm_wrote_is_explained(name: str) -> None:
     case = RECORDED_INDEX[name]
     log = read_server_log(str(RECORDED / name))
     assert isinstance(log, VllmLog) and log.version == "0.33.0" and log.runs == 1
-    model = vllm_model_for(log, name, None)  # the config folder the log names, relative to the repository
+    model = engine_model_for(log.model, name, None)  # the config folder the log names, relative to the repository
     e = explain_vllm(log, model, _gpu(case["gpu"]["preset"]), False)
     assert e.explained, [(f.what, f.logged, f.kvplan, f.why) for f in e.figures if not f.equal]
     assert {f.what.split(" for ")[0] for f in e.figures} >= {

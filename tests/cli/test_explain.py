@@ -66,7 +66,7 @@ def test_a_figure_kvplan_does_not_reach_exits_1(tmp_path: Path) -> None:
         ((str(LOG),), 2, "the log loaded gemma-3-270m-q4_k_m.gguf, which is not readable here; give the model with -m"),
         (("/nonexistent.log",), 3, "/nonexistent.log: cannot read the log"),
         ((str(META),), 3, "binary data, not a log"),
-        ((str(FIXTURES / "logs" / "llamacpp" / "index.json"),), 3, "not a llama.cpp or vLLM startup log"),
+        ((str(FIXTURES / "logs" / "llamacpp" / "index.json"),), 3, "not a llama.cpp, vLLM or SGLang startup log"),
     ],
 )
 def test_errors_are_one_line_with_their_exit_code(args: tuple[str, ...], code: int, message: str) -> None:

@@ -42,8 +42,8 @@ def test_a_line_of_megabytes_is_cut_not_held(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "not a llama.cpp or vLLM startup log"),
-        (b"INFO vllm serving\n", "not a llama.cpp or vLLM startup log"),
+        (b"", "not a llama.cpp, vLLM or SGLang startup log"),
+        (b"INFO vllm serving\n", "not a llama.cpp, vLLM or SGLang startup log"),
         (b"GGUF\x03\x00\x00\x00\x00", "binary data, not a log"),
     ],
 )
@@ -77,7 +77,7 @@ def test_any_bytes_are_a_log_or_one_clear_error(data: bytes) -> None:
         except BadInputError as exc:
             error = str(exc)
         if error:
-            assert "not a llama.cpp or vLLM startup log" in error or "binary data" in error
+            assert "not a llama.cpp, vLLM or SGLang startup log" in error or "binary data" in error
         else:  # read: it held a llama.cpp line
             assert log is not None and (log.model or log.caches or log.context)
 

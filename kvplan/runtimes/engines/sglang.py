@@ -271,10 +271,15 @@ class SGLang(Engine):
 
     def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         """rest = free after weights − free before × (1 − mem_fraction_static); tokens = rest ÷ cell, in pages."""
-        max_len = s.max_model_len or self.default_max_len(model)
         mfs = model_mem_fraction(model, s, mem.gpu_bytes)
         pre = mem.gpu_bytes - CUDA_CONTEXT_BYTES
-        pre_gb, available_gb = pre / (1 << 30), (pre - mem.weight_bytes) / (1 << 30)
+        return self.capacity_from_free(model, s, lay, pre / (1 << 30), (pre - mem.weight_bytes) / (1 << 30), mfs)
+
+    def capacity_from_free(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, pre_gb: float,
+                           available_gb: float, mfs: float) -> Capacity:  # fmt: skip
+        """The pools from the free memory SGLang measures, in its GB (2^30 B): ``pre_gb`` before the weights load,
+        ``available_gb`` after (the figures of its "Load weight begin / end" lines)."""
+        max_len = s.max_model_len or self.default_max_len(model)
         rest_gb = available_gb - pre_gb * (1 - mfs) - (VLM_CACHE_MB / 1024 if multimodal(model) else 0.0)
         if rest_gb <= 0:
             budget = int(rest_gb * (1 << 30))
