@@ -107,7 +107,7 @@ class VLLM(Engine):
     label: ClassVar[str] = "vLLM"
     version: ClassVar[str] = "0.33"
     aliases: ClassVar[tuple[str, ...]] = ("vllm",)
-    simulated: ClassVar[bool] = True  # kvplan/simulation/vllm.py ports its v1 scheduler
+    simulated: ClassVar[bool] = True  # kvplan/simulation/vllm/ ports its v1 scheduler
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8")
     separate_indexer: ClassVar[bool] = True  # DeepseekV32IndexerCache is its own full-attention "layer"
     architectures: ClassVar[frozenset[str] | None] = VLLM_ARCHS

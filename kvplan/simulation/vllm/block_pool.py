@@ -1,0 +1,93 @@
+"""vLLM 0.33's BlockPool (vllm/v1/core/block_pool.py): the free queue, the prefix cache's hashed blocks."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+
+from kvplan.simulation.vllm.request import BlockKey, cdiv
+
+
+class BlockPool:
+    """vllm.v1.core.block_pool.BlockPool: block 0 is the null block; the free queue in eviction order."""
+
+    def __init__(self, num_blocks: int, caching: bool) -> None:
+        self.caching = caching
+        self.ref = [0] * num_blocks
+        self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(1, num_blocks))
+        self.hash_of: dict[int, BlockKey] = {}
+        self.cached: dict[BlockKey, dict[int, None]] = {}
+
+    def num_free(self) -> int:
+        return len(self.free)
+
+    def get_new_blocks(self, n: int) -> list[int]:
+        out = []
+        for _ in range(n):
+            block, _ = self.free.popitem(last=False)
+            if block in self.hash_of:  # evicted from the prefix cache
+                self.uncache(block)
+            self.ref[block] += 1
+            out.append(block)
+        return out
+
+    def touch(self, blocks: Sequence[int]) -> None:
+        for block in blocks:
+            if self.ref[block] == 0:
+                del self.free[block]
+            self.ref[block] += 1
+
+    def free_blocks(self, ordered: Iterable[int]) -> None:
+        first: list[int] = []
+        last: list[int] = []
+        for block in ordered:
+            self.ref[block] -= 1
+            if self.ref[block] == 0:
+                (last if block in self.hash_of and self.caching else first).append(block)
+        for block in reversed(first):
+            self.free[block] = None
+            self.free.move_to_end(block, last=False)
+        for block in last:
+            self.free[block] = None
+
+    def cached_block(self, key: BlockKey) -> int | None:
+        holders = self.cached.get(key)
+        return next(iter(holders)) if holders else None
+
+    def cache(self, block: int, key: BlockKey) -> None:
+        if block in self.hash_of:
+            return
+        self.hash_of[block] = key
+        self.cached.setdefault(key, {})[block] = None
+
+    def uncache(self, block: int) -> None:
+        """The block's hash dropped (it is reused, or its cached state is superseded)."""
+        key = self.hash_of.pop(block, None)
+        if key is not None:
+            holders = self.cached[key]
+            del holders[block]
+            if not holders:
+                del self.cached[key]
+
+    def cached_run(self, keys: Iterable[BlockKey]) -> list[int] | None:
+        """One cached block for each key (a block index across the groups), or None if one misses
+        (get_cached_block over the coordinator's groups)."""
+        out = []
+        for key in keys:
+            block = self.cached_block(key)
+            if block is None:
+                return None
+            out.append(block)
+        return out
+
+
+def grow_blocks(pool: BlockPool, blocks: list[int], num_tokens: int, block_size: int) -> None:
+    """allocate_new_blocks: new blocks so that ``blocks`` covers ``num_tokens``."""
+    missing = cdiv(num_tokens, block_size) - len(blocks)
+    if missing > 0:
+        blocks.extend(pool.get_new_blocks(missing))
+
+
+def release_blocks(pool: BlockPool, blocks: list[int]) -> None:
+    """free: a request's blocks back to the pool, last first, null blocks left out."""
+    pool.free_blocks(reversed([b for b in blocks if b != 0]))
