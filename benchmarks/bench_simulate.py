@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from kvplan.capacity.deployment import load_models, model_of  # noqa: E402
 from kvplan.capacity.request import Origin, Raw  # noqa: E402
 from kvplan.options.build import build_request  # noqa: E402
+from kvplan.simulation.run import VllmSimulator  # noqa: E402
 from kvplan.simulation.setup import prepare  # noqa: E402
 from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration  # noqa: E402
 from kvplan.simulation.workload import Lengths, Workload  # noqa: E402
@@ -83,8 +84,8 @@ def main() -> None:
     import bisect
 
     requests = [[bisect.bisect_left(starts, q.arrival), q.prompt, q.output, None] for q in result.requests]
-    c = p.config
-    assert isinstance(c, SchedulerConfig)
+    assert isinstance(p.simulator, VllmSimulator)
+    c = p.simulator.config
     config = SchedulerConfig(c.num_blocks, c.block_size, c.max_model_len, c.max_num_batched_tokens, c.max_num_seqs)
     t = time.perf_counter()
     mine = run_by_iteration(config, [tuple(r) for r in requests])  # type: ignore[misc]

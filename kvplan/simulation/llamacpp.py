@@ -23,9 +23,10 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from kvplan.simulation.roofline import CostModel
-from kvplan.simulation.run import Clients, SimResult, SimulationError, check_steps
+from kvplan.simulation.run import Clients, SimResult, SimulationError, StepLimits, check_steps
 from kvplan.simulation.stats import Series, StepPoint
 from kvplan.simulation.workload import Workload
 
@@ -312,3 +313,24 @@ def _cancel(server: Server, rid: int) -> bool:
             server.release(s)
             return True
     return False
+
+
+@dataclass(frozen=True)
+class ServerSimulator:
+    """llama-server's slots over time (simulate_server)."""
+
+    config: ServerConfig
+    steps_of: ClassVar[str] = "server"
+
+    def limits(self) -> StepLimits:
+        c = self.config
+        return StepLimits(c.n_slots, c.n_batch, None, c.n_ctx_slot)
+
+    def run(
+        self, cost: CostModel, workload: Workload, progress: Callable[[float, int], None] | None = None
+    ) -> SimResult:
+        if workload.in_steps:
+            raise SimulationError(
+                "arrival_step replays vLLM's engine-loop iterations; give llama-server's trace in seconds"
+            )
+        return simulate_server(self.config, cost, workload, progress)

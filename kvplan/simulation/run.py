@@ -16,7 +16,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from kvplan.errors import KvplanError
 from kvplan.simulation.roofline import CostModel
@@ -26,6 +26,30 @@ from kvplan.simulation.workload import RequestSpec, Workload
 
 if TYPE_CHECKING:
     from kvplan.simulation.llamacpp import ServerConfig
+
+
+@dataclass(frozen=True)
+class StepLimits:
+    """What bounds one engine step: for the floor on the steps a workload needs, worked out before it runs."""
+
+    seqs: int  # requests one step carries at most (--max-num-seqs, -np)
+    batch: int  # tokens one step carries at most (--max-num-batched-tokens, -b)
+    cap: int | None  # a request's tokens at most (vLLM's max_model_len; None: llama-server refuses, not clips)
+    longest: int  # the longest context a step attends over
+
+
+class Simulator(Protocol):
+    """An engine's schedule over time — what `simulate`, its budgets and its report run: vLLM's scheduler, ported
+    (VllmSimulator), or llama-server's slots (kvplan.simulation.llamacpp.ServerSimulator)."""
+
+    steps_of: ClassVar[str]  # what one step is: "engine", "server"
+
+    def limits(self) -> StepLimits: ...
+
+    def run(
+        self, cost: CostModel, workload: Workload, progress: Callable[[float, int], None] | None = None
+    ) -> SimResult: ...
+
 
 #: a simulation is cut off after this many engine steps (a workload that would need more is refused)
 MAX_STEPS = 20_000_000
@@ -326,3 +350,20 @@ def simulate(  # noqa: C901 - one event loop
     return SimResult(
         config, series, clients.stats, tuple(clients.kept), usable, loop.scheduler.kv.pool.num_free(), clients.end
     )
+
+
+@dataclass(frozen=True)
+class VllmSimulator:
+    """vLLM 0.33's scheduler and EngineCore loop over time (kvplan.simulation.vllm)."""
+
+    config: SchedulerConfig
+    steps_of: ClassVar[str] = "engine"
+
+    def limits(self) -> StepLimits:
+        c = self.config
+        return StepLimits(c.max_num_seqs, c.max_num_batched_tokens, c.max_model_len, c.max_model_len)
+
+    def run(
+        self, cost: CostModel, workload: Workload, progress: Callable[[float, int], None] | None = None
+    ) -> SimResult:
+        return simulate(self.config, cost, workload, progress)

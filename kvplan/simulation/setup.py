@@ -12,9 +12,9 @@ from kvplan.errors import RefusedConfigError, UnsupportedError, UsageError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
 from kvplan.runtimes.names import LLAMACPP
-from kvplan.simulation.llamacpp import ServerConfig, simulate_server
+from kvplan.simulation.llamacpp import ServerConfig, ServerSimulator
 from kvplan.simulation.roofline import CostModel, Hardware, token_costs
-from kvplan.simulation.run import MAX_STEPS, SimResult, SimulationError, simulate
+from kvplan.simulation.run import MAX_STEPS, SimResult, SimulationError, Simulator, StepLimits, VllmSimulator
 from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
 from kvplan.simulation.workload import Lengths, Workload
 from kvplan.units import Units, format_size
@@ -29,40 +29,29 @@ class Prepared:
     label: str  # "vLLM 0.33.0 on 1× H100-80GB"
     settings: Callable[[Units], str]  # the schedule's settings, in the runtime's flags
     scheduler: dict[str, Any]  # the same, for JSON
-    config: SchedulerConfig | ServerConfig
+    simulator: Simulator  # the engine's schedule over time
     cost: CostModel
     notes: tuple[str, ...]
     failure: str  # what running out of KV means here: vLLM preempts; llama-server fails requests
     kv_bytes: int  # the KV cache per GPU (vLLM's budget; llama.cpp's allocation on the GPUs)
 
     def run(self, workload: Workload, progress: Callable[[float, int], None] | None = None) -> SimResult:
-        needed = steps_needed(self.config, workload, self.cost)
+        needed = steps_needed(self.simulator.limits(), workload, self.cost)
         if needed > MAX_STEPS:
-            what = "server" if isinstance(self.config, ServerConfig) else "engine"
             raise SimulationError(
-                f"the workload needs at least about {needed:,} {what} steps (at most {MAX_STEPS:,} are simulated): "
-                "shorten --duration or lower --request-rate"
+                f"the workload needs at least about {needed:,} {self.simulator.steps_of} steps (at most "
+                f"{MAX_STEPS:,} are simulated): shorten --duration or lower --request-rate"
             )
-        if isinstance(self.config, ServerConfig):
-            if workload.in_steps:
-                raise SimulationError(
-                    "arrival_step replays vLLM's engine-loop iterations; give llama-server's trace in seconds"
-                )
-            return simulate_server(self.config, self.cost, workload, progress)
-        return simulate(self.config, self.cost, workload, progress)
+        return self.simulator.run(self.cost, workload, progress)
 
 
-def steps_needed(config: SchedulerConfig | ServerConfig, w: Workload, cost: CostModel) -> int:
+def steps_needed(limits: StepLimits, w: Workload, cost: CostModel) -> int:
     """A floor on the steps a workload takes, worked out before it runs: every output token of a request takes a
     step of its own and a step carries at most one token per running request (--max-num-seqs, -np) and at most a
     batch of tokens (--max-num-batched-tokens, -b); drawn lengths count at their typical value (the median of a
     lognormal), a rate at rate × duration. A fixed concurrency keeps requests in flight for the whole duration,
     and no step takes longer than a full batch at the longest context: at least duration / that many steps."""
-    if isinstance(config, ServerConfig):
-        seqs, batch, cap, longest = config.n_slots, config.n_batch, None, config.n_ctx_slot
-    else:
-        seqs, batch, cap = config.max_num_seqs, config.max_num_batched_tokens, config.max_model_len
-        longest = config.max_model_len
+    seqs, batch, cap, longest = limits.seqs, limits.batch, limits.cap, limits.longest
     if w.trace is not None:
         n = float(len(w.trace))
         prompt, output = float(sum(r.prompt for r in w.trace)), float(sum(r.output for r in w.trace))
@@ -213,7 +202,7 @@ def prepare(
         f"{target.engine.label} {target.engine.version} on {target.gpu_label}",
         settings,
         scheduler,
-        config,
+        VllmSimulator(config),
         cost,
         tuple(notes),
         "preemptions",
@@ -370,7 +359,7 @@ def prepare_server(model: ModelDescription, req: Request, hardware: Hardware) ->
             "n_batch": ctx.n_batch,
             "prefix_reuse": reuse,
         },
-        config,
+        ServerSimulator(config),
         cost,
         tuple(notes),
         "failures",
