@@ -433,9 +433,9 @@ def run_command(model: ModelDescription, ref: str) -> str:
 
 
 def _split_args(target: Target) -> list[str]:
-    """-sm none -mg N, and -ts as given."""
+    """-sm none -mg N, and -ts as given (all zero is llama.cpp's default split: left out)."""
     out = ["-sm", "none", "-mg", str(target.first_gpu)] if target.split_none else []
-    if target.splits:
+    if target.splits and any(target.splits):
         out += ["-ts", ",".join(f"{x:g}" for x in target.splits)]
     return out
 

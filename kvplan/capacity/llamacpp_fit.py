@@ -72,9 +72,14 @@ class FitChoice:
     gave_up: str = field(default="", compare=False)
 
     def _placement(self) -> str:
+        """llama-fit-params' words: -ts without its trailing zeros, and none when one device is left
+        (tools/fit-params/fit-params.cpp trims the split before printing it)."""
         out = f"-c {self.n_ctx} -ngl {self.n_gpu_layers}"
-        if self.tensor_split is not None:
-            out += " -ts " + ",".join(str(x) for x in self.tensor_split)
+        split = list(self.tensor_split or ())
+        while len(split) > 1 and split[-1] == 0:
+            split.pop()
+        if len(split) > 1:
+            out += " -ts " + ",".join(str(x) for x in split)
         return out
 
     def short(self) -> str:

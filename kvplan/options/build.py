@@ -20,6 +20,7 @@ from kvplan.capacity.request import Budgets, LlamaCppOptions, Origin, Raw, Reque
 from kvplan.errors import SpecError, UsageError
 from kvplan.options.commands import COMMANDS, WORKLOAD
 from kvplan.options.requests import (
+    FIT_FULL_CTX,
     CheckRequest,
     CommandRequest,
     CompareRequest,
@@ -294,9 +295,9 @@ def _fit(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFla
             f"{len(values['fit_target'])} margins for {n_gpus} GPU(s); give one for all or one per GPU"
         )
     defaults = FitOn()
-    return FitRequest(
-        req, FitOn(values.get("fit_target", defaults.margins_mib), values.get("fit_ctx", defaults.n_ctx_min))
-    )
+    full = req.llamacpp.ctx_size == 0  # -c 0: the trained context, which llama.cpp's fit then never lowers
+    n_ctx_min = values.get("fit_ctx", FIT_FULL_CTX if full else defaults.n_ctx_min)
+    return FitRequest(req, FitOn(values.get("fit_target", defaults.margins_mib), n_ctx_min))
 
 
 def _compare(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> CompareRequest:
