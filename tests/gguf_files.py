@@ -356,3 +356,49 @@ def generated(name: str, folder: Path) -> Path:
     fixtures = Path(__file__).resolve().parent / "fixtures" / "oracle"
     path = folder / f"{name}.gguf"
     return path if path.exists() else with_tensors(fixtures / source, path, tensors)
+
+
+def gemma_270m_sparse(path: Path) -> Path:
+    """The real Gemma 3 270M Q4_K_M as llama.cpp loads it, without its data: the shipped metadata-only copy's
+    key-values and the real file's tensor infos (tests/fixtures/oracle/file/*.tensors.json: name, type, shape),
+    in the file's order, extended to full size (sparse) — its weights per device exact."""
+    import json
+    import os
+
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "oracle" / "file"
+    infos = json.loads((fixtures / "gemma-3-270m-q4_k_m.tensors.json").read_text())["tensors"]
+    r = gguf.GGUFReader(str(fixtures / "gemma-3-270m-q4_k_m.meta.gguf"))
+    w = gguf.GGUFWriter(str(path), "gemma3")
+    for f in r.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue
+        t = f.types[0]
+        if t == gguf.GGUFValueType.ARRAY:
+            sub = f.types[-1]
+            vals: Any = (
+                [bytes(f.parts[i]).decode() for i in f.data]
+                if sub == gguf.GGUFValueType.STRING
+                else [f.parts[i].tolist()[0] for i in f.data]
+            )
+            w.add_key_value(f.name, vals, t, sub_type=sub)
+        elif t == gguf.GGUFValueType.STRING:
+            w.add_key_value(f.name, bytes(f.parts[f.data[0]]).decode(), t)
+        else:
+            w.add_key_value(f.name, f.parts[f.data[0]].tolist()[0], t)
+    for name, typ, shape in infos:
+        qt = gguf.GGMLQuantizationType(typ)
+        block, size = gguf.GGML_QUANT_SIZES[qt]
+        n = int(np.prod(shape))
+        w.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    header = os.path.getsize(path)
+    data_start = (header + 31) // 32 * 32
+    os.truncate(path, data_start)
+    from kvplan.sources.gguf_reader import read_gguf
+
+    g = read_gguf(path, check_data_bounds=False)
+    os.truncate(path, data_start + max(t.offset + t.n_bytes for t in g.tensors))
+    return path

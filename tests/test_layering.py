@@ -1,7 +1,7 @@
-"""The layers of the package depend one way: sources → model → runtimes → capacity → simulation → options (the
-table and the typed requests) → checks → report → render → commands (the library's commands) → api and cli, side
-by side: the library never imports the command line. No module names an engine outside the engine's own module,
-and nothing but the command line prints."""
+"""The layers of the package depend one way: sources → model → runtimes → capacity → analysis and simulation →
+options (the table and the typed requests) → checks → report → render → commands (the library's commands) → api
+and cli, side by side: the library never imports the command line. No module names an engine outside the engine's
+own module, and nothing but the command line prints."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).parent.parent / "kvplan"
 ALLOWED = {
     "sources": {"sources"},
     "runtimes": {"runtimes"},
-    "analysis": {"analysis", "runtimes", "sources"},
+    "analysis": {"analysis", "capacity", "runtimes", "sources"},  # (explain re-places a log's model on its devices)
     "capacity": {"capacity", "runtimes", "sources"},
     "simulation": {"simulation", "capacity", "runtimes", "sources"},
     "options": {"options", "analysis", "capacity", "runtimes", "simulation", "sources"},

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from kvplan.analysis.figure import Figure
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, CacheKind, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
 from kvplan.sources.llamacpp_log import LlamaCppLog, LoggedBuffer
@@ -16,18 +17,6 @@ if TYPE_CHECKING:
     from kvplan.runtimes.llamacpp.compute import ComputeBuffer
 
 _FA = {"auto": FlashAttn.AUTO, "enabled": FlashAttn.ON, "disabled": FlashAttn.OFF}
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One figure of the log: what it is, as printed, kvplan's in the same words, and why it is what it is."""
-
-    what: str
-    logged: str
-    kvplan: str
-    equal: bool
-    why: str
-    kvplan_bytes: int | None = None  # kvplan's exact bytes, for a memory figure
 
 
 @dataclass(frozen=True)
@@ -90,6 +79,14 @@ def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
     s = settings_of(log)
     p = plan(model, s)
     cpu = s.backend is Backend.CPU
+    from kvplan.analysis import explain_devices as devices
+
+    if devices.uses_devices(log):  # the model on GPUs (or RPC devices): every buffer per device, and the fit
+        dp = devices.place(log, model, s, p)
+        figures = [*_context(log, p), *_caches(log, p, pair_buffers=False), *_states(log, p),
+                   *devices.placement_figures(log, dp, p, s), *devices.fit_figures(log, dp, s)]  # fmt: skip
+        notes = (*p.notes, *devices.host_notes(log))
+        return Explanation(s, tuple(figures), notes, p.total_bytes, None, _changes(model, s, False))
     compute = _cpu_compute(p) if cpu else None
     figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_compute(log, p, compute)]
     return Explanation(s, tuple(figures), tuple(p.notes), p.total_bytes, compute.bytes if compute else None,
@@ -149,7 +146,7 @@ def _context(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
     return out
 
 
-def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
+def _caches(log: LlamaCppLog, p: MemoryPlan, pair_buffers: bool = True) -> list[Figure]:
     attention = [c for c in p.caches if c.kind is CacheKind.ATTENTION]
     logged = [c for c in log.caches if c.layers]  # (llama.cpp creates, and prints, an empty cache for no layers)
     out = []
@@ -157,7 +154,7 @@ def _caches(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:
         out.append(Figure("KV caches", str(len(logged)), str(len(attention)), False,
                           "not explained: the log and kvplan hold a different number of caches"))  # fmt: skip
         return out
-    kv_buffers = [b for b in log.buffers if b.kind == "KV"]
+    kv_buffers = [b for b in log.buffers if b.kind == "KV"] if pair_buffers else []
     if len(kv_buffers) != len(logged):  # (one buffer per device a cache spans: paired only one to one)
         kv_buffers = []
     for i, (got, mine) in enumerate(zip(logged, attention, strict=True)):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.analysis.explain import Figure
 from kvplan.analysis.explain_vllm import GpuFacts
+from kvplan.analysis.figure import Figure
 from kvplan.errors import BadInputError, KvplanError
 from kvplan.model import ModelDescription
 from kvplan.runtimes.engines import SGLANG, Capacity, EngineLayout, EngineSettings, layout

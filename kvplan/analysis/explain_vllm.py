@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.analysis.explain import Figure
+from kvplan.analysis.figure import Figure
 from kvplan.errors import BadInputError, KvplanError
 from kvplan.model import ModelDescription
 from kvplan.runtimes.engines import VLLM, Capacity, EngineSettings

@@ -190,34 +190,14 @@ class Target:
         return dataclasses.replace(main, gpus=gpus, host=add(main.host, d.host), draft=d)
 
     def _place(self, settings: LlamaCppSettings, p: MemoryPlan | None = None) -> Placement:
-        model, weights, memory = self.model, self.weights, self.memory
+        model, memory = self.model, self.memory
         own_plan = p is None  # (a draft's plan is given: its caches stay as planned)
         p = p or plan(model, settings)
         # all zero (or none): llama.cpp's default split, by each device's memory (load_tensors' all_zero)
-        splits = self.splits if self.splits and any(self.splits) else [float(m) for m in memory]
-        where = layer_devices(model.n_layer_all, splits, self.n_gpu_layers)
+        where = self.where()
         n = len(memory)
-        w, kv = [0] * (n + 1), [0] * (n + 1)  # the last slot is the host
-        cuda_extra = weights.cuda_extra if p.context.backend is not Backend.CPU else ()
-        moved = self._moved(weights) if self.overrides or (self.n_cpu_moe and cuda_extra) else {}
-        if self.overrides:  # tensor by tensor, as llama.cpp's loader does with buffer overrides
-            _by_tensor(weights.tensors, where, moved, w)
-        else:
-            experts = weights.expert_bytes[: self.n_cpu_moe] if self.n_cpu_moe else ()
-            for il, b in enumerate(weights.layer_bytes):
-                e = experts[il] if il < len(experts) else 0  # llama.cpp's tensor buffer overrides: experts to host
-                w[where[il]] += b - e
-                w[-1] += e
-            w[where[-1]] += weights.output_bytes
-            w[-1] += weights.input_bytes
-        _by_tensor(cuda_extra, where, moved, w, host=False)  # (CUDA's buffers: on the GPUs only)
-        host_caches = None  # a layer's cache in host memory is a CPU buffer's (llama_kv_cache: no CUDA padding)
-        if own_plan and p.context.backend is not Backend.CPU and (self.no_kv_offload or -1 in where):
-            host_caches = plan(model, dataclasses.replace(settings, backend=Backend.CPU)).caches
-        for ic, cache in enumerate(p.caches):
-            for j, (il, b) in enumerate(zip(cache.layers, cache.layer_bytes, strict=True)):
-                d = -1 if self.no_kv_offload else where[min(il, len(where) - 1)]
-                kv[d] += host_caches[ic].layer_bytes[j] if d == -1 and host_caches is not None else b
+        w = self.device_weights(where, p.context.backend)
+        kv = [sum(per_cache) for per_cache in zip(*self.device_kv(p, where, settings, own_plan), strict=True)]
         computes = [0] * (n + 1)
         parts: list[tuple[tuple[str, int], ...]] = [()] * (n + 1)
         exact = self._compute_exact(p, where, computes, parts) if self.overhead is None else None
@@ -245,6 +225,52 @@ class Target:
         host_layers = [il for il in range(model.n_layer_all) if where[il] == -1]
         host = DeviceUsage("host", None, _span(host_layers), w[-1], kv[-1], computes[-1], 0, parts[-1])
         return Placement(settings, p, gpus, host, basis)
+
+    def where(self) -> list[int]:
+        """Each layer's device and the output layer's (last): a GPU index, -1 the host — by -ts, or by each
+        device's memory (llama.cpp's default split; an all-zero -ts is the default too)."""
+        splits = self.splits if self.splits and any(self.splits) else [float(m) for m in self.memory]
+        return layer_devices(self.model.n_layer_all, splits, self.n_gpu_layers)
+
+    def device_weights(self, where: list[int], backend: Backend) -> list[int]:
+        """Each GPU's weights and the host's (last), as llama.cpp's loader places the tensors."""
+        weights = self.weights
+        w = [0] * (len(self.memory) + 1)  # the last slot is the host
+        cuda_extra = weights.cuda_extra if backend is not Backend.CPU else ()
+        moved = self._moved(weights) if self.overrides or (self.n_cpu_moe and cuda_extra) else {}
+        if self.overrides:  # tensor by tensor, as llama.cpp's loader does with buffer overrides
+            _by_tensor(weights.tensors, where, moved, w)
+        else:
+            experts = weights.expert_bytes[: self.n_cpu_moe] if self.n_cpu_moe else ()
+            for il, b in enumerate(weights.layer_bytes):
+                e = experts[il] if il < len(experts) else 0  # llama.cpp's tensor buffer overrides: experts to host
+                w[where[il]] += b - e
+                w[-1] += e
+            w[where[-1]] += weights.output_bytes
+            w[-1] += weights.input_bytes
+        if where[-1] == -1 and moved.get("token_embd.weight", -1) == -1:
+            # tied embeddings with the output layer in host memory: the duplicate maps the same file range as the
+            # token embeddings (mmap, llama.cpp's default), so the host's mapped buffer holds them once
+            w[-1] -= weights.tied_output_bytes
+        _by_tensor(cuda_extra, where, moved, w, host=False)  # (CUDA's buffers: on the GPUs only)
+        return w
+
+    def device_kv(
+        self, p: MemoryPlan, where: list[int], settings: LlamaCppSettings, own_plan: bool = True
+    ) -> list[list[int]]:
+        """Each cache's bytes on each GPU and on the host (last): a layer's cache lives with its layer (-nkvo:
+        on the host)."""
+        host_caches = None  # a layer's cache in host memory is a CPU buffer's (llama_kv_cache: no CUDA padding)
+        if own_plan and p.context.backend is not Backend.CPU and (self.no_kv_offload or -1 in where):
+            host_caches = plan(self.model, dataclasses.replace(settings, backend=Backend.CPU)).caches
+        out = []
+        for ic, cache in enumerate(p.caches):
+            kv = [0] * (len(self.memory) + 1)
+            for j, (il, b) in enumerate(zip(cache.layers, cache.layer_bytes, strict=True)):
+                d = -1 if self.no_kv_offload else where[min(il, len(where) - 1)]
+                kv[d] += host_caches[ic].layer_bytes[j] if d == -1 and host_caches is not None else b
+            out.append(kv)
+        return out or [[0] * (len(self.memory) + 1)]
 
     def _compute_exact(
         self, p: MemoryPlan, where: list[int], out: list[int], parts: list[tuple[tuple[str, int], ...]]

@@ -81,6 +81,12 @@ class Weights:
         return self.input_bytes + sum(self.layer_bytes) + self.output_bytes
 
     @cached_property
+    def tied_output_bytes(self) -> int:
+        """The token embeddings llama.cpp loads again as the output layer (no output.weight: TENSOR_DUPLICATED);
+        0 where the model has its own output head or the tensors are not known."""
+        return sum(b for name, il, b in self.tensors if il == -2 and name == "token_embd.weight")
+
+    @cached_property
     def names(self) -> tuple[str, ...]:
         """The tensors' names, one tuple per Weights (the override patterns' matches are kept per tuple)."""
         return tuple(name for name, _il, _b in self.tensors)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.analysis.explain import Explanation, Figure
+from kvplan.analysis.explain import Explanation
 from kvplan.analysis.explain_sglang import SglangExplanation
 from kvplan.analysis.explain_vllm import VllmExplanation
+from kvplan.analysis.figure import Figure
 from kvplan.errors import EXIT_NO
 from kvplan.model import ModelDescription
 from kvplan.report.document import DATA_FORMATS, Cell, Column, Document, Kind, Table

@@ -23,6 +23,8 @@ from kvplan.sources.vllm_log import take as take_vllm
 MAX_LINE = 64 << 10  # a startup line is under 200 bytes; a log line past this is cut
 MAX_FILE = 4 << 30  # what is read at most (a server's log grows with every request)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: a log names at most this many devices and layers (llama.cpp's own limits are far below)
+MAX_DEVICES, MAX_LAYERS = 256, 1 << 16
 #: a run's first model line (a fit's trial loads print none)
 _RUN_START = "print_info: file format"
 _PRINT_INFO = re.compile(r"print_info: ([A-Za-z_][\w .]*?)\s*= (.*)$")
@@ -50,6 +52,15 @@ _ISWA = re.compile(r"creating\s+(non-SWA|SWA) KV cache, size = (\d+) cells")
 _BUILD = re.compile(r"build(?:: | = )(\d+) \(([0-9a-f]+)\)")
 _LOADED = re.compile(r"llama_model_loader: loaded meta data with .* tensors from (.+?) \(version ")
 _OFFLOADED = re.compile(r"load_tensors: offloaded (\d+)/(\d+) layers to GPU")
+#: a device llama.cpp loads onto: its name, description (an RPC server's endpoint) and the free memory it reports
+_DEVICE = re.compile(r"using device (\S+) \(([^)]*)\)(?: \([^)]*\))? - (\d+) MiB free")
+_ASSIGNED = re.compile(r"load_tensors: layer\s+(\d+) assigned to device (\S+?),")
+#: llama.cpp's fit (common_fit_params), printed before the model loads
+_FIT_REDUCED = re.compile(r"context size reduced from (\d+) to (\d+)")
+_FIT_TARGET = re.compile(r"common_params_fit_impl:\s+- (\S+) \(([^)]*)\):\s+(\d+) total,.* vs\. target of\s+(\d+)")
+_FIT_MEET = re.compile(r"cannot meet free memory target of (\d+) MiB")
+_FIT_DONE = re.compile(r"common_fit_params: (successfully fit params to free device memory|failed to fit params to "
+                       r"free device memory: (.*))$")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,25 @@ class LoggedBuffer:
     buffer: str
     kind: str
     mib: str
+
+
+@dataclass(frozen=True)
+class LoggedDevice:
+    """One `using device NAME (DESCRIPTION) - X MiB free` line: a device llama.cpp places layers on."""
+
+    name: str  # CUDA0, RPC1, Vulkan0 …
+    description: str  # the GPU's name; an RPC server's endpoint
+    free_mib: int
+
+
+@dataclass
+class LoggedFit:
+    """What llama.cpp's fit (`--fit on`, llama.cpp's default) printed before the model loaded."""
+
+    reduced: tuple[int, int] | None = None  # "context size reduced from A to B"
+    full_ctx_asked: bool = False  # "user has requested full context size of N -> no change" (-c 0)
+    targets_mib: dict[str, int] = field(default_factory=dict)  # free-memory target (-fitt) by device ("": all)
+    outcome: str = ""  # "success", or llama.cpp's reason for giving up
 
 
 @dataclass(frozen=True)
@@ -111,6 +141,9 @@ class LlamaCppLog:
     #: "creating non-SWA / SWA KV cache, size = N cells" (an iSWA model's two caches, as created)
     iswa_cells: dict[str, int] = field(default_factory=dict)
     offloaded: tuple[int, int] | None = None  # layers offloaded / offloadable (printed on CPU-only builds too)
+    devices: list[LoggedDevice] = field(default_factory=list)
+    layer_devices: dict[int, str] = field(default_factory=dict)  # "layer N assigned to device X" (-v)
+    fit: LoggedFit | None = None  # llama.cpp's fit, where it ran
 
     def setting(self, key: str) -> int | None:
         """An integer setting of llama_context's block (n_ctx, n_seq_max, n_batch …), None when not printed."""
@@ -121,13 +154,17 @@ class LlamaCppLog:
 def parse_lines(lines: Iterable[str]) -> LlamaCppLog:
     """The last run's figures from a log's lines."""
     log, build, model_path = LlamaCppLog(), "", ""
+    fit: LoggedFit | None = None  # the fit runs before the model loads: its lines belong to the next run
     for raw in lines:
         line = _ANSI.sub("", raw).rstrip("\r\n")
         if _RUN_START in line:
             if log.runs:
                 log = LlamaCppLog(build=build, runs=log.runs)  # another run began: keep the last
             log.runs += 1
-        if "build" in line and (m := _BUILD.search(line)):
+            log.fit, fit = fit, None
+        if "common_" in line and "fit" in line:
+            fit = _take_fit(fit or LoggedFit(), line)
+        elif "build" in line and (m := _BUILD.search(line)):
             build = log.build = f"{m.group(1)} ({m.group(2)})"
         elif "loaded meta data" in line and (m := _LOADED.search(line)):
             model_path = m.group(1)
@@ -158,8 +195,34 @@ def _take(log: LlamaCppLog, line: str) -> None:
         log.swa_full = True
     elif "KV cache, size =" in line and (m := _ISWA.search(line)):
         log.iswa_cells[m.group(1)] = int(m.group(2))
-    elif "layers to GPU" in line and (m := _OFFLOADED.search(line)):
+    else:
+        _take_placement(log, line)
+
+
+def _take_placement(log: LlamaCppLog, line: str) -> None:
+    """Where the model went: the devices, the layers offloaded, each layer's device (-v)."""
+    if "layers to GPU" in line and (m := _OFFLOADED.search(line)):
         log.offloaded = (int(m.group(1)), int(m.group(2)))
+    elif "using device" in line and (m := _DEVICE.search(line)) and len(log.devices) < MAX_DEVICES:
+        log.devices.append(LoggedDevice(m.group(1), m.group(2), int(m.group(3))))
+    elif "assigned to device" in line and (m := _ASSIGNED.search(line)) and len(log.layer_devices) < MAX_LAYERS:
+        log.layer_devices[int(m.group(1))] = m.group(2)
+
+
+def _take_fit(fit: LoggedFit, line: str) -> LoggedFit:
+    """One line of llama.cpp's fit."""
+    if "context size reduced" in line and (m := _FIT_REDUCED.search(line)):
+        fit.reduced = (int(m.group(1)), int(m.group(2)))
+    elif "user has requested full context size" in line:
+        fit.full_ctx_asked = True
+    elif "cannot meet free memory target" in line and (m := _FIT_MEET.search(line)):
+        fit.targets_mib.setdefault("", int(m.group(1)))
+    elif "vs. target of" in line and (m := _FIT_TARGET.search(line)):
+        if len(fit.targets_mib) < MAX_DEVICES:
+            fit.targets_mib[m.group(2) or m.group(1)] = int(m.group(4))
+    elif "common_fit_params:" in line and (m := _FIT_DONE.search(line)):
+        fit.outcome = "success" if m.group(2) is None else m.group(2).strip()
+    return fit
 
 
 def _lines(data: Iterator[bytes]) -> Iterator[str]:

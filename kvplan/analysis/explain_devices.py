@@ -1,0 +1,242 @@
+"""A llama.cpp log's placement on its devices, and its fit (`kvplan explain`): the devices the log names (their
+free memory as llama.cpp saw it), the layers it offloaded and where each went, re-placed by kvplan
+(kvplan.capacity.llamacpp.Target: weights, KV and compute per device, proven against llama.cpp), and every buffer
+the log prints per device beside kvplan's; then llama.cpp's fit (`--fit on`, its default) re-run by kvplan's
+port of common_fit_params on the same devices, its outcome beside the log's.
+
+Where each layer went: the log's `layer N assigned to device X` lines (`-v`), else llama.cpp's default split by
+the devices' free memory; where that does not give the model buffers the log prints, the contiguous split that
+does (the log prints no -ts), and the answer says which."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+
+from kvplan.analysis.figure import Figure
+from kvplan.capacity.llamacpp import Placement, Target
+from kvplan.capacity.weights import model_weights
+from kvplan.errors import KvplanError
+from kvplan.model import ModelDescription
+from kvplan.runtimes.llamacpp import LlamaCppSettings, MemoryPlan
+from kvplan.sources.llamacpp_log import LlamaCppLog
+
+MIB = 1 << 20
+#: buffers in host memory (the mmapped file, the CPU backend's repacked copies, pinned host memory)
+HOST = frozenset({"CPU", "CPU_Mapped", "CPU_REPACK", "CUDA_Host", "CPU_AARCH64"})
+#: splits tried to find the one that gives the printed model buffers (the log prints no -ts)
+MAX_SPLITS = 20_000
+#: llama.cpp's fit keeps this much free on every device unless -fitt says otherwise (common_params)
+FIT_TARGET_MIB = 1024
+FULL_CTX = 0xFFFFFFFF  # -c 0: common/arg.cpp's fit_params_min_ctx
+
+
+@dataclass(frozen=True)
+class DevicePlacement:
+    """What kvplan re-placed the log's model with, and how it knows."""
+
+    target: Target
+    placement: Placement
+    where: tuple[int, ...]  # each layer's device, and the output layer's (last): -1 the host
+    split_basis: str
+
+
+def _mib(n: int) -> str:
+    return f"{n / MIB:.2f}"
+
+
+def device_of(log: LlamaCppLog, buffer: str) -> int | None:
+    """The index of the device a buffer lives on (-1: the host), or None: a device the log does not name. An RPC
+    server's buffers are named RPC0[endpoint] whichever device it is: the endpoint tells."""
+    if buffer in HOST:
+        return -1
+    for i, d in enumerate(log.devices):
+        if buffer == d.name or (buffer.startswith("RPC") and buffer.endswith(f"[{d.description}]")):
+            return i
+    return None
+
+
+def uses_devices(log: LlamaCppLog) -> bool:
+    """The log names devices (GPUs, RPC servers) llama.cpp could place layers on — even if it placed none."""
+    return bool(log.devices)
+
+
+def _splits_from_layers(log: LlamaCppLog) -> tuple[float, ...] | None:
+    """-ts as layer counts, from the log's `layer N assigned to device X` lines."""
+    if not log.layer_devices:
+        return None
+    names = [d.name for d in log.devices]
+    counts = [0] * len(names)
+    for name in log.layer_devices.values():
+        if name in names:
+            counts[names.index(name)] += 1
+    return tuple(float(c) for c in counts) if any(counts) else None
+
+
+def _model_buffers(log: LlamaCppLog) -> dict[int, str]:
+    return {i: b.mib for b in log.buffers if b.kind == "model" and (i := device_of(log, b.buffer)) is not None
+            and i >= 0}  # fmt: skip
+
+
+def place(log: LlamaCppLog, model: ModelDescription, s: LlamaCppSettings, p: MemoryPlan) -> DevicePlacement:
+    """The log's model on its devices, as llama.cpp placed it."""
+    weights = model_weights(model, None, None)
+    memory = tuple(d.free_mib * MIB for d in log.devices)
+    ngl = log.offloaded[0] if log.offloaded else -1
+    on_host = [b for b in log.buffers if b.kind == "KV" and device_of(log, b.buffer) == -1]
+    on_devices = [b for b in log.buffers if b.kind == "KV" and (device_of(log, b.buffer) or 0) >= 0]
+    offloaded_all = log.offloaded is not None and log.offloaded[0] == log.offloaded[1]
+    nkvo = bool(on_host) and (offloaded_all or not on_devices) and ngl != 0
+    splits = _splits_from_layers(log)
+    basis = "each layer's device as the log prints it (-v)" if splits else (
+        "llama.cpp's default split, by each device's free memory")  # fmt: skip
+    target = Target(model, weights, memory, splits, None, ngl, nkvo)
+    want = _model_buffers(log)
+    where = target.where()
+    if not splits and len(memory) > 1 and not _weights_equal(target, where, want, s):
+        found = _split_for(target, want, s)
+        if found is None:
+            basis += ("; no split of whole layers gives the model buffers the log prints (tensors moved by an -ot or "
+                      "-ncmoe the log does not list?)")  # fmt: skip
+        else:
+            target = dataclasses.replace(target, splits=found)
+            where = target.where()
+            counts = ",".join(f"{x:g}" for x in found)
+            basis = (f"the split whose weights give the model buffers the log prints (-ts {counts}: the log prints "
+                     "no -ts, and llama.cpp's default split by free memory does not give them)")  # fmt: skip
+    return DevicePlacement(target, target.place(s, p), tuple(where), basis)
+
+
+def _weights_equal(target: Target, where: list[int], want: dict[int, str], s: LlamaCppSettings) -> bool:
+    w = target.device_weights(where, s.backend)
+    return bool(want) and all(_mib(w[i]) == mib for i, mib in want.items())
+
+
+def _split_for(target: Target, want: dict[int, str], s: LlamaCppSettings) -> tuple[float, ...] | None:
+    """The layer counts per device, in order, whose weights give the printed model buffers."""
+    n = len(target.memory)
+    offloaded = sum(1 for d in target.where() if d >= 0)
+    tried = 0
+    for cut in itertools.combinations(range(offloaded + n - 1), n - 1):  # stars and bars: counts summing up
+        counts, last = [], -1
+        for c in (*cut, offloaded + n - 1):
+            counts.append(c - last - 1)
+            last = c
+        tried += 1
+        if tried > MAX_SPLITS:
+            return None
+        splits = tuple(float(c) for c in counts)
+        if not any(splits):
+            continue
+        t = dataclasses.replace(target, splits=splits)
+        if _weights_equal(t, t.where(), want, s):
+            return splits
+    return None
+
+
+def _layers(where: tuple[int, ...], device: int) -> str:
+    mine = [il for il, d in enumerate(where) if d == device]
+    if not mine:
+        return "no layers"
+    out = " (the output layer)" if mine[-1] == len(where) - 1 else ""
+    return f"layers {mine[0]}–{mine[-1]}{out}" if len(mine) > 1 else f"layer {mine[0]}{out}"
+
+
+def placement_figures(log: LlamaCppLog, dp: DevicePlacement, p: MemoryPlan, s: LlamaCppSettings) -> list[Figure]:
+    """Every buffer the log prints per device beside kvplan's: model, KV (per cache), compute."""
+    pl, where = dp.placement, dp.where
+    weights = dp.target.device_weights(list(where), s.backend)
+    kv = dp.target.device_kv(p, list(where), s)
+    usage = [*pl.gpus, pl.host]
+    exact = "exact from the GGUF's tensor infos" if dp.target.weights.exact else dp.target.weights.basis
+    out: list[Figure] = []
+    kv_seen: dict[int, int] = {}
+    for b in log.buffers:
+        i = device_of(log, b.buffer)
+        if i is None or b.kind not in ("model", "KV", "compute") or b.buffer in ("CPU_REPACK", "CUDA_Host"):
+            continue
+        d = i if i >= 0 else len(usage) - 1
+        where_d = _layers(where, i) if i >= 0 else "the token embeddings and the layers kept in host memory"
+        if b.kind == "model":
+            mine, why = weights[d], f"{where_d}: their weights, {exact}; {dp.split_basis}"
+        elif b.kind == "KV":
+            caches = [c for c in range(len(p.caches)) if kv[c][d]]  # the caches with layers here, in order
+            k = kv_seen.get(d, 0)
+            kv_seen[d] = k + 1
+            if k >= len(caches):
+                out.append(Figure(f"{b.buffer} KV buffer, MiB", b.mib, "-", False,
+                                  "not explained: kvplan places no more caches here"))  # fmt: skip
+                continue
+            c = caches[k]
+            mine = kv[c][d]
+            why = f"the {p.caches[c].name} cache's layers here ({where_d})" + (" (-nkvo)" if dp.target.no_kv_offload
+                                                                                else "")  # fmt: skip
+        else:
+            mine = usage[d].compute_bytes
+            parts = ", ".join(f"{role} {_mib(n)} MiB" for role, n in usage[d].compute_parts[:3])
+            why = "llama.cpp's graph split over the devices, each split planned by ggml's allocator" + (
+                f"; at its peak: {parts}" if parts else "")  # fmt: skip
+        equal = _mib(mine) == b.mib
+        out.append(Figure(f"{b.buffer} {b.kind} buffer, MiB", b.mib, _mib(mine), equal,
+                          why if equal else f"not explained: kvplan's {why}", mine))  # fmt: skip
+    return out
+
+
+def host_notes(log: LlamaCppLog) -> tuple[str, ...]:
+    """What the log holds that kvplan does not plan, said rather than compared."""
+    out = []
+    for b in log.buffers:
+        if b.buffer == "CPU_REPACK":
+            out.append(f"CPU_REPACK model buffer {b.mib} MiB: the CPU backend's repacked copies of some host tensors "
+                       "(ggml-cpu's extra buffer type, chosen by the CPU's instruction set): not planned")  # fmt: skip
+    return tuple(dict.fromkeys(out))
+
+
+def fit_figures(log: LlamaCppLog, dp: DevicePlacement, s: LlamaCppSettings) -> list[Figure]:
+    """llama.cpp's fit as the log tells it, beside kvplan's port of it on the same devices and flags."""
+    from kvplan.capacity.llamacpp_fit import FitError, fit_params
+
+    fit = log.fit
+    if fit is None or not fit.outcome or not log.devices:
+        return []
+    given_ngl = _given_ngl(fit.outcome)
+    default_split = dp.split_basis.startswith("llama.cpp's default")
+    target = dataclasses.replace(dp.target, n_gpu_layers=given_ngl, splits=None if default_split else
+                                 dp.target.splits)  # fmt: skip
+    targets = [fit.targets_mib.get(d.description, fit.targets_mib.get("", FIT_TARGET_MIB)) for d in log.devices]
+    ctx_given = fit.reduced is None and not fit.full_ctx_asked
+    settings = s if ctx_given else dataclasses.replace(s, n_ctx=0)
+    try:
+        choice = fit_params(target, settings, ctx_given=ctx_given, margins_mib=tuple(targets),
+                            n_ctx_min=FULL_CTX if fit.full_ctx_asked else 4096)  # fmt: skip
+    except FitError as exc:
+        mine = f"gave up: {exc}"
+        logged = f"gave up: {fit.outcome}"
+        return [Figure("llama.cpp's fit", logged, mine, logged == mine,
+                       "the flags given leave a device short of its target, and llama.cpp's fit does not change "
+                       "flags the user set: it runs them as given" if logged == mine else "not explained")]  # fmt: skip
+    except KvplanError as exc:
+        return [Figure("llama.cpp's fit", fit.outcome, "-", False, f"not explained: kvplan cannot fit it: {exc}")]
+    total = log.offloaded[1] if log.offloaded else 0
+    mine_ngl = total if choice.n_gpu_layers < 0 and given_ngl < 0 else max(choice.n_gpu_layers, given_ngl)
+    logged_ngl = log.offloaded[0] if log.offloaded else -1
+    logged = f"-c {log.setting('n_ctx')} -ngl {logged_ngl}"
+    mine = f"-c {choice.n_ctx} -ngl {mine_ngl}"
+    if fit.outcome != "success":
+        logged = f"gave up: {fit.outcome}"
+    steps = "; ".join(choice.steps) or "no change"
+    equal = logged == mine
+    return [Figure("llama.cpp's fit (its -c and -ngl)", logged, mine, equal,
+                   f"kvplan's port of common_fit_params on the log's devices: {steps}" if equal
+                   else f"not explained: {steps}")]  # fmt: skip
+
+
+def _given_ngl(outcome: str) -> int:
+    """The -ngl the user gave, where llama.cpp's fit says so in giving up."""
+    head = "n_gpu_layers already set by user to "
+    if outcome.startswith(head):
+        digits = outcome[len(head) :].split(",", 1)[0].strip()
+        if digits.lstrip("-").isdigit():
+            return int(digits)
+    return -1
