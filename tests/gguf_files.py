@@ -297,13 +297,8 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     return path
 
 
-def with_tensors(source: Path, path: Path, tensors: list[tuple[str, tuple[int, ...]]]) -> Path:
-    """``source``'s metadata (a metadata-only fixture GGUF) with the given tensors (GGUF shapes, f32 zeros): a file
-    llama.cpp loads as a real model (FROM_FILE), so its loader creates only the tensors the file has — the way a
-    converted checkpoint's optional tensors are decided."""
-    r = gguf.GGUFReader(str(source))
-    arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
-    w = gguf.GGUFWriter(str(path), arch)
+def _copy_kv(r: gguf.GGUFReader, w: gguf.GGUFWriter) -> None:
+    """Every key-value of ``r`` but the architecture (the writer's own) into ``w``, with its own types."""
     for f in r.fields.values():
         if f.name.startswith("GGUF.") or f.name == "general.architecture":
             continue
@@ -320,6 +315,16 @@ def with_tensors(source: Path, path: Path, tensors: list[tuple[str, tuple[int, .
             w.add_key_value(f.name, bytes(f.parts[f.data[0]]).decode(), t)
         else:
             w.add_key_value(f.name, f.parts[f.data[0]].tolist()[0], t)
+
+
+def with_tensors(source: Path, path: Path, tensors: list[tuple[str, tuple[int, ...]]]) -> Path:
+    """``source``'s metadata (a metadata-only fixture GGUF) with the given tensors (GGUF shapes, f32 zeros): a file
+    llama.cpp loads as a real model (FROM_FILE), so its loader creates only the tensors the file has — the way a
+    converted checkpoint's optional tensors are decided."""
+    r = gguf.GGUFReader(str(source))
+    arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
+    w = gguf.GGUFWriter(str(path), arch)
+    _copy_kv(r, w)
     for name, shape in tensors:
         w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float32))
     w.write_header_to_file()
@@ -369,22 +374,7 @@ def gemma_270m_sparse(path: Path) -> Path:
     infos = json.loads((fixtures / "gemma-3-270m-q4_k_m.tensors.json").read_text())["tensors"]
     r = gguf.GGUFReader(str(fixtures / "gemma-3-270m-q4_k_m.meta.gguf"))
     w = gguf.GGUFWriter(str(path), "gemma3")
-    for f in r.fields.values():
-        if f.name.startswith("GGUF.") or f.name == "general.architecture":
-            continue
-        t = f.types[0]
-        if t == gguf.GGUFValueType.ARRAY:
-            sub = f.types[-1]
-            vals: Any = (
-                [bytes(f.parts[i]).decode() for i in f.data]
-                if sub == gguf.GGUFValueType.STRING
-                else [f.parts[i].tolist()[0] for i in f.data]
-            )
-            w.add_key_value(f.name, vals, t, sub_type=sub)
-        elif t == gguf.GGUFValueType.STRING:
-            w.add_key_value(f.name, bytes(f.parts[f.data[0]]).decode(), t)
-        else:
-            w.add_key_value(f.name, f.parts[f.data[0]].tolist()[0], t)
+    _copy_kv(r, w)
     for name, typ, shape in infos:
         qt = gguf.GGMLQuantizationType(typ)
         block, size = gguf.GGML_QUANT_SIZES[qt]

@@ -7,8 +7,12 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvplan.cli import run
+
+if TYPE_CHECKING:
+    from kvplan.analysis.explain_vllm import GpuFacts
 
 TESTS = Path(__file__).parent
 FIXTURES = TESTS / "fixtures"
@@ -44,3 +48,13 @@ def kv(*args: str, width: int | None = None) -> Result:
     out, err = io.StringIO(), io.StringIO()
     code = run(list(args), out, err, width)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def gpu_facts(name: str) -> GpuFacts:
+    """A GPU preset as an engine log's explanation takes it (vLLM's and SGLang's logs do not name their GPU)."""
+    from kvplan.analysis.explain_vllm import GpuFacts
+    from kvplan.capacity.hardware import parse_gpus
+
+    g = parse_gpus(name).model
+    assert g is not None
+    return GpuFacts(g.name, g.memory_bytes, g.capability)

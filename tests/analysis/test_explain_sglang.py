@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import FIXTURES, kv
+from helpers import FIXTURES, gpu_facts, kv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan.analysis.explain_sglang import explain_sglang
-from kvplan.analysis.explain_vllm import GpuFacts, engine_model_for
-from kvplan.capacity.hardware import parse_gpus
+from kvplan.analysis.explain_vllm import engine_model_for
 from kvplan.errors import BadInputError
 from kvplan.sources import load_model
 from kvplan.sources.llamacpp_log import read_server_log
@@ -26,12 +25,6 @@ RECORDED_INDEX = json.loads((RECORDED / "index.json").read_text())
 PUBLIC_INDEX = json.loads((LOGS / "index.json").read_text())["logs"]
 #: SGLang's generic fallback class: it sizes every layer as attention, so kvplan refuses to call that SGLang's plan
 FALLBACK = "TransformersForCausalLM"
-
-
-def _gpu(name: str) -> GpuFacts:
-    g = parse_gpus(name).model
-    assert g is not None
-    return GpuFacts(g.name, g.memory_bytes, g.capability)
 
 
 def _parse(text: str) -> SglangLog:
@@ -59,7 +52,7 @@ def test_every_log_sglang_wrote_is_explained(name: str) -> None:
     case, answer = entry["case"], entry["sglang"]
     assert isinstance(case, dict) and isinstance(answer, dict)
     model = engine_model_for(log.model, name, None)  # the config folder the log names, relative to the repository
-    e = explain_sglang(log, model, _gpu(case["gpu"]["preset"]), False)
+    e = explain_sglang(log, model, gpu_facts(case["gpu"]["preset"]), False)
     assert e.explained, [(f.what, f.logged, f.kvplan, f.why) for f in e.figures if not f.equal]
     whats = {f.what for f in e.figures}
     assert {"max_total_num_tokens (from the free memory)", "context_len", "max_running_requests"} <= whats
@@ -74,7 +67,7 @@ def test_every_log_sglang_wrote_is_explained(name: str) -> None:
 def test_a_model_sglang_runs_through_its_generic_class_is_refused_with_the_reason(name: str) -> None:
     _, log = _recorded(name)
     with pytest.raises(BadInputError, match="no model class"):
-        explain_sglang(log, engine_model_for(log.model, name, None), _gpu("H100-80GB"), False)
+        explain_sglang(log, engine_model_for(log.model, name, None), gpu_facts("H100-80GB"), False)
 
 
 def test_the_recorded_logs_cover_the_families() -> None:
@@ -93,7 +86,7 @@ def test_hand_worked_llama_3_1_8b() -> None:
     The pools get 64.50 − 79.50 × (1 − 0.83) = 50.985 GB ÷ 128 KiB a token ≈ 417,669 tokens; a request of 131,072
     tokens: 417,669 ÷ 131,072 × 512 = 1,631, raised to 2,048 running requests."""
     _, log = _recorded("00-llama-3.1-8b-A100-80GB.log")
-    e = explain_sglang(log, load_model("llama-3.1-8b"), _gpu("A100-80GB"), False)
+    e = explain_sglang(log, load_model("llama-3.1-8b"), gpu_facts("A100-80GB"), False)
     by = {f.what: f for f in e.figures}
     k = by["KV pool: K size, GB"]
     assert k.logged == "25.49" and k.kvplan_bytes == 417_670 * 65_536
@@ -108,7 +101,7 @@ def test_mla_and_the_dsa_indexer_are_one_kv_size() -> None:
     132) = 78,324 B a token, in pages of 64 (the padding is a page)."""
     name = next(n for n in RECORDED_INDEX["logs"] if "deepseek-v3.2-exp" in n)
     entry, log = _recorded(name)
-    e = explain_sglang(log, engine_model_for(log.model, name, None), _gpu(entry["case"]["gpu"]["preset"]), False)
+    e = explain_sglang(log, engine_model_for(log.model, name, None), gpu_facts(entry["case"]["gpu"]["preset"]), False)
     kv_size = next(f for f in e.figures if f.what == "KV pool: KV size, GB")
     assert e.token_bytes == 78_324 and e.page_size == 64 and kv_size.equal
     assert kv_size.kvplan_bytes == (log.pools[0].tokens + 64) * 78_324
@@ -117,7 +110,7 @@ def test_mla_and_the_dsa_indexer_are_one_kv_size() -> None:
 def test_a_hybrid_mamba_pool_is_explained_slot_by_slot() -> None:
     """Qwen3-Next: a whole state slot more leaves fewer tokens, so the free memory's rounding allows two ranges."""
     _, log = _recorded("10-qwen3-next-80b-a3b-A100-80GB-tp_size=8.log")
-    e = explain_sglang(log, engine_model_for(log.model, "x", None), _gpu("A100-80GB"), False)
+    e = explain_sglang(log, engine_model_for(log.model, "x", None), gpu_facts("A100-80GB"), False)
     by = {f.what: f for f in e.figures}
     assert by["max_mamba_cache_size"].equal and log.mamba_slots == 2_421
     assert by["max_running_requests"].logged == "484" and "state slots" in by["max_running_requests"].why
@@ -129,7 +122,7 @@ def test_every_public_log_is_explained_as_its_index_says(name: str) -> None:
     entry = PUBLIC_INDEX[name]
     log = read_server_log(str(LOGS / name))
     assert isinstance(log, SglangLog)
-    e = explain_sglang(log, load_model(entry["model"]), _gpu(entry["gpu"]), False)
+    e = explain_sglang(log, load_model(entry["model"]), gpu_facts(entry["gpu"]), False)
     assert [f.equal for f in e.figures] == entry["equal"], [(f.what, f.logged, f.kvplan, f.why) for f in e.figures]
     for f in e.figures:
         assert f.why and f.why.startswith("not explained") is not f.equal

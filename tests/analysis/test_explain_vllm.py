@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import FIXTURES, kv
+from helpers import FIXTURES, gpu_facts, kv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.analysis.explain_vllm import GpuFacts, engine_model_for, explain_vllm
-from kvplan.capacity.hardware import parse_gpus
+from kvplan.analysis.explain_vllm import engine_model_for, explain_vllm
 from kvplan.errors import BadInputError, UsageError
 from kvplan.sources import load_model
 from kvplan.sources.llamacpp_log import read_log, read_server_log
@@ -20,12 +19,6 @@ from kvplan.sources.vllm_log import VllmLog, take
 
 LOGS = FIXTURES / "logs" / "vllm"
 INDEX = json.loads((LOGS / "index.json").read_text())["logs"]
-
-
-def _gpu(name: str) -> GpuFacts:
-    g = parse_gpus(name).model
-    assert g is not None
-    return GpuFacts(g.name, g.memory_bytes, g.capability)
 
 
 def _parse(text: str) -> VllmLog:
@@ -40,7 +33,7 @@ def test_every_public_log_is_explained_as_its_index_says(name: str) -> None:
     entry = INDEX[name]
     log = read_server_log(str(LOGS / name))
     assert isinstance(log, VllmLog)
-    e = explain_vllm(log, load_model(entry["model"]), _gpu(entry["gpu"]), False)
+    e = explain_vllm(log, load_model(entry["model"]), gpu_facts(entry["gpu"]), False)
     assert len(e.figures) == entry["figures"] and e.explained is entry["explained"]
     for f in e.figures:
         assert f.why and f.why.startswith("not explained") is not f.equal
@@ -57,7 +50,7 @@ def test_hand_worked_llama_3_1_8b_on_a_3090() -> None:
     1,952 / 1,250 = 1.5616 → 1.56x."""
     log = read_server_log(str(LOGS / "issue-10517-llama-3.1-8b-20k.log"))
     assert isinstance(log, VllmLog)
-    e = explain_vllm(log, load_model("llama-3.1-8b"), _gpu("RTX-3090"), False)
+    e = explain_vllm(log, load_model("llama-3.1-8b"), gpu_facts("RTX-3090"), False)
     assert (e.blocks, e.block_bytes, e.budget_bytes, e.tokens) == (1952, 2 << 20, 1952 * (2 << 20), 31_232)
     by = {f.what: f for f in e.figures}
     assert by["Available KV cache memory, GiB"].kvplan_bytes == 4_093_640_704
@@ -73,7 +66,7 @@ def test_hand_worked_llama_3_1_8b_on_a_3090() -> None:
 def test_the_refused_max_seq_len_is_the_block_arithmetic() -> None:
     log = read_server_log(str(LOGS / "issue-10517-llama-3.1-8b-29k.log"))
     assert isinstance(log, VllmLog) and (log.refused_len, log.stored_tokens, log.gpu_blocks) == (29000, 23648, 1478)
-    e = explain_vllm(log, load_model("llama-3.1-8b"), _gpu("RTX-3090"), False)
+    e = explain_vllm(log, load_model("llama-3.1-8b"), gpu_facts("RTX-3090"), False)
     assert e.explained and e.blocks == 1478
     # vLLM 0.33 keeps one block as its null block, so one request fits 1,477 × 16 = 23,632 tokens (V0: 23,648)
     assert {c.flags for c in e.changes} >= {"--max-model-len 23632 (the longest that fits)"}
@@ -82,7 +75,7 @@ def test_the_refused_max_seq_len_is_the_block_arithmetic() -> None:
 def test_a_tensor_parallel_log_that_kvplan_cannot_account_for_says_so() -> None:
     log = read_server_log(str(LOGS / "issue-21348-qwen3-235b-a22b-fp8.log"))
     assert isinstance(log, VllmLog) and log.setting("tensor_parallel_size") == "4"
-    e = explain_vllm(log, load_model("qwen3-235b-a22b"), _gpu("H100-80GB"), False)
+    e = explain_vllm(log, load_model("qwen3-235b-a22b"), gpu_facts("H100-80GB"), False)
     by = {f.what: f for f in e.figures}
     assert by["GPU KV cache size, tokens"].equal and e.blocks == 11_180 and e.block_bytes == 770_048
     memory = by["Available KV cache memory, GiB"]
@@ -105,7 +98,7 @@ def test_a_v1_log_reads_its_settings_from_vllms_own_lines() -> None:
     assert log.setting("kv_cache_dtype") == "fp8" and log.setting("max_model_len") == "32768"
     model = engine_model_for(log.model, "x.log", None)
     assert model.name == "llama-3.1-8b"
-    e = explain_vllm(log, model, _gpu("H100-80GB"), True)
+    e = explain_vllm(log, model, gpu_facts("H100-80GB"), True)
     # fp8: 64 KiB a token, 1 MiB a block: 5.98 GiB holds 6,123 blocks; 6,123 ÷ 2,048 = 2.9897
     assert e.explained and e.blocks == 6_123 and e.block_bytes == 1 << 20
     assert any("planned for H100-80GB (pass --gpu)" in n for n in e.notes)
@@ -171,7 +164,7 @@ def test_every_log_vllm_wrote_is_explained(name: str) -> None:
     log = read_server_log(str(RECORDED / name))
     assert isinstance(log, VllmLog) and log.version == "0.33.0" and log.runs == 1
     model = engine_model_for(log.model, name, None)  # the config folder the log names, relative to the repository
-    e = explain_vllm(log, model, _gpu(case["gpu"]["preset"]), False)
+    e = explain_vllm(log, model, gpu_facts(case["gpu"]["preset"]), False)
     assert e.explained, [(f.what, f.logged, f.kvplan, f.why) for f in e.figures if not f.equal]
     assert {f.what.split(" for ")[0] for f in e.figures} >= {
         "GPU KV cache size, tokens", "Available KV cache memory, GiB", "Maximum concurrency"
