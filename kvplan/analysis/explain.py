@@ -27,6 +27,9 @@ class Change:
     flags: str
     kv_bytes: int
     compute_bytes: int | None
+    #: on the log's devices (a log that names them): whether every device keeps llama.cpp's fit target free, or
+    #: which one falls short and by how much — the same placement `kvplan fit` makes
+    devices: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,9 @@ def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
         figures = [*_context(log, p), *_caches(log, p, pair_buffers=False), *_states(log, p),
                    *devices.placement_figures(log, dp, p, s), *devices.fit_figures(log, dp, s)]  # fmt: skip
         notes = (*p.notes, *devices.host_notes(log))
-        return Explanation(s, tuple(figures), notes, p.total_bytes, None, _changes(model, s, False))
+        changes = devices.device_changes(log, dp, [("as the log ran", s), *_candidates(s)])
+        total = sum(d.compute_bytes for d in dp.placement.devices)
+        return Explanation(s, tuple(figures), notes, p.total_bytes, total, changes)
     compute = _cpu_compute(p) if cpu else None
     figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_compute(log, p, compute)]
     return Explanation(s, tuple(figures), tuple(p.notes), p.total_bytes, compute.bytes if compute else None,

@@ -14,6 +14,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass
 
+from kvplan.analysis.explain import Change
 from kvplan.analysis.figure import Figure
 from kvplan.capacity.llamacpp import Placement, Target
 from kvplan.capacity.weights import model_weights
@@ -240,3 +241,31 @@ def _given_ngl(outcome: str) -> int:
         if digits.lstrip("-").isdigit():
             return int(digits)
     return -1
+
+
+def device_changes(
+    log: LlamaCppLog, dp: DevicePlacement, candidates: list[tuple[str, LlamaCppSettings]]
+) -> tuple[Change, ...]:
+    """Each change placed on the log's devices as the log's run was (kvplan fit's placement): its KV / state, its
+    compute over every device and the host, and whether every device keeps llama.cpp's fit target free (1,024 MiB
+    unless the log's fit says otherwise)."""
+    targets = [log.fit.targets_mib.get(d.description, log.fit.targets_mib.get("", FIT_TARGET_MIB))
+               if log.fit else FIT_TARGET_MIB for d in log.devices]  # fmt: skip
+    out = []
+    for flags, changed in candidates:
+        try:
+            pl = dp.target.place(changed)
+        except KvplanError:
+            continue  # (a change llama.cpp refuses for this model is no option)
+        free = [(d.free_bytes or 0, log.devices[i].name, t) for i, (d, t) in enumerate(zip(pl.gpus, targets,
+                                                                                            strict=True))]  # fmt: skip
+        short = [(f, name, t) for f, name, t in free if f < t * MIB]
+        if not short:
+            verdict = f"every device keeps {min(targets):,} MiB free" if free else "no device"
+        else:
+            f, name, t = min(short)
+            verdict = (f"{name} short by {_mib(t * MIB - f)} MiB of its {t:,} MiB target" if f >= 0
+                       else f"does not fit: {name} over by {_mib(-f)} MiB")  # fmt: skip
+        compute = sum(d.compute_bytes for d in pl.devices)
+        out.append(Change(flags, pl.plan.total_bytes, compute, verdict))
+    return tuple(out)

@@ -74,7 +74,7 @@ def layout_table(table: Table, units: Units, width: int | None) -> tuple[Grid | 
             break
         droppable = [c for c in cols if c.drop > 0]
         if not droppable:
-            return _stacked(table, cols, units), dropped
+            return _stacked(table, cols, units, width), dropped
         victim = min(droppable, key=lambda c: c.drop)
         for c in [c for c in droppable if c.drop == victim.drop]:
             cols.remove(c)
@@ -98,8 +98,9 @@ def render_table(table: Table, units: Units, width: int | None) -> tuple[list[st
     return draw([block] if isinstance(block, Grid) else block).splitlines(), dropped
 
 
-def _stacked(table: Table, cols: list[Column], units: Units) -> list[Line]:
-    """Each row as ``header: value`` lines (a table too wide for the terminal even without optional columns)."""
+def _stacked(table: Table, cols: list[Column], units: Units, width: int | None = None) -> list[Line]:
+    """Each row as ``header: value`` lines (a table too wide for the terminal even without optional columns); a
+    wrapping column's text broken at words to ``width``, under its first line (a word is never cut)."""
     label = max(len(c.header) for c in cols)
     lines: list[Line] = []
     for row in [*table.rows, *([table.total] if table.total else [])]:
@@ -109,7 +110,11 @@ def _stacked(table: Table, cols: list[Column], units: Units) -> list[Line]:
             value = format_cell(row.get(c.key), c.kind, units)
             if value:
                 style = STATUS_STYLES.get(value, "")
-                lines.append(Line(Piece(f"{INDENT}{c.header.rjust(label)}: "), Piece(value, style)))
+                head = f"{INDENT}{c.header.rjust(label)}: "
+                room = None if width is None or not c.wrap else max(24, width - len(head))
+                parts = _wrap(value, room) if room is not None else [value]
+                for i, part in enumerate(parts or [value]):
+                    lines.append(Line(Piece(head if i == 0 else " " * len(head)), Piece(part, style)))
     return lines
 
 

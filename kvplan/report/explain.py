@@ -23,13 +23,16 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
         f"-ctk {s.type_k} -ctv {s.type_v} -fa {s.flash_attn.value}{' --swa-full' if s.swa_full else ''} "
         f"({s.backend.value} buffers)"
     )
-    change_columns = (
+    change_columns: tuple[Column, ...] = (
         Column("flags", "What would change it", wrap=True),
         Column("kv_bytes", "KV / state", Kind.BYTES),
         Column("kv_change", "Δ KV", Kind.SHARE),
         Column("compute_bytes", "Compute", Kind.BYTES),
         Column("compute_change", "Δ compute", Kind.SHARE, drop=1),
     )
+    on_devices = any(c.devices is not None for c in e.changes)
+    if on_devices:
+        change_columns = (*change_columns, Column("devices", "On the log's devices", wrap=True))
     changes: list[dict[str, Cell]] = [
         {
             "flags": c.flags,
@@ -37,10 +40,12 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
             "kv_change": _share(c.kv_bytes, e.kv_bytes),
             "compute_bytes": c.compute_bytes,
             "compute_change": _share(c.compute_bytes, e.compute_bytes),
+            **({"devices": c.devices} if on_devices else {}),
         }
         for c in e.changes
     ]
-    table = Table("changes", change_columns, tuple(changes), title="What would change it (kvplan's plan of each)")
+    title = "What would change it (kvplan's plan of each" + (", placed on the log's devices)" if on_devices else ")")
+    table = Table("changes", change_columns, tuple(changes), title=title)
     notes = ("MiB as llama.cpp prints them (two decimals); kvplan's exact bytes are in JSON", *e.notes)
     data: dict[str, object] = {
         "explained": e.explained,

@@ -214,3 +214,11 @@ def test_any_settings_a_log_states_end_in_a_documented_exit(args: dict[str, obje
     assert r.exit_code in (0, 1, 2, 3), r.stderr
     if r.exit_code >= 2:
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("kvplan: error:")
+
+
+def test_an_80_column_terminal_gets_every_line_within_80_columns() -> None:
+    """The figures stack on a narrow terminal; their long rules wrap at words under their first line."""
+    r = kv("explain", str(RECORDED / "10-qwen3-next-80b-a3b-A100-80GB-tp_size=8.log"), width=80)
+    lines = [line for line in r.stdout.splitlines() if " " in line.strip()]  # (a path is one word: never cut)
+    assert r.exit_code == 0 and max(len(line) for line in lines) <= 80
+    assert "     Why: " in r.stdout and "\n          " in r.stdout  # (a continuation under the first line)
