@@ -7,10 +7,13 @@ and its port of the fit."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, kv
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvplan.analysis.explain import explain_llamacpp
 from kvplan.analysis.explain_devices import device_of
@@ -24,11 +27,18 @@ INDEX = json.loads((LOGS / "index.json").read_text())["logs"]
 NOT_EXPLAINED = {"gemma-3-270m-rpc2-ot-ffn-cpu.log"}
 
 
-@pytest.fixture(scope="module")
-def gemma(tmp_path_factory: pytest.TempPathFactory) -> ModelDescription:
+@cache
+def _gemma_path() -> str:
+    import tempfile
+
     from gguf_files import gemma_270m_sparse
 
-    return load_model(str(gemma_270m_sparse(tmp_path_factory.mktemp("g") / "gemma-3-270m-q4_k_m.gguf")))
+    return str(gemma_270m_sparse(Path(tempfile.mkdtemp()) / "gemma-3-270m-q4_k_m.gguf"))
+
+
+@pytest.fixture(scope="module")
+def gemma() -> ModelDescription:
+    return load_model(_gemma_path())
 
 
 def _log(name: str) -> LlamaCppLog:
@@ -100,3 +110,28 @@ def test_the_cli_explains_a_device_log(gemma: ModelDescription) -> None:
 
 def test_the_index_lists_every_log() -> None:
     assert {p.name for p in Path(LOGS).glob("*.log")} == set(INDEX)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["CUDA0", "RPC0", "RPC1", "Vulkan0", "X"]), st.integers(0, 1 << 40)),
+             max_size=4),
+    st.integers(0, 1 << 20),
+    st.text(max_size=60),
+)  # fmt: skip
+def test_any_devices_a_log_names_end_in_a_documented_exit(devices: list[tuple[str, int]], ngl: int, junk: str) -> None:
+    """Devices of any size, an offload count out of range, a fit that says anything: an answer or one line."""
+    import tempfile
+
+    base = (LOGS / "gemma-3-270m-rpc2-default-split.log").read_text()
+    head = "".join(f"llama_prepare_model_devices: using device {n} (127.0.0.1:{i}) - {m} MiB free\n"
+                   for i, (n, m) in enumerate(devices))  # fmt: skip
+    text = base.replace("load_tensors: offloaded 19/19", f"load_tensors: offloaded {ngl}/19")
+    text = text.replace("print_info: file format", f"common_fit_params: failed to fit params to free device memory: "
+                        f"{junk}\nprint_info: file format", 1) + head  # fmt: skip
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as fh:
+        fh.write(text)
+    r = kv("explain", fh.name, "-m", _gemma_path())
+    assert r.exit_code in (0, 1, 3), r.stderr  # (2 would be a usage error: the model is given)
+    if r.exit_code >= 2:
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("kvplan: error:")
