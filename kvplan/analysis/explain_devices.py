@@ -155,7 +155,7 @@ def placement_figures(log: LlamaCppLog, dp: DevicePlacement, p: MemoryPlan, s: L
     kv_seen: dict[int, int] = {}
     for b in log.buffers:
         i = device_of(log, b.buffer)
-        if i is None or b.kind not in ("model", "KV", "compute") or b.buffer in ("CPU_REPACK", "CUDA_Host"):
+        if i is None or b.kind not in ("model", "KV", "compute") or b.buffer == "CPU_REPACK":
             continue
         d = i if i >= 0 else len(usage) - 1
         where_d = _layers(where, i) if i >= 0 else "the token embeddings and the layers kept in host memory"

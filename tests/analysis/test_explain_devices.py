@@ -91,6 +91,7 @@ def test_an_rpc_servers_buffers_are_named_by_its_endpoint() -> None:
     assert (first.name, second.name) == ("RPC0", "RPC1")
     assert device_of(log, f"RPC0[{second.description}]") == 1 and device_of(log, "CPU_Mapped") == -1
     assert device_of(log, "RPC0[10.0.0.1:1]") is None
+    assert device_of(log, "CUDA_Host") == -1  # (a CUDA build's host compute buffer is the host's)
 
 
 def test_tensors_moved_by_an_unlisted_ot_are_not_explained_and_say_why(gemma: ModelDescription) -> None:
