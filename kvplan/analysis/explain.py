@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from kvplan.analysis.figure import Figure
+from kvplan.analysis.figure import Change, Figure
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import Backend, CacheKind, CachePlan, FlashAttn, LlamaCppSettings, MemoryPlan, plan
 from kvplan.sources.llamacpp_log import LlamaCppLog, LoggedBuffer
@@ -17,19 +17,6 @@ if TYPE_CHECKING:
     from kvplan.runtimes.llamacpp.compute import ComputeBuffer
 
 _FA = {"auto": FlashAttn.AUTO, "enabled": FlashAttn.ON, "disabled": FlashAttn.OFF}
-
-
-@dataclass(frozen=True)
-class Change:
-    """A flag change llama.cpp users make, and what it does to the KV cache / state and the CPU compute buffer
-    (kvplan's plan of the log's settings with that change; None where kvplan has no graph, or llama.cpp refuses)."""
-
-    flags: str
-    kv_bytes: int
-    compute_bytes: int | None
-    #: on the log's devices (a log that names them): whether every device keeps llama.cpp's fit target free, or
-    #: which one falls short and by how much — the same placement `kvplan fit` makes
-    devices: str | None = None
 
 
 @dataclass(frozen=True)

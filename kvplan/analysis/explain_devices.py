@@ -14,8 +14,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass
 
-from kvplan.analysis.explain import Change
-from kvplan.analysis.figure import Figure
+from kvplan.analysis.figure import Change, Figure
 from kvplan.capacity.llamacpp import Placement, Target
 from kvplan.capacity.weights import model_weights
 from kvplan.errors import KvplanError
