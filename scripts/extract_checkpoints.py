@@ -86,6 +86,9 @@ VERBATIM = {
     "llama-4-scout": "ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/"
     "meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json@0b077da5e017 (its text config) with the vision encoder "
     "Scout shares with Maverick (TensorRT-LLM's copy above; MaxText's llama4-17b-16e.yml states the same)",
+    "falcon-h1-34b": "Sahil170595/Chimeraforge:tests/fixtures/hybrid_configs/tiiuae_Falcon-H1-34B-Instruct.json"
+    "@01db3697504580e6 (tiiuae/Falcon-H1-34B-Instruct's config.json, fetched from the Hub on 2026-09-05 by its "
+    "MANIFEST.json) - tests/fixtures/checkpoints/falcon-h1-34b/SOURCES.md",
     "granite-4.0-h-tiny": "written from a gguf-dump of llama.cpp's conversion of the checkpoint, quoted in "
     "danbev/learning-ai:notes/granite-model.md@33b65916c661 (shapes, 64 experts, 40 layers; 666 tensors: 4 attention "
     "layers, tied head) - tests/fixtures/checkpoints/granite-4.0-h-tiny/SOURCES.md",
