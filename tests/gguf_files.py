@@ -262,11 +262,32 @@ def _weight_type(name: str, kind: str, weight_type: str, n_layer: int, row: int)
     return q.Q6_K if big else q.Q4_K
 
 
+def _sparse(w: gguf.GGUFWriter, path: Path, tensors: list[tuple[str, tuple[int, ...], Any]]) -> Path:
+    """The writer's key-values and these tensor infos (name, shape, GGML type), then the file extended to where
+    the tensors' data would end (sparse: no data is written)."""
+    import os
+
+    for name, shape, typ in tensors:
+        block, size = gguf.GGML_QUANT_SIZES[typ]
+        n = int(np.prod(shape))
+        w.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=typ)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    data_start = (os.path.getsize(path) + 31) // 32 * 32
+    os.truncate(path, data_start)  # kvplan's reader then finds the tensors' extent
+    from kvplan.sources.gguf_reader import read_gguf
+
+    g = read_gguf(path, check_data_bounds=False)
+    os.truncate(path, data_start + max(t.offset + t.n_bytes for t in g.tensors))
+    return path
+
+
 def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
     """``name`` of FIT_MODELS as a full-size sparse GGUF (dense Llama, Gemma-3, Qwen3-MoE, gpt-oss, Qwen3-Next,
     with the tensors llama.cpp's loader requires) whose weights are ``weight_type`` (F16, BF16, Q8_0, Q4_K_M:
     llama.cpp's quantize mix of Q4_K and Q6_K, or MXFP4_MOE), norms, biases and routers F32."""
-    import os
 
     h = FIT_MODELS[name]
     arch = _fit_arch(h)
@@ -278,23 +299,8 @@ def sparse_fit_model(path: Path, name: str, weight_type: str = "F16") -> Path:
         tensors.append(("output.weight", (e, v), "w"))
     for i in range(h["n_layer"] + h.get("nextn", 0)):
         tensors += _fit_layer_tensors(h, arch, i)
-    for tname, shape, kind in tensors:
-        typ = _weight_type(tname, kind, weight_type, h["n_layer"], shape[0])
-        block, size = gguf.GGML_QUANT_SIZES[typ]
-        n = int(np.prod(shape))
-        w.add_tensor_info(tname, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=typ)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
-    header = os.path.getsize(path)
-    data_start = (header + 31) // 32 * 32
-    os.truncate(path, data_start)  # kvplan's reader then finds the tensors' extent
-    from kvplan.sources.gguf_reader import read_gguf
-
-    g = read_gguf(path, check_data_bounds=False)
-    os.truncate(path, data_start + max(t.offset + t.n_bytes for t in g.tensors))
-    return path
+    infos = [(t, shape, _weight_type(t, kind, weight_type, h["n_layer"], shape[0])) for t, shape, kind in tensors]
+    return _sparse(w, path, infos)
 
 
 def _copy_kv(r: gguf.GGUFReader, w: gguf.GGUFWriter) -> None:
@@ -368,27 +374,10 @@ def gemma_270m_sparse(path: Path) -> Path:
     key-values and the real file's tensor infos (tests/fixtures/oracle/file/*.tensors.json: name, type, shape),
     in the file's order, extended to full size (sparse) — its weights per device exact."""
     import json
-    import os
 
     fixtures = Path(__file__).resolve().parent / "fixtures" / "oracle" / "file"
     infos = json.loads((fixtures / "gemma-3-270m-q4_k_m.tensors.json").read_text())["tensors"]
     r = gguf.GGUFReader(str(fixtures / "gemma-3-270m-q4_k_m.meta.gguf"))
     w = gguf.GGUFWriter(str(path), "gemma3")
     _copy_kv(r, w)
-    for name, typ, shape in infos:
-        qt = gguf.GGMLQuantizationType(typ)
-        block, size = gguf.GGML_QUANT_SIZES[qt]
-        n = int(np.prod(shape))
-        w.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float16), n // block * size, raw_dtype=qt)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
-    header = os.path.getsize(path)
-    data_start = (header + 31) // 32 * 32
-    os.truncate(path, data_start)
-    from kvplan.sources.gguf_reader import read_gguf
-
-    g = read_gguf(path, check_data_bounds=False)
-    os.truncate(path, data_start + max(t.offset + t.n_bytes for t in g.tensors))
-    return path
+    return _sparse(w, path, [(name, tuple(shape), gguf.GGMLQuantizationType(typ)) for name, typ, shape in infos])
