@@ -5,6 +5,7 @@ per set of names and kept."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -34,13 +35,36 @@ def compiled(text: str) -> Pattern:
     return own_pattern(text) if text in _OWN else compile_pattern(text)
 
 
+#: the names, by each "blk.N." they contain: a pattern whose literal begins with one is searched in those alone
+_BY_LAYER: dict[int, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {}
+_LAYER_IN_NAME = re.compile(r"blk\.\d+\.")
+
+
+def _candidates(names: tuple[str, ...], lit: str) -> Sequence[str]:
+    """The names that can contain ``lit``: where it begins "blk.N.", only the names with that in them (a fit's
+    -ncmoe patterns are one per layer, each against every tensor name: 94 × 1,400 searches on a 94-layer MoE)."""
+    layer = _LAYER_IN_NAME.match(lit)
+    if layer is None:
+        return names
+    hit = _BY_LAYER.get(id(names))
+    if hit is None or hit[0] is not names:
+        buckets: dict[str, list[str]] = {}
+        for n in names:
+            for key in dict.fromkeys(_LAYER_IN_NAME.findall(n)):
+                buckets.setdefault(key, []).append(n)
+        if len(_BY_LAYER) >= 64:
+            del _BY_LAYER[next(iter(_BY_LAYER))]
+        hit = _BY_LAYER[id(names)] = (names, {k: tuple(v) for k, v in buckets.items()})
+    return hit[1].get(layer.group(0), ())
+
+
 def _matched(pattern: Pattern, names: tuple[str, ...]) -> frozenset[str]:
     key = (pattern.pattern, id(names))
     hit = _MATCHES.get(key)
     if hit is not None and hit[0] is names:
         return hit[1]
     lit = literal_prefix(pattern.pattern)
-    found = frozenset(n for n in names if lit in n and pattern.search(n))
+    found = frozenset(n for n in _candidates(names, lit) if lit in n and pattern.search(n))
     if len(_MATCHES) >= _KEPT:
         del _MATCHES[next(iter(_MATCHES))]
     _MATCHES[key] = (names, found)

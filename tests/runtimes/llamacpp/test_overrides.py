@@ -57,3 +57,24 @@ def test_the_literal_never_skips_a_name_the_pattern_matches(pieces: list[str]) -
     for name in (*NAMES, "ab", "blk.12.ffn_up_exps", "a_b", "1+2", "blk..ffn_"):
         if rx.search(name):
             assert lit in name, (pattern, lit, name)
+
+
+_LAYER_PIECES = ["blk", r"\.", "1", "2", "12", "ffn_", "up", "exps", r"\d+", ".*", "_", "x"]
+_ODD_NAMES = ("blk.1.blk.12.ffn_up_exps", "xblk.12.ffn_up", "blk.12.", "blk.112.ffn_up_exps", "blk.1.2.ffn_up")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_LAYER_PIECES), min_size=1, max_size=8))
+def test_searching_a_layers_names_alone_finds_what_searching_every_name_finds(pieces: list[str]) -> None:
+    """A pattern whose literal begins "blk.N." is searched only in the names with "blk.N." in them (a fit's -ncmoe
+    patterns, one per layer): the matches are every name's that the pattern matches, odd names included."""
+    from kvplan.runtimes.llamacpp.overrides import _matched
+
+    pattern = "".join(pieces)
+    try:
+        re.compile(pattern)
+    except re.error:
+        return
+    names = (*NAMES, *_ODD_NAMES)
+    rx = compile_pattern(pattern)
+    assert _matched(rx, names) == frozenset(n for n in names if rx.search(n))
