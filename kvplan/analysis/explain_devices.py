@@ -25,8 +25,9 @@ from kvplan.sources.llamacpp_log import LlamaCppLog
 MIB = 1 << 20
 #: buffers in host memory (the mmapped file, the CPU backend's repacked copies, pinned host memory)
 HOST = frozenset({"CPU", "CPU_Mapped", "CPU_REPACK", "CUDA_Host", "CPU_AARCH64"})
-#: splits tried to find the one that gives the printed model buffers (the log prints no -ts)
-MAX_SPLITS = 20_000
+#: splits tried to find the one that gives the printed model buffers (the log prints no -ts); each costs a few
+#: additions, so even four devices' every split of a 94-layer model is well under a second
+MAX_SPLITS = 500_000
 #: llama.cpp's fit keeps this much free on every device unless -fitt says otherwise (common_params)
 FIT_TARGET_MIB = 1024
 FULL_CTX = 0xFFFFFFFF  # -c 0: common/arg.cpp's fit_params_min_ctx
@@ -114,21 +115,39 @@ def _weights_equal(target: Target, where: list[int], want: dict[int, str], s: Ll
 
 
 def _split_for(target: Target, want: dict[int, str], s: LlamaCppSettings) -> tuple[float, ...] | None:
-    """The layer counts per device, in order, whose weights give the printed model buffers."""
+    """The layer counts per device, in order, whose weights give the printed model buffers: each candidate's
+    weights by prefix sums over the offloaded layers (each layer's bytes as the loader places them, the output
+    layer last), the one that matches confirmed by the placement itself."""
     n = len(target.memory)
-    offloaded = sum(1 for d in target.where() if d >= 0)
+    where = target.where()
+    first = next((il for il, d in enumerate(where) if d >= 0), len(where))
+    offloaded = len(where) - first
+    # what one layer weighs on a device (the output layer last): each offloaded layer placed there alone
+    per_layer = [target.device_weights([0 if j == il else -1 for j in range(len(where))], s.backend)[0]
+                 for il in range(first, len(where))]  # fmt: skip
+    prefix = [0]
+    for b in per_layer:
+        prefix.append(prefix[-1] + b)
+    wanted = [want.get(i) for i in range(n)]
     tried = 0
     for cut in itertools.combinations(range(offloaded + n - 1), n - 1):  # stars and bars: counts summing up
+        tried += 1
+        if tried > MAX_SPLITS:
+            return None
         counts, last = [], -1
         for c in (*cut, offloaded + n - 1):
             counts.append(c - last - 1)
             last = c
-        tried += 1
-        if tried > MAX_SPLITS:
-            return None
-        splits = tuple(float(c) for c in counts)
-        if not any(splits):
+        at, ok = 0, True
+        for d, c in enumerate(counts):
+            mine = prefix[at + c] - prefix[at]
+            at += c
+            if wanted[d] is not None and _mib(mine) != wanted[d]:
+                ok = False
+                break
+        if not ok or not any(counts):
             continue
+        splits = tuple(float(c) for c in counts)
         t = dataclasses.replace(target, splits=splits)
         if _weights_equal(t, t.where(), want, s):
             return splits

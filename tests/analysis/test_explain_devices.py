@@ -136,3 +136,21 @@ def test_any_devices_a_log_names_end_in_a_documented_exit(devices: list[tuple[st
     assert r.exit_code in (0, 1, 3), r.stderr  # (2 would be a usage error: the model is given)
     if r.exit_code >= 2:
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("kvplan: error:")
+
+
+def test_a_split_is_searched_by_prefix_sums_over_many_devices(gemma: ModelDescription) -> None:
+    """Five devices and model buffers no whole-layer split gives (the -ot log with three more devices): every
+    split of the 19 layers over five devices is tried (8,855), each by a few additions, and the answer says why
+    none fits rather than stalling."""
+    base = (LOGS / "gemma-3-270m-rpc2-ot-ffn-cpu.log").read_text()
+    extra = "".join(f"llama_prepare_model_devices: using device RPC{i} (127.0.0.1:{9000 + i}) (unknown id) - "
+                    "2000 MiB free\n" for i in range(2, 5))  # fmt: skip
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as fh:
+        fh.write(base + extra)
+    log = read_server_log(fh.name)
+    assert isinstance(log, LlamaCppLog) and len(log.devices) == 5
+    e = explain_llamacpp(log, gemma)
+    model = [f for f in e.figures if f.what.endswith("model buffer, MiB") and not f.equal]
+    assert model and all("no split of whole layers" in f.why for f in model)
