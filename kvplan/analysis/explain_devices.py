@@ -18,6 +18,7 @@ from kvplan.analysis.figure import Change, Figure
 from kvplan.capacity.llamacpp import Placement, Target
 from kvplan.capacity.weights import model_weights
 from kvplan.errors import KvplanError
+from kvplan.facts.llama_server_args import FIT_FULL_CTX, FIT_MIN_CTX, FIT_TARGET_MIB
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import LlamaCppSettings, MemoryPlan
 from kvplan.sources.llamacpp_log import LlamaCppLog
@@ -28,9 +29,6 @@ HOST = frozenset({"CPU", "CPU_Mapped", "CPU_REPACK", "CUDA_Host", "CPU_AARCH64"}
 #: splits tried to find the one that gives the printed model buffers (the log prints no -ts); each costs a few
 #: additions, so even four devices' every split of a 94-layer model is well under a second
 MAX_SPLITS = 500_000
-#: llama.cpp's fit keeps this much free on every device unless -fitt says otherwise (common_params)
-FIT_TARGET_MIB = 1024
-FULL_CTX = 0xFFFFFFFF  # -c 0: common/arg.cpp's fit_params_min_ctx
 
 
 @dataclass(frozen=True)
@@ -223,12 +221,12 @@ def fit_figures(log: LlamaCppLog, dp: DevicePlacement, s: LlamaCppSettings) -> l
     default_split = dp.split_basis.startswith("llama.cpp's default")
     target = dataclasses.replace(dp.target, n_gpu_layers=given_ngl, splits=None if default_split else
                                  dp.target.splits)  # fmt: skip
-    targets = [fit.targets_mib.get(d.description, fit.targets_mib.get("", FIT_TARGET_MIB)) for d in log.devices]
+    targets = _fit_targets(log)
     ctx_given = fit.reduced is None and not fit.full_ctx_asked
     settings = s if ctx_given else dataclasses.replace(s, n_ctx=0)
     try:
         choice = fit_params(target, settings, ctx_given=ctx_given, margins_mib=tuple(targets),
-                            n_ctx_min=FULL_CTX if fit.full_ctx_asked else 4096)  # fmt: skip
+                            n_ctx_min=FIT_FULL_CTX if fit.full_ctx_asked else FIT_MIN_CTX)  # fmt: skip
     except FitError as exc:
         mine = f"gave up: {exc}"
         logged = f"gave up: {fit.outcome}"
@@ -251,6 +249,12 @@ def fit_figures(log: LlamaCppLog, dp: DevicePlacement, s: LlamaCppSettings) -> l
                    else f"not explained: {steps}")]  # fmt: skip
 
 
+def _fit_targets(log: LlamaCppLog) -> list[int]:
+    """Each device's free-memory target (MiB) as the log's fit states it (-fitt), else llama.cpp's default."""
+    stated = log.fit.targets_mib if log.fit else {}
+    return [stated.get(d.description, stated.get("", FIT_TARGET_MIB)) for d in log.devices]
+
+
 def _given_ngl(outcome: str) -> int:
     """The -ngl the user gave, where llama.cpp's fit says so in giving up."""
     head = "n_gpu_layers already set by user to "
@@ -267,8 +271,7 @@ def device_changes(
     """Each change placed on the log's devices as the log's run was (kvplan fit's placement): its KV / state, its
     compute over every device and the host, and whether every device keeps llama.cpp's fit target free (1,024 MiB
     unless the log's fit says otherwise)."""
-    targets = [log.fit.targets_mib.get(d.description, log.fit.targets_mib.get("", FIT_TARGET_MIB))
-               if log.fit else FIT_TARGET_MIB for d in log.devices]  # fmt: skip
+    targets = _fit_targets(log)
     out = []
     for flags, changed in candidates:
         try:

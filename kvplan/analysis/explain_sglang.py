@@ -138,30 +138,24 @@ def _size_figures(log: SglangLog, lay: EngineLayout, model: ModelDescription, s:
         where = (f"{pool.tokens:,} tokens + a page of {page} (SGLang's padding rows) × {{}} B per token "
                  f"on one GPU ({s.kv_cache_dtype} cache, tp {s.tensor_parallel_size})")  # fmt: skip
         if pool.kv_gb is not None:  # MLA: one latent buffer (DSA: its indexer keys too)
-            mine = _gib(rows * (k + v))
-            out.append(_gb_figure(f"{name}: KV size, GB", pool.kv_gb, mine, rows, k + v, where.format(f"{k + v:,}")))
+            out.append(_gb_figure(f"{name}: KV size, GB", pool.kv_gb, rows, k + v, where.format(f"{k + v:,}")))
             continue
         for what, logged, per_token in (("K", pool.k_gb, k), ("V", pool.v_gb, v)):
             if logged is not None:
-                mine = _gib(rows * per_token)
-                out.append(_gb_figure(f"{name}: {what} size, GB", logged, mine, rows, per_token,
+                out.append(_gb_figure(f"{name}: {what} size, GB", logged, rows, per_token,
                                       where.format(f"{per_token:,}")))  # fmt: skip
     return out
 
 
-def _gb_figure(what: str, logged: str, mine: str, rows: int, per_token: int, why: str) -> Figure:
+def _gb_figure(what: str, logged: str, rows: int, per_token: int, why: str) -> Figure:
     """A pool size as printed against kvplan's rows × bytes a token; where they differ, what the printed figure
     means a token costs."""
+    mine = _gib(rows * per_token)
     if logged == mine:
         return Figure(what, logged, mine, True, why, rows * per_token)
     low, high = (float(logged) - HALF_CENT) * GB / rows, (float(logged) + HALF_CENT) * GB / rows
     said = f"; the log's {logged} GB is {low:,.0f}–{high:,.0f} B a token"
     return Figure(what, logged, mine, False, f"not explained: kvplan's {why}{said}", rows * per_token)
-
-
-def _capacity(model: ModelDescription, s: EngineSettings, lay: EngineLayout, pre: float, avail: float,
-              mfs: float) -> Capacity:  # fmt: skip
-    return SGLANG.capacity_from_free(model, s, lay, pre, avail, mfs)
 
 
 def explain_sglang(log: SglangLog, model: ModelDescription, gpu: GpuFacts, gpu_assumed: bool) -> SglangExplanation:
@@ -185,7 +179,7 @@ def explain_sglang(log: SglangLog, model: ModelDescription, gpu: GpuFacts, gpu_a
     pre, avail = _gb(log.load_begin_gb, "free memory before the weights"), _gb(log.load_end_gb, "free memory")
     tokens: int | None = None
     if pre is not None and avail is not None:
-        cap = _capacity(model, s, lay, pre, avail, mfs)
+        cap = SGLANG.capacity_from_free(model, s, lay, pre, avail, mfs)
         tokens = cap.tokens
         ranges = _reachable(model, s, lay, pre, avail, mfs)
         if logged_tokens is not None:
@@ -217,7 +211,7 @@ def _reachable(model: ModelDescription, s: EngineSettings, lay: EngineLayout, pr
     spread = HALF_CENT * (2 - mfs)  # the pools' memory moves with the free memory after, and (1 − mfs) × before
 
     def at(x: float) -> Capacity:
-        return _capacity(model, s, lay, pre, avail + x, mfs)
+        return SGLANG.capacity_from_free(model, s, lay, pre, avail + x, mfs)
 
     lo, hi = at(-spread), at(spread)
 
@@ -313,7 +307,7 @@ def _changes(model: ModelDescription, s: EngineSettings, lay: EngineLayout, pre:
     out: list[SglangChange] = []
     for flags, changed, share in candidates:
         try:
-            cap = _capacity(model, changed, layout(model, SGLANG, changed), pre, avail, share)
+            cap = SGLANG.capacity_from_free(model, changed, layout(model, SGLANG, changed), pre, avail, share)
         except KvplanError:
             continue
         out.append(SglangChange(flags, cap.tokens, cap.max_requests))

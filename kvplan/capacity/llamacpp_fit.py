@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from kvplan.capacity.llamacpp import Target
 from kvplan.capacity.request import Request
+from kvplan.facts.llama_server_args import FIT_MIN_CTX, FIT_TARGET_MIB
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp import LlamaCppSettings
 from kvplan.runtimes.llamacpp.overrides import own
@@ -98,8 +99,8 @@ def fit_params(  # noqa: C901 - common_params_fit_impl, one function as in llama
     settings: LlamaCppSettings,
     *,
     ctx_given: bool,
-    margins_mib: tuple[int, ...] = (1024,),
-    n_ctx_min: int = 4096,
+    margins_mib: tuple[int, ...] = (FIT_TARGET_MIB,),
+    n_ctx_min: int = FIT_MIN_CTX,
 ) -> FitChoice:
     model = target.model
     target = dataclasses.replace(target, fit_projection=True)  # common_get_device_memory_data's projections

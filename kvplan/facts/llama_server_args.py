@@ -23,6 +23,12 @@ from __future__ import annotations
 from enum import Enum
 from typing import NamedTuple
 
+#: llama.cpp's common_params defaults for its fit: -fitt 1024 (MiB kept free per device), -fitc 4096
+FIT_TARGET_MIB = 1024
+FIT_MIN_CTX = 4096
+#: `-c 0` asks for the trained context, and the fit keeps it: common/arg.cpp sets fit_params_min_ctx = UINT32_MAX
+FIT_FULL_CTX = 0xFFFFFFFF
+
 
 class Effect(str, Enum):
     NONE = "none"

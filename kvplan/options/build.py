@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
 from kvplan.capacity.request import Budgets, LlamaCppOptions, Origin, Raw, Request, ServerFlag
 from kvplan.errors import SpecError, UsageError
+from kvplan.facts.llama_server_args import FIT_FULL_CTX
 from kvplan.options.commands import COMMANDS, WORKLOAD
 from kvplan.options.requests import (
-    FIT_FULL_CTX,
     CheckRequest,
     CommandRequest,
     CompareRequest,

@@ -8,17 +8,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 from kvplan.capacity.request import Request
+from kvplan.facts.llama_server_args import FIT_MIN_CTX, FIT_TARGET_MIB
 
 if TYPE_CHECKING:
     from kvplan.analysis.curve import Contexts
     from kvplan.simulation.budgets import SimBudgets
     from kvplan.simulation.workload import Workload
-
-#: llama.cpp's common_params defaults for its fit: -fitt 1024 (MiB kept free per device), -fitc 4096
-FIT_TARGET_MIB = 1024
-FIT_MIN_CTX = 4096
-#: `-c 0` asks for the trained context, and the fit keeps it: common/arg.cpp sets fit_params_min_ctx = UINT32_MAX
-FIT_FULL_CTX = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)

@@ -130,20 +130,25 @@ def _command(text: str) -> dict[str, str]:
 
 
 def take(log: SglangLog, line: str) -> SglangLog:
-    """One line's figure, where it states one; the server_args line begins a run (a fresh log is returned)."""
-    if (m := _RANK.search(line)) and m.group(1) != "0":
-        return log  # another rank's line
-    if "server_args=" in line and (m := _SERVER_ARGS.search(line)):
+    """One line's figure, where it states one; the server_args line begins a run (a fresh log is returned).
+    Every line of any log comes here: only one with SGLang's words is searched further (its rank first)."""
+    if "server_args=" in line and (m := _SERVER_ARGS.search(line)) and _rank_zero(line):
         fresh = SglangLog(args=_server_args(m.group(1)), runs=log.runs + 1)
         fresh.command = log.command if not log.found else {}
         return fresh
-    if ("sglang.launch_server" in line or "sglang serve" in line) and (m := _COMMAND.search(line)):
+    if ("sglang.launch_server" in line or "sglang serve" in line) and (m := _COMMAND.search(line)) and _rank_zero(line):
         log.command = _command(m.group(1))
     for marker, pattern, store in _FIGURES:
-        if marker in line and (m := pattern.search(line)):
+        if marker in line and (m := pattern.search(line)) and _rank_zero(line):
             store(log, m)
             log.runs = log.runs or 1
     return log
+
+
+def _rank_zero(line: str) -> bool:
+    """The line is rank 0's, or names no tensor-parallel rank."""
+    m = _RANK.search(line)
+    return m is None or m.group(1) == "0"
 
 
 def _load_end(log: SglangLog, m: re.Match[str]) -> None:
