@@ -163,8 +163,7 @@ def _layers(where: tuple[int, ...], device: int) -> str:
 def placement_figures(log: LlamaCppLog, dp: DevicePlacement, p: MemoryPlan, s: LlamaCppSettings) -> list[Figure]:
     """Every buffer the log prints per device beside kvplan's: model, KV (per cache), compute."""
     pl, where = dp.placement, dp.where
-    weights = dp.target.device_weights(list(where), s.backend)
-    kv = dp.target.device_kv(p, list(where), s)
+    kv = dp.target.device_kv(p, list(where), s)  # (per cache: the placement keeps each device's total)
     usage = [*pl.gpus, pl.host]
     exact = "exact from the GGUF's tensor infos" if dp.target.weights.exact else dp.target.weights.basis
     out: list[Figure] = []
@@ -176,7 +175,7 @@ def placement_figures(log: LlamaCppLog, dp: DevicePlacement, p: MemoryPlan, s: L
         d = i if i >= 0 else len(usage) - 1
         where_d = _layers(where, i) if i >= 0 else "the token embeddings and the layers kept in host memory"
         if b.kind == "model":
-            mine, why = weights[d], f"{where_d}: their weights, {exact}; {dp.split_basis}"
+            mine, why = usage[d].weight_bytes, f"{where_d}: their weights, {exact}; {dp.split_basis}"
         elif b.kind == "KV":
             caches = [c for c in range(len(p.caches)) if kv[c][d]]  # the caches with layers here, in order
             k = kv_seen.get(d, 0)
@@ -218,9 +217,7 @@ def fit_figures(log: LlamaCppLog, dp: DevicePlacement, s: LlamaCppSettings) -> l
     if fit is None or not fit.outcome or not log.devices:
         return []
     given_ngl = _given_ngl(fit.outcome)
-    default_split = dp.split_basis.startswith("llama.cpp's default")
-    target = dataclasses.replace(dp.target, n_gpu_layers=given_ngl, splits=None if default_split else
-                                 dp.target.splits)  # fmt: skip
+    target = dataclasses.replace(dp.target, n_gpu_layers=given_ngl)  # (its splits: None where the default split)
     targets = _fit_targets(log)
     ctx_given = fit.reduced is None and not fit.full_ctx_asked
     settings = s if ctx_given else dataclasses.replace(s, n_ctx=0)
