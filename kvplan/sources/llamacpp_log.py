@@ -10,7 +10,7 @@ states; kvplan's bytes are compared at that precision."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kvplan.errors import BadInputError
@@ -151,12 +151,15 @@ class LlamaCppLog:
         return int(v) if v is not None and v.isdigit() else None
 
 
-def parse_lines(lines: Iterable[str]) -> LlamaCppLog:
-    """The last run's figures from a log's lines."""
+def parse_lines(lines: Iterable[str], also: Callable[[str], None] | None = None) -> LlamaCppLog:
+    """The last run's figures from a log's lines; ``also`` is handed each line too, its colours and line end
+    stripped (the other runtimes' readers, on the same single pass)."""
     log, build, model_path = LlamaCppLog(), "", ""
     fit: LoggedFit | None = None  # the fit runs before the model loads: its lines belong to the next run
     for raw in lines:
         line = _ANSI.sub("", raw).rstrip("\r\n")
+        if also is not None:
+            also(line)
         if _RUN_START in line:
             if log.runs:
                 log = LlamaCppLog(build=build, runs=log.runs)  # another run began: keep the last
@@ -235,7 +238,8 @@ def read_log(path: str) -> LlamaCppLog:
     clear error."""
     log = read_server_log(path)
     if not isinstance(log, LlamaCppLog):
-        raise BadInputError(f"{path}: a vLLM log, not a llama.cpp startup log")
+        runtime = "a vLLM" if isinstance(log, VllmLog) else "an SGLang"
+        raise BadInputError(f"{path}: {runtime} log, not a llama.cpp startup log")
     return log
 
 
@@ -246,12 +250,9 @@ def read_server_log(path: str) -> LlamaCppLog | VllmLog | SglangLog:
 
     vllm, sglang = [VllmLog()], [SglangLog()]
 
-    def tee(lines: Iterator[str]) -> Iterator[str]:
-        for line in lines:  # each line to every reader: the file is read once, in bounded memory
-            clean = _ANSI.sub("", line).rstrip("\r\n")
-            vllm[0] = take_vllm(vllm[0], clean)
-            sglang[0] = take_sglang(sglang[0], clean)
-            yield line
+    def others(line: str) -> None:  # each line to every reader: the file is read once, in bounded memory
+        vllm[0] = take_vllm(vllm[0], line)
+        sglang[0] = take_sglang(sglang[0], line)
 
     try:
         fh = sys.stdin.buffer if path == "-" else open_regular(path)  # closed below (not stdin)
@@ -260,7 +261,7 @@ def read_server_log(path: str) -> LlamaCppLog | VllmLog | SglangLog:
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read the log: {exc.strerror or exc}") from None
     try:
-        log = parse_lines(tee(_lines(_bounded(fh, path))))
+        log = parse_lines(_lines(_bounded(fh, path)), others)
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read the log: {exc.strerror or exc}") from None
     finally:

@@ -222,3 +222,10 @@ def test_an_80_column_terminal_gets_every_line_within_80_columns() -> None:
     lines = [line for line in r.stdout.splitlines() if " " in line.strip()]  # (a path is one word: never cut)
     assert r.exit_code == 0 and max(len(line) for line in lines) <= 80
     assert "     Why: " in r.stdout and "\n          " in r.stdout  # (a continuation under the first line)
+
+
+def test_an_sglang_log_is_not_a_llama_cpp_log() -> None:
+    from kvplan.sources.llamacpp_log import read_log
+
+    with pytest.raises(BadInputError, match=r"an SGLang log, not a llama\.cpp startup log"):
+        read_log(str(RECORDED / "00-llama-3.1-8b-A100-80GB.log"))
