@@ -71,7 +71,8 @@ def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
     cpu = s.backend is Backend.CPU
     from kvplan.analysis import explain_devices as devices
 
-    if devices.uses_devices(log):  # the model on GPUs (or RPC devices): every buffer per device, and the fit
+    if devices.uses_devices(log) and model.tensor_weights is not None:  # on GPUs (or RPC devices): every buffer
+        # per device, and the fit (both need the weights of each layer: a model file's tensors)
         dp = devices.place(log, model, s, p)
         figures = [*_context(log, p), *_caches(log, p, pair_buffers=False), *_states(log, p),
                    *devices.placement_figures(log, dp, p, s), *devices.fit_figures(log, dp, s)]  # fmt: skip
@@ -80,8 +81,14 @@ def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
         total = sum(d.compute_bytes for d in dp.placement.devices)
         return Explanation(s, tuple(figures), notes, p.total_bytes, total, changes)
     compute = _cpu_compute(p) if cpu else None
-    figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_compute(log, p, compute)]
-    return Explanation(s, tuple(figures), tuple(p.notes), p.total_bytes, compute.bytes if compute else None,
+    figures = [*_context(log, p), *_caches(log, p), *_states(log, p), *_weights(log, model),
+               *_compute(log, p, compute)]  # fmt: skip
+    notes = tuple(p.notes)
+    if model.source_kind == "log":
+        notes += (f"the model is the one the log's metadata dump describes ({model.name}, {model.arch}): the "
+                  "context, KV and state figures follow from it; the weights and the compute graph need the "
+                  "model file (-m FILE)",)  # fmt: skip
+    return Explanation(s, tuple(figures), notes, p.total_bytes, compute.bytes if compute else None,
                        _changes(model, s, cpu))  # fmt: skip
 
 
@@ -219,13 +226,30 @@ def _width(p: MemoryPlan, cache: CachePlan, which: str) -> str:
     return f"{cache.cells:,} cells × {c.n_stream} stream(s) × {width} × {per}"
 
 
+#: why a figure that depends on the model file's tensors is not explained, where kvplan has only the log's model
+_NEEDS_FILE = "the model file's tensors decide it, and the log does not list them (give -m FILE)"
+
+
+def _weights(log: LlamaCppLog, model: ModelDescription) -> list[Figure]:
+    """The model buffers the log prints, where kvplan has no tensor sizes to place (a model from the log)."""
+    if model.source_kind != "log":
+        return []
+    return [Figure(f"{b.buffer} model buffer, MiB", b.mib, "", False, f"not explained: {_NEEDS_FILE}")
+            for b in log.buffers if b.kind == "model"]  # fmt: skip
+
+
 def _compute(log: LlamaCppLog, p: MemoryPlan, got: ComputeBuffer | None) -> list[Figure]:
     """The compute buffers the log prints: a CPU-only log's against kvplan's (`got`, planned once)."""
     computes = [b for b in log.buffers if b.kind == "compute"]
     if not computes:
         return []
+    if p.model.source_kind == "log":
+        return [Figure(f"{b.buffer} compute buffer, MiB", b.mib, "", False, f"not explained: {_NEEDS_FILE}")
+                for b in computes]  # fmt: skip
     if [b.buffer for b in computes] != ["CPU"]:
-        why = "not explained yet: the GPUs' placement is not read from the log"
+        why = ("not explained: the model's tensor sizes are not known (give the model file with -m FILE)"
+               if log.devices else "not explained: the log names no devices ('using device' lines), so the "
+               "GPUs' share of the model is not known")  # fmt: skip
         return [Figure(f"{b.buffer} compute buffer, MiB", b.mib, "", False, why) for b in computes]
     from kvplan.runtimes.llamacpp.compute import no_graph_reason
 
@@ -240,7 +264,7 @@ def _compute(log: LlamaCppLog, p: MemoryPlan, got: ComputeBuffer | None) -> list
 
 def model_for(log: LlamaCppLog, log_path: str, given: str | None) -> ModelDescription:
     """The model to re-plan: the one given, else the file the log says llama.cpp loaded, found where the log names
-    it or beside the log."""
+    it or beside the log, else the model the log's metadata dump describes (its weights and graph unknown)."""
     import os
 
     from kvplan.errors import UsageError
@@ -248,15 +272,19 @@ def model_for(log: LlamaCppLog, log_path: str, given: str | None) -> ModelDescri
 
     if given:
         return load_model(given)
-    if not log.model_path:
-        raise UsageError(f"{log_path}: the log names no model file; give the model with -m MODEL")
-    places = [log.model_path]
-    if log_path != "-":
+    places = [log.model_path] if log.model_path else []
+    if log_path != "-" and log.model_path:
         places.append(os.path.join(os.path.dirname(log_path), os.path.basename(log.model_path)))
     for path in places:
         if os.path.isfile(path):
             return load_model(path)
+    if "general.architecture" in log.metadata:  # the log describes its model: what it states follows from that
+        from kvplan.sources.log_model import model_from_log
+
+        return model_from_log(log, log_path)
+    where = f"the log loaded {log.model_path}, which is not readable here" if log.model_path else (
+        "the log names no model file")  # fmt: skip
     raise UsageError(
-        f"{log_path}: the log loaded {log.model_path}, which is not readable here; give the model with -m MODEL "
-        "(a GGUF, spec, config.json, folder or catalog name)"
+        f"{log_path}: {where}, and it has no metadata dump of the model (llama_model_loader's '- kv' lines); give "
+        "the model with -m MODEL (a GGUF, spec, config.json, folder or catalog name)"
     )

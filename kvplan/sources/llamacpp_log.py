@@ -41,9 +41,6 @@ _KV = re.compile(
 )
 #: llama_context's settings under the names older builds printed (2025: n_ctx_per_seq)
 _RENAMED = {"n_ctx_per_seq": "n_ctx_seq"}
-_BUFFER_SOURCES = (
-    "load_tensors|llama_kv_cache_unified|llama_kv_cache|llama_context|sched_reserve|llama_memory_recurrent"
-)
 _RS = re.compile(
     r"llama_memory_recurrent: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+) seqs\s+(\d+) rs_seq\), "
     r"R \((\w+)\):\s+([\d.]+) MiB, S \((\w+)\):\s+([\d.]+) MiB(?:, P \((\w+)\):\s+([\d.]+) MiB)?"
@@ -51,6 +48,10 @@ _RS = re.compile(
 _ISWA = re.compile(r"creating\s+(non-SWA|SWA) KV cache, size = (\d+) cells")
 _BUILD = re.compile(r"build(?:: | = )(\d+) \(([0-9a-f]+)\)")
 _LOADED = re.compile(r"llama_model_loader: loaded meta data with .* tensors from (.+?) \(version ")
+#: one key of the loader's metadata dump: `- kv  7:  gemma3.context_length u32  = 32768` (values cut at 40 characters)
+_LOADER_KV = re.compile(r"llama_model_loader: - kv\s+\d+:\s+(\S+)\s+(\S+)\s+= (.*)$")
+#: the most metadata keys kept from one dump (a GGUF has a few dozen)
+MAX_KEYS = 4096
 _OFFLOADED = re.compile(r"load_tensors: offloaded (\d+)/(\d+) layers to GPU")
 #: a device llama.cpp loads onto: its name, description (an RPC server's endpoint) and the free memory it reports
 _DEVICE = re.compile(r"using device (\S+) \(([^)]*)\)(?: \([^)]*\))? - (\d+) MiB free")
@@ -144,6 +145,8 @@ class LlamaCppLog:
     devices: list[LoggedDevice] = field(default_factory=list)
     layer_devices: dict[int, str] = field(default_factory=dict)  # "layer N assigned to device X" (-v)
     fit: LoggedFit | None = None  # llama.cpp's fit, where it ran
+    #: the loader's metadata dump: GGUF key → (its type as printed: u32, str, arr[i32,40] …, its value as printed)
+    metadata: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def setting(self, key: str) -> int | None:
         """An integer setting of llama_context's block (n_ctx, n_seq_max, n_batch …), None when not printed."""
@@ -156,6 +159,7 @@ def parse_lines(lines: Iterable[str], also: Callable[[str], None] | None = None)
     stripped (the other runtimes' readers, on the same single pass)."""
     log, build, model_path = LlamaCppLog(), "", ""
     fit: LoggedFit | None = None  # the fit runs before the model loads: its lines belong to the next run
+    dump: dict[str, tuple[str, str]] = {}  # the loader's metadata dump, printed before its run's first model line
     for raw in lines:
         line = _ANSI.sub("", raw).rstrip("\r\n")
         if also is not None:
@@ -165,12 +169,16 @@ def parse_lines(lines: Iterable[str], also: Callable[[str], None] | None = None)
                 log = LlamaCppLog(build=build, runs=log.runs)  # another run began: keep the last
             log.runs += 1
             log.fit, fit = fit, None
+            log.metadata, dump = dump, {}
         if "common_" in line and "fit" in line:
             fit = _take_fit(fit or LoggedFit(), line)
         elif "build" in line and (m := _BUILD.search(line)):
             build = log.build = f"{m.group(1)} ({m.group(2)})"
         elif "loaded meta data" in line and (m := _LOADED.search(line)):
-            model_path = m.group(1)
+            model_path, dump = m.group(1), {}
+        elif "llama_model_loader: - kv" in line and (m := _LOADER_KV.search(line)):
+            if len(dump) < MAX_KEYS:
+                dump.setdefault(m.group(1), (m.group(2), m.group(3).strip()))
         else:
             _take(log, line)
         if model_path and log.runs and not log.model_path:

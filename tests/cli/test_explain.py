@@ -63,7 +63,7 @@ def test_a_figure_kvplan_does_not_reach_exits_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        ((str(LOG),), 2, "the log loaded gemma-3-270m-q4_k_m.gguf, which is not readable here; give the model with -m"),
+        ((str(LOGS / "harness" / "llama-dense-c4096.log"), "-m", "/nonexistent.gguf"), 3, "/nonexistent.gguf"),
         (("/nonexistent.log",), 3, "/nonexistent.log: cannot read the log"),
         ((str(META),), 3, "binary data, not a log"),
         ((str(FIXTURES / "logs" / "llamacpp" / "index.json"),), 3, "not a llama.cpp, vLLM or SGLang startup log"),
@@ -72,6 +72,21 @@ def test_a_figure_kvplan_does_not_reach_exits_1(tmp_path: Path) -> None:
 def test_errors_are_one_line_with_their_exit_code(args: tuple[str, ...], code: int, message: str) -> None:
     r = kv("explain", *args)
     assert r.exit_code == code and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.output
+
+
+def test_without_its_model_the_log_describes_it(tmp_path: Path) -> None:
+    """The model file not here: the loader's metadata dump describes the model, every context and KV figure is
+    explained from it, and the buffers the file's tensors decide are named (exit 1: not every figure explained)."""
+    r = kv("explain", str(LOG), "-o", "json")
+    doc = r.json()
+    assert r.exit_code == 1 and doc["explained"] is False and "(the log's metadata dump)" in doc["model"]["source"]
+    left = [f["figure"] for f in doc["figures"] if not f["equal"]]
+    assert left == ["CPU_Mapped model buffer, MiB", "CPU_REPACK model buffer, MiB", "CPU compute buffer, MiB"]
+    assert sum(f["equal"] for f in doc["figures"]) == 15
+    (tmp_path / "cut.log").write_text("".join(ln for ln in LOG.read_text().splitlines(True) if "- kv" not in ln))
+    r = kv("explain", str(tmp_path / "cut.log"))
+    assert r.exit_code == 2 and "is not readable here, and it has no metadata dump of the model" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_a_file_of_several_runs_explains_the_last_and_says_so(tmp_path: Path) -> None:
