@@ -172,7 +172,7 @@ def explain(req: ExplainRequest, units: Units = Units.IEC, progress: Progress | 
 
         return explain_vllm_document(explain_vllm(log, model, gpu, req.gpu is None), model, units)
     model = model_for(log, req.log, req.model)
-    return explain_document(explain_llamacpp(log, model), log.runs, model, units)
+    return explain_document(explain_llamacpp(log, model), log.runs, model, units, log.build)
 
 
 RUN: dict[str, Callable[[Any, Units, Progress | None], Document]] = {

@@ -64,10 +64,18 @@ def settings_of(log: LlamaCppLog) -> LlamaCppSettings:
     )
 
 
+def _window_cells(p: MemoryPlan) -> int | None:
+    return next((c.cells for c in p.caches if c.kind is CacheKind.ATTENTION and c.name == "sliding window"), None)
+
+
 def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
     """Every context and memory figure of the log against kvplan's plan of the same settings."""
     s = settings_of(log)
     p = plan(model, s)
+    if s.swa_full and not log.swa_full:  # two caches of one size: --swa-full, or a window capped at the context
+        capped = plan(model, replace(s, swa_full=False))
+        if _window_cells(capped) == log.iswa_cells.get("SWA"):
+            s, p = replace(s, swa_full=False), capped
     cpu = s.backend is Backend.CPU
     from kvplan.analysis import explain_devices as devices
 
@@ -149,6 +157,9 @@ def _caches(log: LlamaCppLog, p: MemoryPlan, pair_buffers: bool = True) -> list[
     attention = [c for c in p.caches if c.kind is CacheKind.ATTENTION]
     logged = [c for c in log.caches if c.layers]  # (llama.cpp creates, and prints, an empty cache for no layers)
     out = []
+    if log.failed and "kv cache" in log.failure and len(logged) < len(attention):  # the run stopped at a cache
+        out += _failed(log, attention[len(logged)])
+        attention = attention[: len(logged)]
     if len(logged) != len(attention):
         out.append(Figure("KV caches", str(len(logged)), str(len(attention)), False,
                           "not explained: the log and kvplan hold a different number of caches"))  # fmt: skip
@@ -168,6 +179,24 @@ def _caches(log: LlamaCppLog, p: MemoryPlan, pair_buffers: bool = True) -> list[
         ]
         out += _compared(rows, kv_buffers[i] if i < len(kv_buffers) else None, name, mine.buffer_bytes)
     return out
+
+
+def _failed(log: LlamaCppLog, cache: CachePlan) -> list[Figure]:
+    """The KV cache buffer llama.cpp could not allocate (the run stopped there), against kvplan's, and the device
+    memory the log says was left for it."""
+    buffer, size = log.failed or ("", 0)
+    equal = size == cache.buffer_bytes
+    why = f"the {cache.name} cache's whole buffer on {buffer}, which llama.cpp could not allocate ({log.failure})"
+    device = next((d for d in log.devices if d.name == buffer), None)
+    before = [b for b in log.buffers if b.buffer == buffer]
+    if device is not None and equal:
+        used = sum(float(b.mib) for b in before)
+        left = device.free_mib - used
+        parts = " − ".join(f"{b.kind} {b.mib}" for b in before)
+        why += (f": {device.free_mib:,} MiB free on {buffer} − {parts} MiB = {left:,.2f} MiB left, "
+                f"{size / 2**20 - left:,.2f} MiB short")  # fmt: skip
+    return [Figure(f"{cache.name}: {buffer} KV buffer not allocated, bytes", f"{size:,}", f"{cache.buffer_bytes:,}",
+                   equal, why if equal else "not explained", cache.buffer_bytes)]  # fmt: skip
 
 
 def _states(log: LlamaCppLog, p: MemoryPlan) -> list[Figure]:

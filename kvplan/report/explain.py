@@ -14,8 +14,9 @@ from kvplan.report.document import DATA_FORMATS, Cell, Column, Document, Kind, T
 from kvplan.units import Units
 
 
-def explain_document(e: Explanation, runs: int, model: ModelDescription, units: Units) -> Document:
-    """The figures table, the settings the log states, and a warning where the file held several runs."""
+def explain_document(e: Explanation, runs: int, model: ModelDescription, units: Units, build: str = "") -> Document:
+    """The figures table, the settings the log states (and the build it names), and a warning where the file held
+    several runs."""
     s = e.settings
     headline = _headline("llama.cpp log", e.figures)
     settings_line = (
@@ -50,6 +51,7 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
     data: dict[str, object] = {
         "explained": e.explained,
         "runs": runs,
+        "build": build or None,
         "kv_bytes": e.kv_bytes,
         "compute_bytes": e.compute_bytes,
         "model": {"name": model.name, "arch": model.arch, "source": model.source},
@@ -66,6 +68,8 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
             "backend": s.backend.value,
         },
     }
+    if build:
+        notes = (*notes, f"the log is llama.cpp build {build}; kvplan follows llama.cpp of 2026-10-01")
     return _document(headline, model, settings_line, e.figures, table, notes, runs, data)
 
 

@@ -46,7 +46,9 @@ _RS = re.compile(
     r"R \((\w+)\):\s+([\d.]+) MiB, S \((\w+)\):\s+([\d.]+) MiB(?:, P \((\w+)\):\s+([\d.]+) MiB)?"
 )
 _ISWA = re.compile(r"creating\s+(non-SWA|SWA) KV cache, size = (\d+) cells")
-_BUILD = re.compile(r"build(?:: | = )(\d+) \(([0-9a-f]+)\)")
+#: the build: "build: 1234 (abcdef0)", "build = …", 2026's "common_params_print_info: build 1234 (abcdef0)",
+#: "build_info: b1234-abcdef0"
+_BUILD = re.compile(r"\bbuild(?:: | = | )(\d+) \(([0-9a-f]+)\)|\bbuild_info: b(\d+)-([0-9a-f]+)")
 _LOADED = re.compile(r"llama_model_loader: loaded meta data with .* tensors from (.+?) \(version ")
 #: one key of the loader's metadata dump: `- kv  7:  gemma3.context_length u32  = 32768` (values cut at 40 characters)
 _LOADER_KV = re.compile(r"llama_model_loader: - kv\s+\d+:\s+(\S+)\s+(\S+)\s+= (.*)$")
@@ -57,6 +59,9 @@ _OFFLOADED = re.compile(r"load_tensors: offloaded (\d+)/(\d+) layers to GPU")
 _DEVICE = re.compile(r"using device (\S+) \(([^)]*)\)(?: \([^)]*\))? - (\d+) MiB free")
 _ASSIGNED = re.compile(r"load_tensors: layer\s+(\d+) assigned to device (\S+?),")
 #: llama.cpp's fit (common_fit_params), printed before the model loads
+#: a buffer llama.cpp could not allocate (alloc_tensor_range), and what it was for (llama_init_from_model)
+_FAILED = re.compile(r"failed to allocate (\S+) buffer of size (\d+)")
+_INIT_FAILED = re.compile(r"failed to initialize the context: (.+?)\s*$")
 _FIT_REDUCED = re.compile(r"context size reduced from (\d+) to (\d+)")
 _FIT_TARGET = re.compile(r"common_params_fit_impl:\s+- (\S+) \(([^)]*)\):\s+(\d+) total,.* vs\. target of\s+(\d+)")
 _FIT_MEET = re.compile(r"cannot meet free memory target of (\d+) MiB")
@@ -147,6 +152,8 @@ class LlamaCppLog:
     fit: LoggedFit | None = None  # llama.cpp's fit, where it ran
     #: the loader's metadata dump: GGUF key → (its type as printed: u32, str, arr[i32,40] …, its value as printed)
     metadata: dict[str, tuple[str, str]] = field(default_factory=dict)
+    failed: tuple[str, int] | None = None  # a buffer llama.cpp could not allocate: its type (CUDA0 …) and bytes
+    failure: str = ""  # why the context was not created ("failed to allocate buffer for kv cache")
 
     def setting(self, key: str) -> int | None:
         """An integer setting of llama_context's block (n_ctx, n_seq_max, n_batch …), None when not printed."""
@@ -173,7 +180,7 @@ def parse_lines(lines: Iterable[str], also: Callable[[str], None] | None = None)
         if "common_" in line and "fit" in line:
             fit = _take_fit(fit or LoggedFit(), line)
         elif "build" in line and (m := _BUILD.search(line)):
-            build = log.build = f"{m.group(1)} ({m.group(2)})"
+            build = log.build = f"{m.group(1) or m.group(3)} ({m.group(2) or m.group(4)})"
         elif "loaded meta data" in line and (m := _LOADED.search(line)):
             model_path, dump = m.group(1), {}
         elif "llama_model_loader: - kv" in line and (m := _LOADER_KV.search(line)):
@@ -206,6 +213,11 @@ def _take(log: LlamaCppLog, line: str) -> None:
         log.swa_full = True
     elif "KV cache, size =" in line and (m := _ISWA.search(line)):
         log.iswa_cells[m.group(1)] = int(m.group(2))
+    elif "failed to" in line and (m := _FAILED.search(line) or _INIT_FAILED.search(line)):
+        if m.re is _FAILED:
+            log.failed = log.failed or (m.group(1), int(m.group(2)))
+        else:
+            log.failure = log.failure or m.group(1)
     else:
         _take_placement(log, line)
 

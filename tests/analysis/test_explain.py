@@ -97,3 +97,50 @@ def test_what_would_change_it_is_what_llama_cpp_then_prints() -> None:
     assert changes["-c 4096"].kv_bytes == c4096.kv_bytes
     half = changes["-ub 256"].compute_bytes
     assert half is not None and half * 2 == fa_off.compute_bytes  # (the logits: 262,144 × ubatch × 4 B)
+
+
+PUBLIC = json.loads((LOGS / "public" / "index.json").read_text())["logs"]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_public_cuda_logs_are_explained_from_the_log_alone(name: str) -> None:
+    """Real llama-server runs on CUDA GPUs published in a public repository (public/index.json: URL, GPU, flags):
+    with no model file, every context and KV figure equals kvplan's plan of the model the log's metadata dump
+    describes; only the model and compute buffers, which the GGUF's tensors decide, are left, and say so."""
+    from kvplan.sources.log_model import model_from_log
+
+    log = read_log(str(LOGS / "public" / name))
+    e = explain_llamacpp(log, model_from_log(log, name))
+    entry = PUBLIC[name]
+    assert (len(e.figures), sum(f.equal for f in e.figures)) == (entry["figures"], entry["explained_figures"])
+    assert log.model["arch"] == entry["arch"] and log.build.startswith("10644")
+    for f in e.figures:
+        if not f.equal:
+            assert f.what.endswith(("model buffer, MiB", "compute buffer, MiB")) and "tensors decide it" in f.why
+
+
+def test_why_a_public_run_failed_to_start() -> None:
+    """The run llama-server refused (cudaMalloc out of memory): the buffer it could not allocate is kvplan's KV
+    cache to the byte, and the log's own figures say by how much the GPU fell short."""
+    from kvplan.sources.log_model import model_from_log
+
+    log = read_log(str(LOGS / "public" / "mcgyvr-deepseek-coder-v2-lite-rtx3060-c16384-np8-oom.log"))
+    assert log.failed == ("CUDA0", 4_529_848_320) and log.failure == "failed to allocate buffer for kv cache"
+    e = explain_llamacpp(log, model_from_log(log, "x"))
+    failed = next(f for f in e.figures if "not allocated" in f.what)
+    assert failed.equal and failed.kvplan_bytes == 2048 * 8 * 27 * (16 * 192 + 16 * 128) * 2
+    assert "11,798 MiB free on CUDA0 − model 7485.27 MiB = 4,312.73 MiB left, 7.27 MiB short" in failed.why
+    q8 = next(c for c in e.changes if c.flags.startswith("-ctk q8_0"))
+    assert q8.kv_bytes < failed.kvplan_bytes // 2 + (1 << 20) * 200  # (a q8_0 cache: 34 B per 32 values)
+
+
+def test_equal_caches_are_a_capped_window_not_swa_full() -> None:
+    """-c 2048 -np 8: each sequence's 256 cells cap the window cache (128 + ubatch 256 → 256), so both caches
+    print 256 cells without --swa-full; kvplan does not invent the flag."""
+    from kvplan.sources.log_model import model_from_log
+
+    log = read_log(str(LOGS / "public" / "mcgyvr-gpt-oss-20b-gtx1660s-c2048-np8.log"))
+    e = explain_llamacpp(log, model_from_log(log, "x"))
+    by = {f.what: f for f in e.figures}
+    assert not e.settings.swa_full and "capped at 256" in by["sliding window: cells"].why
+    assert "without --swa-full" not in {c.flags for c in e.changes}

@@ -79,7 +79,7 @@ def test_a_per_layer_array_the_loader_cuts_is_taken_from_print_info() -> None:
     assert model_from_log(cut, "x").layers == model_from_log(whole, "x").layers
     no_print_info = parse_lines([ln for ln in _cut(text, "granitehybrid.attention.head_count_kv").splitlines()
                                  if "print_info: n_head_kv" not in ln])  # fmt: skip
-    with pytest.raises(BadInputError, match="head_count_kv.*cut to 40 characters; give the model with -m"):
+    with pytest.raises(BadInputError, match=r"head_count_kv.*cut to 40 characters; give the model with -m"):
         model_from_log(no_print_info, "x")
 
 
