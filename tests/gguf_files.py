@@ -373,11 +373,20 @@ def gemma_270m_sparse(path: Path) -> Path:
     """The real Gemma 3 270M Q4_K_M as llama.cpp loads it, without its data: the shipped metadata-only copy's
     key-values and the real file's tensor infos (tests/fixtures/oracle/file/*.tensors.json: name, type, shape),
     in the file's order, extended to full size (sparse) — its weights per device exact."""
+    return sparse_file("gemma-3-270m-q4_k_m", path)
+
+
+def sparse_file(stem: str, path: Path) -> Path:
+    """tests/fixtures/oracle/file/STEM: its metadata-only GGUF's key-values and its tensor infos (STEM.tensors.json:
+    name, GGML type, shape in ggml order), extended to full size (sparse): the file llama.cpp and kvplan load. The
+    Gemma file's infos are the real file's; the public logs' two are reconstructed from their logs
+    (scripts/oracle/reconstruct_public_gguf.py)."""
     import json
 
     fixtures = Path(__file__).resolve().parent / "fixtures" / "oracle" / "file"
-    infos = json.loads((fixtures / "gemma-3-270m-q4_k_m.tensors.json").read_text())["tensors"]
-    r = gguf.GGUFReader(str(fixtures / "gemma-3-270m-q4_k_m.meta.gguf"))
-    w = gguf.GGUFWriter(str(path), "gemma3")
+    infos = json.loads((fixtures / f"{stem}.tensors.json").read_text())["tensors"]
+    r = gguf.GGUFReader(str(fixtures / f"{stem}.meta.gguf"))
+    arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+    w = gguf.GGUFWriter(str(path), arch)
     _copy_kv(r, w)
     return _sparse(w, path, [(name, tuple(shape), gguf.GGMLQuantizationType(typ)) for name, typ, shape in infos])

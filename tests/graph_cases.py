@@ -23,6 +23,13 @@ REAL = "REAL:gemma-3-270m-q4_k_m.gguf"
 
 @cache
 def model_of(name: str) -> ModelDescription:
+    if name.startswith("FILE:"):  # a full-size sparse file from its metadata and tensor list (gguf_files.sparse_file)
+        import tempfile
+
+        from gguf_files import sparse_file
+
+        stem = name.removeprefix("FILE:")
+        return kvplan.load_model(str(sparse_file(stem, Path(tempfile.mkdtemp()) / f"{stem}.gguf")))
     if name.startswith("GEN:"):  # made from a fixture's metadata and a real tensor list (tests/gguf_files.py)
         import tempfile
 

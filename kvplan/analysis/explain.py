@@ -39,9 +39,20 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f}"
 
 
-def settings_of(log: LlamaCppLog) -> LlamaCppSettings:
+def settings_of(log: LlamaCppLog, model: ModelDescription | None = None) -> LlamaCppSettings:
     """The context parameters the log states (llama_context's block, the caches' types, --swa-full), and the
-    buffer rules of the devices it names (CUDA where a CUDA buffer is printed)."""
+    buffer rules of the devices it names (CUDA where a CUDA buffer is printed). Two caches of one size are
+    --swa-full unless the log says otherwise or, with the `model`, the window capped at the context explains
+    them."""
+    s = _stated(log)
+    if model is not None and s.swa_full and not log.swa_full:
+        capped = plan(model, replace(s, swa_full=False))
+        if _window_cells(capped) == log.iswa_cells.get("SWA"):
+            return replace(s, swa_full=False)
+    return s
+
+
+def _stated(log: LlamaCppLog) -> LlamaCppSettings:
     need = ("n_ctx", "n_seq_max", "n_batch", "n_ubatch")
     missing = [k for k in need if log.setting(k) is None]
     if missing:
@@ -61,6 +72,8 @@ def settings_of(log: LlamaCppLog) -> LlamaCppSettings:
         # (a hybrid iSWA memory does not say "full-size"; its window cache as large as the other is the same)
         swa_full=log.swa_full or (len(set(log.iswa_cells.values())) == 1 and len(log.iswa_cells) == 2),
         backend=Backend.CUDA if any(b.buffer.startswith("CUDA") for b in log.buffers) else Backend.CPU,
+        # the outputs the worst-case graph is reserved for (a newer llama-server sets it to -np); 0: -b's
+        n_outputs_max=log.setting("n_outputs_max") or 0,
     )
 
 
@@ -70,12 +83,8 @@ def _window_cells(p: MemoryPlan) -> int | None:
 
 def explain_llamacpp(log: LlamaCppLog, model: ModelDescription) -> Explanation:
     """Every context and memory figure of the log against kvplan's plan of the same settings."""
-    s = settings_of(log)
+    s = settings_of(log, model)
     p = plan(model, s)
-    if s.swa_full and not log.swa_full:  # two caches of one size: --swa-full, or a window capped at the context
-        capped = plan(model, replace(s, swa_full=False))
-        if _window_cells(capped) == log.iswa_cells.get("SWA"):
-            s, p = replace(s, swa_full=False), capped
     cpu = s.backend is Backend.CPU
     from kvplan.analysis import explain_devices as devices
 

@@ -104,7 +104,24 @@ def place(log: LlamaCppLog, model: ModelDescription, s: LlamaCppSettings, p: Mem
             counts = ",".join(f"{x:g}" for x in found)
             basis = (f"the split whose weights give the model buffers the log prints (-ts {counts}: the log prints "
                      "no -ts, and llama.cpp's default split by free memory does not give them)")  # fmt: skip
+    if weights.expert_bytes and not _weights_equal(target, where, want, s):
+        n = _cpu_moe_for(target, want, s)
+        if n is not None:
+            target = dataclasses.replace(target, n_cpu_moe=n)
+            where = target.where()
+            basis += (f"; -ncmoe {n}: the first {n} layers' MoE experts in host memory give the model buffers the "
+                      "log prints (the log prints no -ncmoe)")  # fmt: skip
     return DevicePlacement(target, target.place(s, p), tuple(where), basis)
+
+
+def _cpu_moe_for(target: Target, want: dict[int, str], s: LlamaCppSettings) -> int | None:
+    """The -ncmoe N (the first N layers' experts kept in host memory) whose placement gives the printed GPU model
+    buffers, where one does."""
+    for n in range(1, len(target.weights.layer_bytes) + 1):
+        t = dataclasses.replace(target, n_cpu_moe=n)
+        if _weights_equal(t, t.where(), want, s):
+            return n
+    return None
 
 
 def _weights_equal(target: Target, where: list[int], want: dict[int, str], s: LlamaCppSettings) -> bool:

@@ -23,6 +23,7 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
         f"-c {s.n_ctx} -np {s.n_seq}{' -kvu' if s.kv_unified else ''} -b {s.n_batch} -ub {s.n_ubatch} "
         f"-ctk {s.type_k} -ctv {s.type_v} -fa {s.flash_attn.value}{' --swa-full' if s.swa_full else ''} "
         f"({s.backend.value} buffers)"
+        + (f", n_outputs_max {s.n_outputs_max}" if s.n_outputs_max and s.n_outputs_max != s.n_batch else "")
     )
     change_columns: tuple[Column, ...] = (
         Column("flags", "What would change it", wrap=True),
@@ -66,6 +67,7 @@ def explain_document(e: Explanation, runs: int, model: ModelDescription, units: 
             "flash_attn": s.flash_attn.value,
             "swa_full": s.swa_full,
             "backend": s.backend.value,
+            "n_outputs_max": s.n_outputs_max or s.n_batch,
         },
     }
     if build:

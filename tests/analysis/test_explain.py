@@ -144,3 +144,19 @@ def test_equal_caches_are_a_capped_window_not_swa_full() -> None:
     by = {f.what: f for f in e.figures}
     assert not e.settings.swa_full and "capped at 256" in by["sliding window: cells"].why
     assert "without --swa-full" not in {c.flags for c in e.changes}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_public_cuda_logs_with_the_reconstructed_file(name: str) -> None:
+    """With the GGUF each log loaded (reconstructed from the log: scripts/oracle/reconstruct_public_gguf.py),
+    kvplan re-places the run on the log's GPU: the -ncmoe the log does not print is the one whose placement gives
+    the GPU's model buffer, and every buffer of the GPU and of the pinned host memory is kvplan's, but the one the
+    index names. The host's mapped buffer is a range of the file, whose tensor order the log does not show."""
+    entry = PUBLIC[name]
+    log = read_log(str(LOGS / "public" / name))
+    e = explain_llamacpp(log, model_of(f"FILE:{entry['file']}"))
+    left = {f.what for f in e.figures if not f.equal}
+    differs = {f"{k} buffer, MiB" for k in entry.get("cuda_differs", {})}
+    assert left == {"CPU_Mapped model buffer, MiB"} | differs, [(f.what, f.logged, f.kvplan) for f in e.figures]
+    gpu = next(f for f in e.figures if f.what == "CUDA0 model buffer, MiB")
+    assert f"-ncmoe {entry['n_cpu_moe']}: the first" in gpu.why

@@ -33,6 +33,9 @@ class LlamaCppSettings:
     n_rs_seq: int = 0  # recurrent snapshots kept for speculative rollback
     mtp: bool = False  # size an MTP draft context (LLAMA_CONTEXT_TYPE_MTP) instead of the main one
     backend: Backend = Backend.CPU  # buffer rules: cpu (alignment 32) or cuda (128 + row padding), both recorded
+    #: the outputs the worst-case graph is reserved for: 0 = every token (llama.cpp of 2026-10-01); a newer
+    #: llama.cpp's log states n_outputs_max (llama-server: one per sequence), which explain passes on
+    n_outputs_max: int = 0
 
 
 #: ggml_cuda_get_best_fattn_kernel (ggml-cuda/fattn.cu): the K head sizes with a kernel when V's is the same
@@ -166,4 +169,5 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # 
         backend=backend,
         fa_off_in_graph=fa_off_in_graph,
         fa_on_cpu=fa_on_cpu,
+        n_outputs_max=s.n_outputs_max,
     )

@@ -67,6 +67,9 @@ class Context:
     fa_off_in_graph: str = ""
     #: -fa on (or forced on by a quantized V) where the backend has no kernel: llama.cpp runs it on the CPU
     fa_on_cpu: str = ""
+    #: the outputs the worst-case graph is reserved for, where a newer llama.cpp's log states n_outputs_max (0:
+    #: every token of the batch, as llama.cpp of 2026-10-01 reserves it)
+    n_outputs_max: int = 0
 
     @property
     def v_trans(self) -> bool:

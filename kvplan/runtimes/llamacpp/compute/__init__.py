@@ -40,8 +40,8 @@ class ComputeBuffer:
 
 def reserve_for(p: MemoryPlan) -> Reserve:
     """The worst-case batch llama_context::sched_reserve builds its graph for: n_tokens = min(n_ctx, n_ubatch)
-    rounded up to a multiple of n_seq (graph_reserve), n_outputs = min(n_ctx, n_ubatch, n_batch), the caches as
-    init_full() presents them (every cell)."""
+    rounded up to a multiple of n_seq (graph_reserve), n_outputs = min(n_ctx, n_ubatch, n_batch) (and a newer
+    llama.cpp's n_outputs_max, where set), the caches as init_full() presents them (every cell)."""
     c = p.context
     n_tokens = n_outputs = min(c.n_ctx, c.n_ubatch)
     if n_tokens % c.n_seq:
@@ -53,7 +53,7 @@ def reserve_for(p: MemoryPlan) -> Reserve:
     return Reserve(
         n_tokens=n_tokens,
         n_seqs=c.n_seq,
-        n_outputs=min(n_outputs, c.n_batch),
+        n_outputs=min(n_outputs, c.n_batch, c.n_outputs_max or n_outputs),
         flash_attn=c.flash_attn is FlashAttn.ON and not c.fa_off_in_graph,
         cache_flash_attn=True if c.fa_off_in_graph else None,
         kv_unified=c.kv_unified,

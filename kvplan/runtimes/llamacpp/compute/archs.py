@@ -461,9 +461,11 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
-    kv = g.attn_inp_k(r.kv_size)
+    mla = d.head_k_mla > 0 and d.head_v_mla > 0  # hparams.is_mla(): early conversions have no *_length_mla keys
+    kv = g.attn_inp_k(r.kv_size) if mla else g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
-    hk, rope, rank = d.head_k_mla, d.n_rot, d.kv_lora_rank
+    hk, rope, rank = (d.head_k_mla if mla else d.head_k), d.n_rot, d.kv_lora_rank
+    hv = d.head_v_mla if mla else d.head_v
     nope = hk - rope
     n_tok = r.n_tokens
     for il in g.layers(d.n_layer):
@@ -483,18 +485,19 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
         k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
         k_pe = ggml.rope(k_pe, pos, None)
         kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
-        q_nope = ggml.view(q, (nope, d.n_head, n_tok), (q.nb[1], q.nb[2]), 0)
-        q_pe = ggml.view(q, (rope, d.n_head, n_tok), (q.nb[1], q.nb[2]), ggml.row_size(q.type, nope))
-        q_pe = ggml.rope(q_pe, pos, None)
-        q_nope = ggml.permute(q_nope, 0, 2, 1, 3)
-        q_abs = ggml.mul_mat(g.wt(nope, rank, d.n_head, name="attn_k_b"), q_nope)
-        q_abs = ggml.permute(q_abs, 0, 2, 1, 3)
-        q_cur = ggml.concat(q_abs, q_pe, 0)
-        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
-        k_cur = ggml.concat(kv_c, k_pe, 0)
-        wo = g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output")
-        v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
-        cur = g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv)
+        if not mla:  # MLA without the absorption: K and V decompressed by wkv_b, attention as MHA
+            kv_full = ggml.mul_mat(g.wt(rank, d.n_head * (nope + hv), name="attn_kv_b"), kv_c)
+            row = ggml.row_size(kv_full.type, nope + hv)
+            k_nope = ggml.view(kv_full, (nope, d.n_head, n_tok), (row, row * d.n_head), 0)
+            v_cur = ggml.view(kv_full, (hv, d.n_head, n_tok), (row, row * d.n_head), ggml.row_size(kv_full.type, nope))
+            v_cur = ggml.cont(v_cur)
+            q_cur = ggml.rope(q, pos, None)  # (ggml_rope_set_offset: RoPE on the trailing dims, no new tensor)
+            k_cur = ggml.concat(k_nope, ggml.repeat(k_pe, rope, d.n_head, n_tok, 1), 0)
+            wo = g.wt(hv * d.n_head, d.n_embd, name="attn_output")
+            cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q_cur, k_cur, v_cur, d.n_head_kv,
+                            d.head_k, d.head_v)  # fmt: skip
+        else:
+            cur = _mla_attention(g, d, kv, il, q, kv_c, k_pe, pos)
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
@@ -509,6 +512,27 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
     ggml.set_output(cur)
     g.gf.expand(cur)
     return g.gf
+
+
+def _mla_attention(
+    g: GraphContext, d: Dims, kv: KVInputs, il: int, q: Tensor, kv_c: Tensor, k_pe: Tensor, pos: Tensor
+) -> Tensor:
+    """deepseek2's MLA with the absorption optimisation: Q's no-RoPE part through wk_b, a K-only cache of the
+    compressed KV and its RoPE part, attention as MQA decompressed by wv_b."""
+    hk, rope, rank, n_tok = d.head_k_mla, d.n_rot, d.kv_lora_rank, g.r.n_tokens
+    nope = hk - rope
+    q_nope = ggml.view(q, (nope, d.n_head, n_tok), (q.nb[1], q.nb[2]), 0)
+    q_pe = ggml.view(q, (rope, d.n_head, n_tok), (q.nb[1], q.nb[2]), ggml.row_size(q.type, nope))
+    q_pe = ggml.rope(q_pe, pos, None)
+    q_nope = ggml.permute(q_nope, 0, 2, 1, 3)
+    q_abs = ggml.mul_mat(g.wt(nope, rank, d.n_head, name="attn_k_b"), q_nope)
+    q_abs = ggml.permute(q_abs, 0, 2, 1, 3)
+    q_cur = ggml.concat(q_abs, q_pe, 0)
+    kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+    k_cur = ggml.concat(kv_c, k_pe, 0)
+    wo = g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output")
+    v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
+    return g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv)
 
 
 def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> Graph:
