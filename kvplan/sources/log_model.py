@@ -15,28 +15,11 @@ from typing import Any
 from kvplan.errors import BadInputError, HParamsError
 from kvplan.model import ModelDescription
 from kvplan.sources.llamacpp_log import LlamaCppLog
-from kvplan.sources.values import (
-    T_BOOL,
-    T_F32,
-    T_F64,
-    T_I8,
-    T_I16,
-    T_I32,
-    T_I64,
-    T_STRING,
-    T_U8,
-    T_U16,
-    T_U32,
-    T_U64,
-    ArrayValue,
-)
+from kvplan.sources.values import T_BOOL, T_F32, T_F64, T_STRING, VALUE_TYPE_NAMES, ArrayValue
 
-#: the type names llama.cpp's loader prints (gguf_type_name)
-_TYPES = {
-    "u8": T_U8, "i8": T_I8, "u16": T_U16, "i16": T_I16, "u32": T_U32, "i32": T_I32, "u64": T_U64, "i64": T_I64,
-    "f32": T_F32, "f64": T_F64, "bool": T_BOOL, "str": T_STRING,
-}  # fmt: skip
-_INTS = frozenset({T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_U64, T_I64})
+#: the type names llama.cpp's loader prints (gguf_type_name: "str" for strings) → GGUF value types
+_TYPES = {("str" if n == "string" else n): i for i, n in enumerate(VALUE_TYPE_NAMES) if n != "array"}
+_INTS = frozenset(i for i, n in enumerate(VALUE_TYPE_NAMES) if n[0] in "ui")
 _ARRAY = re.compile(r"arr\[(\w+),(\d+)\]$")
 #: print_info's name of a per-layer value → the GGUF key (under the architecture) it was loaded from
 _PER_LAYER = {"n_head": "attention.head_count", "n_head_kv": "attention.head_count_kv", "n_ff": "feed_forward_length"}
