@@ -211,6 +211,11 @@ def placement_figures(log: LlamaCppLog, dp: DevicePlacement, p: MemoryPlan, s: L
             why = "llama.cpp's graph split over the devices, each split planned by ggml's allocator" + (
                 f"; at its peak: {parts}" if parts else "")  # fmt: skip
         equal = _mib(mine) == b.mib
+        if not equal and b.buffer == "CPU_Mapped" and b.kind == "model" and float(b.mib) > mine / MIB:
+            why += (
+                " (llama.cpp maps the file's range from the first to the last tensor kept in host memory, "
+                "the tensors between them that went to a GPU included: the file's tensor order decides it)"
+            )
         out.append(Figure(f"{b.buffer} {b.kind} buffer, MiB", b.mib, _mib(mine), equal,
                           why if equal else f"not explained: kvplan's {why}", mine))  # fmt: skip
     return out
