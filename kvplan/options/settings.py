@@ -318,7 +318,9 @@ SETTINGS: tuple[Setting, ...] = (
     # the catalog
     Setting("log_model", ("-m", "--model"), v.text,
             "the model the log loaded (a GGUF, spec, config.json, folder or catalog name), where the path the log "
-            "names is not readable here", "command", "MODEL", key=None, choices=catalog_names),
+            "names is not readable here; without it a llama.cpp log's metadata dump describes the model (its "
+            "context and KV figures; the buffers need the file)", "command", "MODEL", key=None,
+            choices=catalog_names),
     Setting("arch", ("--arch",), v.text,
             "only models of this GGUF architecture", "command", "ARCH", key=None, choices=_catalog_field("arch")),
     Setting("family", ("--family",), v.text,
