@@ -305,6 +305,25 @@ REAL_MODELS: dict[str, dict] = {
     ),
     # EXAONE-3.5-7.8B (config.json: 32 layers, hidden 4096, 32 heads / 8 KV, 14336-wide, vocabulary 102400)
     "exaone-3.5-7.8b": _dense("exaone", 32, 4096, 32, 8, 32768, ff=14336, **{"{arch}.vocab_size": 102400}),
+    # XVERSE-7B (config.json: 32 layers, hidden 4096, 32 heads (MHA), 11008-wide, vocabulary 100534)
+    "xverse-7b": _dense("xverse", 32, 4096, 32, 32, 8192, ff=11008, **{"{arch}.vocab_size": 100534}),
+    # Orion-14B (config.json: 40 layers, hidden 5120, 40 heads (MHA), 15360-wide, vocabulary 84608)
+    "orion-14b": _dense(
+        "orion",
+        40,
+        5120,
+        40,
+        40,
+        4096,
+        ff=15360,
+        **{"{arch}.vocab_size": 84608, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # Baichuan2-7B (32 layers: RoPE) and -13B (40 layers: ALiBi), vocabulary 125696
+    "baichuan2-7b": _dense("baichuan", 32, 4096, 32, 32, 4096, ff=11008, **{"{arch}.vocab_size": 125696}),
+    "baichuan2-13b": _dense("baichuan", 40, 5120, 40, 40, 4096, ff=13696, **{"{arch}.vocab_size": 125696}),
+    # Refact-1.6B (config.json: 32 layers, hidden 2048, 32 heads, one KV head (MQA), 5632-wide, ALiBi,
+    # vocabulary 49216)
+    "refact-1.6b": _dense("refact", 32, 2048, 32, 1, 4096, ff=5632, **{"{arch}.vocab_size": 49216}),
     # dots.llm1 (config.json: 62 layers, hidden 4096, 32 heads / 32 KV of 128, the first layer dense (10944 wide),
     # 128 experts of 1408, 6 used, sigmoid-routed with the probability bias, 2 shared; vocabulary 152064)
     "dots.llm1": _moe(

@@ -76,6 +76,11 @@ class Decoder:
     mrope: bool = False  # multi-section RoPE whatever the file says (the arch's rope type: qwen2vl), four positions
     deepstack: bool = False  # the first n_deepstack_layers add a slice of the wide input embedding (qwen3vl.cpp)
     moe_scales: bool = True  # build_moe_ffn gets the experts' scales
+    layer_norm: bool = False  # layer norms with their biases (LLM_NORM) instead of RMS norms (orion.cpp)
+    rope: bool = True  # RoPE and its positions input; False: ALiBi in the softmax, no positions (refact.cpp)
+    #: the class's graph calls build_ffn on dense tensors the file does not have (refact.cpp over a file with
+    #: experts): no up, gate or down, so the feed-forward is SiLU of its input
+    ffn_missing: bool = False
 
 
 LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
@@ -94,6 +99,10 @@ SEED_OSS = ERNIE4_5 = INTERNLM2 = Decoder(ffn_scale=False)
 EXAONE = Decoder(rope_factors=True, ffn_scale=False)
 #: arcee.cpp (AFM): each layer's RoPE factors, a ReLU² feed-forward of up and down
 ARCEE = Decoder(rope_factors=True, ffn_scale=False, relu_sqr=True)
+#: orion.cpp: xverse's layers (INTERNLM2's) with layer norms and their biases, the output's too
+ORION = Decoder(ffn_scale=False, layer_norm=True)
+#: refact.cpp, and baichuan.cpp but for its 7B (32 layers, RoPE): xverse's layers with ALiBi instead of RoPE
+ALIBI = Decoder(ffn_scale=False, rope=False)
 
 
 def _kv_inputs(g: GraphContext, d: Dims, iswa: bool, rot: bool = True) -> tuple[KVInputs, KVInputs]:
@@ -186,31 +195,33 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     g = GraphContext(r, w)
     n_embd_inp = d.n_embd * (1 + d.n_deepstack) if o.deepstack else 0
     inp_l = g.inp_embd(d.n_embd, d.n_vocab, n_embd_inp=n_embd_inp)
-    pos = g.inp_pos(4 if o.mrope else 1)
+    pos = g.inp_pos(4 if o.mrope else 1) if o.rope else None
     kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
         g.il = il
         rope_factors = g.opt("rope_freqs", d.head_k // 2) if o.rope_factors else None  # each layer's own
         inp_sa = inp_l
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        cur = _decoder_norm(g, d, o, inp_l, "attn_norm")
         q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        use_rope = not o.no_rope_step or (il + 1) % o.no_rope_step != 0
+        use_rope = pos is not None and (not o.no_rope_step or (il + 1) % o.no_rope_step != 0)
         if o.qk_norm:
             q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        if use_rope:
+        if use_rope and pos is not None:
             q = ggml.rope(q, pos, rope_factors)
         if o.qk_norm:
             k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        if use_rope:
+        if use_rope and pos is not None:
             k = ggml.rope(k, pos, rope_factors)
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         wo_b = g.opt("attn_output.bias", d.n_embd) if o.wo_bias else None
         cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
-        if d.n_expert:
+        cur = _decoder_norm(g, d, o, ffn_inp, "ffn_norm")
+        if o.ffn_missing:
+            cur = ggml.unary(cur, "UNARY", "silu")  # ggml_silu
+        elif d.n_expert:
             cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale,
                             scales=o.moe_scales)  # fmt: skip
         elif o.relu_sqr:
@@ -223,7 +234,14 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
             ds = ggml.view(t, (d.n_embd, t.ne[1]), (t.nb[1],), (il + 1) * ggml.row_size("f32", d.n_embd))
             cur = ggml.binary("ADD", cur, ds)
         inp_l = cur
-    return _lm_head(g, d, inp_l, output_bias=o.output_bias)
+    return _lm_head(g, d, inp_l, rms=not o.layer_norm, norm_bias=o.layer_norm, output_bias=o.output_bias)
+
+
+def _decoder_norm(g: GraphContext, d: Dims, o: Decoder, cur: Tensor, name: str) -> Tensor:
+    """build_norm of a llama-like layer: RMS, or a layer norm with its bias where the class uses LLM_NORM."""
+    if o.layer_norm:
+        return g.norm(cur, g.wt(d.n_embd, name=name), g.wt(d.n_embd, name=f"{name}.bias"), rms=False)
+    return g.norm(cur, g.wt(d.n_embd, name=name))
 
 
 def build_gemma3(d: Dims, r: Reserve, w: Weights, gemma2: bool = False) -> Graph:
@@ -1649,6 +1667,12 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     # ernie4-5.cpp's graph is dense whatever experts the file declares
     "ernie4_5": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, ERNIE4_5),
     "mistral3": lambda d, r, w: build_decoder(d, r, w, LLAMA),
+    # xverse.cpp: llama's layers without RoPE factors, the output bias or the feed-forward's biases and scales
+    "xverse": lambda d, r, w: build_decoder(d, r, w, INTERNLM2),
+    "orion": lambda d, r, w: build_decoder(d, r, w, ORION),
+    "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
+    # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
+    "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),
     "command-r": build_command_r,
     "cohere2": lambda d, r, w: build_command_r(d, r, w, cohere2=True),
     "mamba2": build_mamba2,
