@@ -321,6 +321,41 @@ REAL_MODELS: dict[str, dict] = {
     # Baichuan2-7B (32 layers: RoPE) and -13B (40 layers: ALiBi), vocabulary 125696
     "baichuan2-7b": _dense("baichuan", 32, 4096, 32, 32, 4096, ff=11008, **{"{arch}.vocab_size": 125696}),
     "baichuan2-13b": _dense("baichuan", 40, 5120, 40, 40, 4096, ff=13696, **{"{arch}.vocab_size": 125696}),
+    # OLMo-7B (OLMo 1: 32 layers, hidden 4096, 32 heads (MHA), 11008-wide, weightless layer norms, vocabulary 50304)
+    "olmo-7b": _dense(
+        "olmo",
+        32,
+        4096,
+        32,
+        32,
+        2048,
+        ff=11008,
+        **{"{arch}.vocab_size": 50304, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # StableLM-2-1.6B (config.json: 24 layers, hidden 2048, 32 heads (MHA), 5632-wide, a quarter of each head
+    # rotated (partial_rotary_factor 0.25), layer norms, vocabulary 100352)
+    "stablelm-2-1.6b": _dense(
+        "stablelm",
+        24,
+        2048,
+        32,
+        32,
+        4096,
+        ff=5632,
+        **{"{arch}.vocab_size": 100352, "{arch}.rope.dimension_count": 16, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # Phi-2 (config.json: 32 layers, hidden 2560, 32 heads (MHA) of 80, 10240-wide, 40% of each head rotated,
+    # vocabulary 51200)
+    "phi-2": _dense(
+        "phi2",
+        32,
+        2560,
+        32,
+        32,
+        2048,
+        ff=10240,
+        **{"{arch}.vocab_size": 51200, "{arch}.rope.dimension_count": 32, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
     # Refact-1.6B (config.json: 32 layers, hidden 2048, 32 heads, one KV head (MQA), 5632-wide, ALiBi,
     # vocabulary 49216)
     "refact-1.6b": _dense("refact", 32, 2048, 32, 1, 4096, ff=5632, **{"{arch}.vocab_size": 49216}),

@@ -78,6 +78,7 @@ class Decoder:
     moe_scales: bool = True  # build_moe_ffn gets the experts' scales
     layer_norm: bool = False  # layer norms with their biases (LLM_NORM) instead of RMS norms (orion.cpp)
     rope: bool = True  # RoPE and its positions input; False: ALiBi in the softmax, no positions (refact.cpp)
+    norm_weights: bool = True  # False: the layer norms have no weights or biases at all (olmo.cpp)
     #: the class's graph calls build_ffn on dense tensors the file does not have (refact.cpp over a file with
     #: experts): no up, gate or down, so the feed-forward is SiLU of its input
     ffn_missing: bool = False
@@ -101,6 +102,8 @@ EXAONE = Decoder(rope_factors=True, ffn_scale=False)
 ARCEE = Decoder(rope_factors=True, ffn_scale=False, relu_sqr=True)
 #: orion.cpp: xverse's layers (INTERNLM2's) with layer norms and their biases, the output's too
 ORION = Decoder(ffn_scale=False, layer_norm=True)
+#: olmo.cpp (OLMo 1): xverse's layers with weightless layer norms, the output's too
+OLMO = Decoder(ffn_scale=False, layer_norm=True, norm_weights=False)
 #: refact.cpp, and baichuan.cpp but for its 7B (32 layers, RoPE): xverse's layers with ALiBi instead of RoPE
 ALIBI = Decoder(ffn_scale=False, rope=False)
 
@@ -139,13 +142,14 @@ def _lm_head(
     norm_bias: bool = False,
     output_bias: bool = False,
     softcap: bool = False,
+    norm_weight: bool = True,
 ) -> Graph:
     """The output layer most model classes end with: the final norm (res->t_embd; with its bias where the file has
     one and the class reads it), the LM head (res->t_logits), its bias where read (qwen2, phi3), the logits scaled
     where the model says so (Granite, Command-R) or soft-capped (Gemma 2, 3 and 3n: cap · tanh(logits / cap))."""
     g.il = OUTPUT_LAYER
     nb = g.opt("output_norm.bias", d.n_embd) if norm_bias else None
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), nb, rms=rms)
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm") if norm_weight else None, nb, rms=rms)
     ggml.set_output(cur)
     cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
     if scale:
@@ -234,11 +238,14 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
             ds = ggml.view(t, (d.n_embd, t.ne[1]), (t.nb[1],), (il + 1) * ggml.row_size("f32", d.n_embd))
             cur = ggml.binary("ADD", cur, ds)
         inp_l = cur
-    return _lm_head(g, d, inp_l, rms=not o.layer_norm, norm_bias=o.layer_norm, output_bias=o.output_bias)
+    return _lm_head(g, d, inp_l, rms=not o.layer_norm, norm_bias=o.layer_norm and o.norm_weights,
+                    output_bias=o.output_bias, norm_weight=o.norm_weights)  # fmt: skip
 
 
 def _decoder_norm(g: GraphContext, d: Dims, o: Decoder, cur: Tensor, name: str) -> Tensor:
     """build_norm of a llama-like layer: RMS, or a layer norm with its bias where the class uses LLM_NORM."""
+    if o.layer_norm and not o.norm_weights:
+        return g.norm(cur, None, None, rms=False)
     if o.layer_norm:
         return g.norm(cur, g.wt(d.n_embd, name=name), g.wt(d.n_embd, name=f"{name}.bias"), rms=False)
     return g.norm(cur, g.wt(d.n_embd, name=name))
@@ -551,6 +558,63 @@ def _mla_attention(
     wo = g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output")
     v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
     return g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv)
+
+
+def build_stablelm(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_stablelm::graph (src/models/stablelm.cpp): layer norms with biases, optional per-head Q/K layer
+    norms, the feed-forward on the attention input's norm where the layer has no norm of its own (StableLM 2's
+    parallel residual), the residual taken from the layer's input."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.wt(d.n_embd, name="attn_norm.bias"), rms=False)
+        inp_sa = cur
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q_norm, k_norm = g.opt("attn_q_norm", d.head_k, d.n_head), g.opt("attn_k_norm", d.head_k, d.n_head_kv)
+        if q_norm is not None:
+            q = g.norm(q, q_norm, rms=False)
+        if k_norm is not None:
+            k = g.norm(k, k_norm, rms=False)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur, inp_l, inp_sa = (ggml.get_rows(t, out_ids) for t in (cur, inp_l, inp_sa))
+        ffn_inp = ggml.binary("ADD", cur, inp_l)
+        ffn_norm = g.opt("ffn_norm", d.n_embd)
+        bias = g.opt("ffn_norm.bias", d.n_embd)
+        normed = g.norm(ffn_inp, ffn_norm, bias, rms=False) if ffn_norm is not None else None
+        cur = g.ffn_par(inp_sa if normed is None else normed, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
+
+
+def build_phi2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_phi2::graph (src/models/phi2.cpp): one layer norm (with its bias) feeding attention and the
+    feed-forward in parallel, Q scaled after RoPE, the output projection's bias, a GELU feed-forward of up and down
+    with their biases, both added to the layer's input; the output norm's bias and the LM head's."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        normed = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.wt(d.n_embd, name="attn_norm.bias"), rms=False)
+        q, k, v = g.qkv(normed, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.unary(ggml.rope(q, pos, None), "SCALE"), ggml.rope(k, pos, None)
+        wo, wo_b = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), g.wt(d.n_embd, name="attn_output.bias")
+        cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur, inp_l, normed = (ggml.get_rows(t, out_ids) for t in (cur, inp_l, normed))
+        ffn = g.ffn_seq(normed, d.n_embd, d.n_ff, scale=False)
+        inp_l = ggml.binary("ADD", ggml.binary("ADD", cur, ffn), inp_l)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), g.wt(d.n_embd, name="output_norm.bias"), rms=False)
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    cur = ggml.binary("ADD", cur, g.wt(d.n_vocab, name="output.bias"))
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
 
 
 def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> Graph:
@@ -1670,6 +1734,9 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     # xverse.cpp: llama's layers without RoPE factors, the output bias or the feed-forward's biases and scales
     "xverse": lambda d, r, w: build_decoder(d, r, w, INTERNLM2),
     "orion": lambda d, r, w: build_decoder(d, r, w, ORION),
+    "olmo": lambda d, r, w: build_decoder(d, r, w, OLMO),
+    "stablelm": build_stablelm,
+    "phi2": build_phi2,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

@@ -628,9 +628,25 @@ class GraphContext:
     ) -> Tensor:
         """build_ffn with up and down only, LLM_FFN_RELU_SQR (ggml_relu, then ggml_sqr), the biases and scales the
         architecture passes where the model has them (Nemotron-H, Arcee)."""
+        return self.ffn_seq(cur, n_embd, n_ff, suffix, bias, scale, sqr=True)
+
+    def ffn_seq(
+        self,
+        cur: Tensor,
+        n_embd: int,
+        n_ff: int,
+        suffix: str = "",
+        bias: bool = True,
+        scale: bool = True,
+        sqr: bool = False,
+    ) -> Tensor:
+        """build_ffn with up and down only and one unary activation between them (GELU, ReLU; `sqr`: ReLU²), the
+        biases and scales the architecture passes where the model has them."""
         up, down = "ffn_up" + suffix, "ffn_down" + suffix
         cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, bias, scale)
-        cur = ggml.unary(ggml.unary(cur), "SQR")
+        cur = ggml.unary(cur)
+        if sqr:
+            cur = ggml.unary(cur, "SQR")
         return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, scale)
 
     def ffn_par(
