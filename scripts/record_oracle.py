@@ -356,6 +356,30 @@ REAL_MODELS: dict[str, dict] = {
         ff=10240,
         **{"{arch}.vocab_size": 51200, "{arch}.rope.dimension_count": 32, "{arch}.attention.layer_norm_epsilon": 1e-5},
     ),
+    # StarCoderBase-1B (config.json: 24 layers, hidden 2048, 16 heads, one KV head (multi-query), 8192-wide,
+    # learned positions for 8192 tokens, vocabulary 49152)
+    "starcoderbase-1b": _dense(
+        "starcoder",
+        24,
+        2048,
+        16,
+        1,
+        8192,
+        ff=8192,
+        **{"{arch}.vocab_size": 49152, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # GPT-2 medium (config.json: 24 layers, hidden 1024, 16 heads, 4096-wide, 1024 learned positions,
+    # vocabulary 50257)
+    "gpt2-medium": _dense(
+        "gpt2",
+        24,
+        1024,
+        16,
+        16,
+        1024,
+        ff=4096,
+        **{"{arch}.vocab_size": 50257, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
     # Refact-1.6B (config.json: 32 layers, hidden 2048, 32 heads, one KV head (MQA), 5632-wide, ALiBi,
     # vocabulary 49216)
     "refact-1.6b": _dense("refact", 32, 2048, 32, 1, 4096, ff=5632, **{"{arch}.vocab_size": 49216}),

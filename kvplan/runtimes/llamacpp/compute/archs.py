@@ -617,6 +617,29 @@ def build_phi2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_starcoder(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_starcoder::graph (src/models/starcoder.cpp; gpt2.cpp's is the same): learned position
+    embeddings added to the token embeddings, layer norms with biases, the fused QKV with its bias, no RoPE, the
+    output projection's bias, a GELU feed-forward of up and down with their biases."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    inp_l = ggml.binary("ADD", inp_l, ggml.get_rows(g.wt(d.n_embd, d.n_ctx_orig, name="position_embd"), pos))
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.wt(d.n_embd, name="attn_norm.bias"), rms=False)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v, fused=True)
+        wo, wo_b = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), g.wt(d.n_embd, name="attn_output.bias")
+        cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_l = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_l)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"), g.wt(d.n_embd, name="ffn_norm.bias"), rms=False)
+        inp_l = ggml.binary("ADD", g.ffn_seq(cur, d.n_embd, d.n_ff, scale=False), ffn_inp)
+    return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
+
+
 def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> Graph:
     """llama_model_command_r::graph (src/models/command-r.cpp): layer norms (not RMS), attention and the
     feed-forward in parallel on the same normed input, both added to the residual; Q/K norms from 64 layers up
@@ -1737,6 +1760,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "olmo": lambda d, r, w: build_decoder(d, r, w, OLMO),
     "stablelm": build_stablelm,
     "phi2": build_phi2,
+    "starcoder": build_starcoder,
+    "gpt2": build_starcoder,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

@@ -307,12 +307,13 @@ class GraphContext:
         return res
 
     def qkv(
-        self, cur: Tensor, n_embd: int, head_k: int, n_head: int, n_head_kv: int, head_v: int
+        self, cur: Tensor, n_embd: int, head_k: int, n_head: int, n_head_kv: int, head_v: int, fused: bool = False
     ) -> tuple[Tensor, Tensor, Tensor]:
         """build_qkv (reshape on): the fused attn_qkv where the file has one (the loader skips it for a
-        metadata-only model: TENSOR_SKIP_IF_VIRTUAL), else separate Q/K/V."""
+        metadata-only model: TENSOR_SKIP_IF_VIRTUAL), else separate Q/K/V; `fused`: a class whose loader creates
+        only the fused one (gpt2.cpp, starcoder.cpp)."""
         n_tokens = self.n_tokens
-        if "attn_qkv" in self.w.present and not self.w.all_optional:
+        if fused or ("attn_qkv" in self.w.present and not self.w.all_optional):
             n_q, n_k, n_v = n_head * head_k, n_head_kv * head_k, n_head_kv * head_v
             qkv = self.lora_mm(self.wt(n_embd, n_q + n_k + n_v, name="attn_qkv"), cur, self.opt("attn_qkv.scale", 1))
             b = self.opt("attn_qkv.bias", n_q + n_k + n_v)
