@@ -226,6 +226,8 @@ class GraphFacts:
     #: n_deepstack_layers: the vision tower's extra embeddings added after the first layers (Qwen3-VL); the input
     #: embedding is (1 + n) × n_embd wide
     n_deepstack: int = 0
+    #: the attention and the feed-forward both read the layer's input (use_parallel_residual: GPT-NeoX)
+    parallel_residual: bool = False
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

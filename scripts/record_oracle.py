@@ -380,6 +380,23 @@ REAL_MODELS: dict[str, dict] = {
         ff=4096,
         **{"{arch}.vocab_size": 50257, "{arch}.attention.layer_norm_epsilon": 1e-5},
     ),
+    # Pythia-1.4B (GPT-NeoX; config.json: 24 layers, hidden 2048, 16 heads, 8192-wide, a quarter of each head
+    # rotated, use_parallel_residual, vocabulary 50304)
+    "pythia-1.4b": _dense(
+        "gptneox",
+        24,
+        2048,
+        16,
+        16,
+        2048,
+        ff=8192,
+        **{
+            "{arch}.vocab_size": 50304,
+            "{arch}.rope.dimension_count": 32,
+            "{arch}.attention.layer_norm_epsilon": 1e-5,
+            "{arch}.use_parallel_residual": True,
+        },
+    ),
     # Refact-1.6B (config.json: 32 layers, hidden 2048, 32 heads, one KV head (MQA), 5632-wide, ALiBi,
     # vocabulary 49216)
     "refact-1.6b": _dense("refact", 32, 2048, 32, 1, 4096, ff=5632, **{"{arch}.vocab_size": 49216}),

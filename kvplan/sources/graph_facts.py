@@ -75,6 +75,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             moe_layer_step=_int(kv, f"{arch}.interleave_moe_layer_step", 0),
             moe_latent=_int(kv, f"{arch}.moe_latent_size", 0),
             n_deepstack=_int(kv, f"{arch}.n_deepstack_layers", 0),
+            parallel_residual=kv.get(f"{arch}.use_parallel_residual") is True,
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -192,6 +193,8 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         or "FalconMambaForCausalLM" in archs,  # the converter's use_dt_b_c_norm (conversion/mamba.py)
         tensors=frozenset(tensors),
         n_deepstack=_deepstack(cfg),
+        # GPTNeoXModel writes use_parallel_residual, True where the config does not say
+        parallel_residual=model_type == "gpt_neox" and c.get("use_parallel_residual", True) is True,
     )
 
 

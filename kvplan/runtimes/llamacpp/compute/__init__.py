@@ -129,6 +129,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         kv_source=tuple(-1 if la.has_kv or la.kv_source is None else la.kv_source for la in layers),
         shortconv_l_cache=m.recurrent_params.l_cache if m.recurrent_params else 0,
         n_deepstack=g.n_deepstack,
+        parallel_residual=g.parallel_residual,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

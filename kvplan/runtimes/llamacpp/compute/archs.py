@@ -59,6 +59,7 @@ class Dims:
     kv_source: tuple[int, ...] = ()  # each layer's KV owner (-1: its own; Gemma 3n's later layers reuse a cache)
     shortconv_l_cache: int = 0  # LFM2's short convolution width (shortconv.l_cache)
     n_deepstack: int = 0  # Qwen3-VL's deepstack layers (n_deepstack_layers)
+    parallel_residual: bool = False  # GPT-NeoX's use_parallel_residual
 
 
 @dataclass(frozen=True, slots=True)
@@ -637,6 +638,29 @@ def build_starcoder(d: Dims, r: Reserve, w: Weights) -> Graph:
         ffn_inp = ggml.binary("ADD", cur, inp_l)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"), g.wt(d.n_embd, name="ffn_norm.bias"), rms=False)
         inp_l = ggml.binary("ADD", g.ffn_seq(cur, d.n_embd, d.n_ff, scale=False), ffn_inp)
+    return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
+
+
+def build_gptneox(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_gptneox::graph (src/models/gptneox.cpp): StarCoder's layers with RoPE and without learned
+    positions; with use_parallel_residual the feed-forward reads the layer's input beside the attention."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.wt(d.n_embd, name="attn_norm.bias"), rms=False)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v, fused=True)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo, wo_b = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), g.wt(d.n_embd, name="attn_output.bias")
+        cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_l = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = inp_l if d.parallel_residual else ggml.binary("ADD", cur, inp_l)
+        normed = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"), g.wt(d.n_embd, name="ffn_norm.bias"), rms=False)
+        ffn = g.ffn_seq(normed, d.n_embd, d.n_ff, scale=False)
+        if d.parallel_residual:
+            inp_l = ggml.binary("ADD", ggml.binary("ADD", ffn, inp_l), cur)
+        else:
+            inp_l = ggml.binary("ADD", ffn, ffn_inp)
     return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
 
 
@@ -1762,6 +1786,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "phi2": build_phi2,
     "starcoder": build_starcoder,
     "gpt2": build_starcoder,
+    "gptneox": build_gptneox,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),
