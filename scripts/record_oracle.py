@@ -397,6 +397,18 @@ REAL_MODELS: dict[str, dict] = {
             "{arch}.use_parallel_residual": True,
         },
     ),
+    # Falcon-7B (config.json: 32 layers, hidden 4544, 71 heads of 64, one KV head (multi-query), 18176-wide,
+    # vocabulary 65024)
+    "falcon-7b": _dense(
+        "falcon",
+        32,
+        4544,
+        71,
+        1,
+        2048,
+        ff=18176,
+        **{"{arch}.vocab_size": 65024, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
     # Refact-1.6B (config.json: 32 layers, hidden 2048, 32 heads, one KV head (MQA), 5632-wide, ALiBi,
     # vocabulary 49216)
     "refact-1.6b": _dense("refact", 32, 2048, 32, 1, 4096, ff=5632, **{"{arch}.vocab_size": 49216}),

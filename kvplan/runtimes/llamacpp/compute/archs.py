@@ -664,6 +664,28 @@ def build_gptneox(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
 
 
+def build_falcon(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_falcon::graph (src/models/falcon.cpp): attention and a GELU feed-forward in parallel on the
+    layer's norm (the attention on a second norm where the layer has one: Falcon-40B), the fused QKV without biases,
+    both outputs added to the layer's input."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        attn_norm = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.wt(d.n_embd, name="attn_norm.bias"), rms=False)
+        norm_2 = g.opt("attn_norm_2", d.n_embd)
+        cur = attn_norm if norm_2 is None else g.norm(inp_l, norm_2, g.opt("attn_norm_2.bias", d.n_embd), rms=False)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v, fused=True)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur, inp_l, attn_norm = (ggml.get_rows(t, out_ids) for t in (cur, inp_l, attn_norm))
+        ffn = g.ffn_seq(attn_norm, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", ggml.binary("ADD", ffn, cur), inp_l)
+    return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
+
+
 def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> Graph:
     """llama_model_command_r::graph (src/models/command-r.cpp): layer norms (not RMS), attention and the
     feed-forward in parallel on the same normed input, both added to the residual; Q/K norms from 64 layers up
@@ -1787,6 +1809,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "starcoder": build_starcoder,
     "gpt2": build_starcoder,
     "gptneox": build_gptneox,
+    "falcon": build_falcon,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),
