@@ -409,6 +409,32 @@ REAL_MODELS: dict[str, dict] = {
         ff=18176,
         **{"{arch}.vocab_size": 65024, "{arch}.attention.layer_norm_epsilon": 1e-5},
     ),
+    # BLOOM-560m (config.json: 24 layers, hidden 1024, 16 heads, 4096-wide, ALiBi, vocabulary 250880)
+    "bloom-560m": _dense(
+        "bloom",
+        24,
+        1024,
+        16,
+        16,
+        2048,
+        ff=4096,
+        **{"{arch}.vocab_size": 250880, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # MPT-7B (config.json: 32 layers, hidden 4096, 32 heads, 16384-wide, ALiBi, vocabulary 50432)
+    "mpt-7b": _dense(
+        "mpt",
+        32,
+        4096,
+        32,
+        32,
+        2048,
+        ff=16384,
+        **{
+            "{arch}.vocab_size": 50432,
+            "{arch}.attention.layer_norm_epsilon": 1e-5,
+            "{arch}.attention.max_alibi_bias": 8.0,
+        },
+    ),
     # Refact-1.6B (config.json: 32 layers, hidden 2048, 32 heads, one KV head (MQA), 5632-wide, ALiBi,
     # vocabulary 49216)
     "refact-1.6b": _dense("refact", 32, 2048, 32, 1, 4096, ff=5632, **{"{arch}.vocab_size": 49216}),

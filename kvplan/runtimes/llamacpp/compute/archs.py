@@ -686,6 +686,55 @@ def build_falcon(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
 
 
+def build_bloom(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_bloom::graph (src/models/bloom.cpp): the token embeddings layer-normed (the norm pinned to layer
+    0), ALiBi without positions, layer norms, the fused QKV and every projection's bias, a GELU feed-forward."""
+    return _bloom_mpt(d, r, w, mpt=False)
+
+
+def build_mpt(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_mpt::graph (src/models/mpt.cpp): BLOOM's layers without the embedding norm, learned positions
+    where the file has them (else ALiBi), Q/K layer norms where the file has them (not for a metadata-only model:
+    the loader skips attn_q_norm), GELU's output divided by the ffn_act scales where present."""
+    return _bloom_mpt(d, r, w, mpt=True)
+
+
+def _bloom_mpt(d: Dims, r: Reserve, w: Weights, mpt: bool) -> Graph:
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    kv, _ = _kv_inputs(g, d, False)
+    pos_embd = g.opt("position_embd", d.n_embd, d.n_ctx_orig) if mpt else None
+    if pos_embd is not None:
+        inp_l = ggml.binary("ADD", inp_l, ggml.get_rows(pos_embd, g.inp_pos()))
+    if not mpt:
+        norm_w, norm_b = g.wt(d.n_embd, name="token_embd_norm"), g.wt(d.n_embd, name="token_embd_norm.bias")
+        g.il = 0  # build_norm(..., il 0): pinned to the first layer's device
+        inp_l = g.norm(inp_l, norm_w, norm_b, rms=False)
+        g.il = INPUT_LAYER
+    out_ids = g.inp_out_ids()
+    qk_norm = mpt and "attn_q_norm" in w.present and not w.all_optional
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), g.opt("attn_norm.bias", d.n_embd), rms=False)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v, fused=True)
+        if qk_norm:
+            q = g.norm(ggml.reshape(q, d.head_k * d.n_head, r.n_tokens), g.wt(d.n_embd, name="attn_q_norm"),
+                       g.opt("attn_q_norm.bias", d.n_embd), rms=False)  # fmt: skip
+            k = g.norm(ggml.reshape(k, d.head_k * d.n_head_kv, r.n_tokens), g.wt(d.n_embd, name="attn_k_norm"),
+                       g.opt("attn_k_norm.bias", d.n_embd), rms=False)  # fmt: skip
+            q = ggml.reshape(q, d.head_k, d.n_head, r.n_tokens)
+            k = ggml.reshape(k, d.head_k, d.n_head_kv, r.n_tokens)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        wo_b = g.opt("attn_output.bias", d.n_embd)
+        cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_l = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_l)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"), g.opt("ffn_norm.bias", d.n_embd), rms=False)
+        cur = g.ffn_seq(cur, d.n_embd, d.n_ff, scale=False, act_scales=mpt)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, rms=False, norm_bias=True)
+
+
 def build_command_r(d: Dims, r: Reserve, w: Weights, cohere2: bool = False) -> Graph:
     """llama_model_command_r::graph (src/models/command-r.cpp): layer norms (not RMS), attention and the
     feed-forward in parallel on the same normed input, both added to the residual; Q/K norms from 64 layers up
@@ -1810,6 +1859,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "gpt2": build_starcoder,
     "gptneox": build_gptneox,
     "falcon": build_falcon,
+    "bloom": build_bloom,
+    "mpt": build_mpt,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

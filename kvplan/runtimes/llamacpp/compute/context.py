@@ -640,14 +640,19 @@ class GraphContext:
         bias: bool = True,
         scale: bool = True,
         sqr: bool = False,
+        act_scales: bool = False,
     ) -> Tensor:
         """build_ffn with up and down only and one unary activation between them (GELU, ReLU; `sqr`: ReLU²), the
-        biases and scales the architecture passes where the model has them."""
+        biases and scales the architecture passes where the model has them (`act_scales`: GELU's output divided
+        by the layer's ffn_act scales where the model has them: MPT)."""
         up, down = "ffn_up" + suffix, "ffn_down" + suffix
         cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, bias, scale)
         cur = ggml.unary(cur)
         if sqr:
             cur = ggml.unary(cur, "SQR")
+        act = self.opt("ffn_act.scales", n_ff) if act_scales else None
+        if act is not None:
+            cur = ggml.binary("DIV", cur, act)
         return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, scale)
 
     def ffn_par(
