@@ -587,6 +587,126 @@ REAL_MODELS: dict[str, dict] = {
         1,
         8192,
     ),
+    # Qwen-7B (Qwen 1; config.json: 32 layers, hidden 4096, 32 heads, intermediate_size 22016 written as the
+    # feed-forward length, which llama_model_qwen halves; vocabulary 151936, seq_length 8192)
+    "qwen-7b": _dense("qwen", 32, 4096, 32, 32, 8192, ff=22016, **{"{arch}.vocab_size": 151936}),
+    # CodeShell-7B (config.json: 42 layers, n_embd 4096, 32 heads, 8 query groups, n_inner 16384, vocabulary
+    # 70144, n_positions 8192)
+    "codeshell-7b": _dense(
+        "codeshell",
+        42,
+        4096,
+        32,
+        8,
+        8192,
+        ff=16384,
+        **{"{arch}.vocab_size": 70144, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # ChatGLM3-6B (config.json: 28 layers, hidden 4096, 32 heads, 2 multi-query groups, ffn_hidden_size 13696,
+    # padded vocabulary 65024, seq_length 8192, rotary on half of each 128-wide head)
+    "chatglm3-6b": _dense(
+        "chatglm", 28, 4096, 32, 2, 8192, ff=13696, **{"{arch}.vocab_size": 65024, "{arch}.rope.dimension_count": 64}
+    ),
+    # MiniCPM-2B (config.json: 40 layers, hidden 2304, 36 heads, intermediate 5760, vocabulary 122753, scale_emb
+    # 12, scale_depth 1.4, dim_model_base 256: the converter's embedding, residual and logit scales)
+    "minicpm-2b": _dense(
+        "minicpm",
+        40,
+        2304,
+        36,
+        36,
+        4096,
+        ff=5760,
+        **{
+            "{arch}.vocab_size": 122753,
+            "{arch}.embedding_scale": 12.0,
+            "{arch}.residual_scale": 1.4 / 40**0.5,
+            "{arch}.logit_scale": 256 / 2304,
+        },
+    ),
+    # DeepSeek-MoE-16B (config.json: 28 layers, hidden 2048, 16 heads, intermediate 10944, 64 routed experts of
+    # 1408, 6 used, 2 shared, first_k_dense_replace 1, vocabulary 102400, 4096 positions)
+    "deepseek-moe-16b": _moe(
+        _dense(
+            "deepseek",
+            28,
+            2048,
+            16,
+            16,
+            4096,
+            ff=10944,
+            **{"{arch}.vocab_size": 102400, "{arch}.leading_dense_block_count": 1, "{arch}.expert_shared_count": 2},
+        ),
+        64,
+        6,
+        1408,
+    ),
+    # DBRX (config.json: 40 layers, d_model 6144, 48 heads, 8 KV heads, ffn_hidden_size 10752, 16 experts, top 4,
+    # clip_qkv 8, vocabulary 100352, max_seq_len 32768)
+    "dbrx": _moe(
+        _dense(
+            "dbrx",
+            40,
+            6144,
+            48,
+            8,
+            32768,
+            ff=10752,
+            **{
+                "{arch}.vocab_size": 100352,
+                "{arch}.attention.clamp_kqv": 8.0,
+                "{arch}.attention.layer_norm_epsilon": 1e-5,
+            },
+        ),
+        16,
+        4,
+        10752,
+    ),
+    # Grok-1 (64 layers, hidden 6144, 48 heads, 8 KV heads of 128, widening 32768, 8 experts, 2 used, vocabulary
+    # 131072, 8192 positions; no multiplier keys, so llama_model_grok's defaults apply)
+    "grok-1": _moe(
+        _dense("grok", 64, 6144, 48, 8, 8192, head_dim=128, ff=32768, **{"{arch}.vocab_size": 131072}), 8, 2, 32768
+    ),
+    # Snowflake Arctic (config.json: 35 layers, hidden 7168, 56 heads, 8 KV heads, intermediate 4864, 128 experts,
+    # top 2, vocabulary 32000, 4096 positions)
+    "arctic": _moe(_dense("arctic", 35, 7168, 56, 8, 4096, ff=4864), 128, 2, 4864),
+    # Jais-13B (config.json: 40 layers, n_embd 5120, 40 heads, n_inner 13653, vocabulary 84992, ALiBi, 2048
+    # positions)
+    "jais-13b": _dense(
+        "jais",
+        40,
+        5120,
+        40,
+        40,
+        2048,
+        ff=13653,
+        **{"{arch}.vocab_size": 84992, "{arch}.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # LLaDA-8B (config.json: 32 layers, d_model 4096, 32 heads, mlp_hidden_size 12288, vocabulary 126464, 4096
+    # positions; a diffusion model: no KV cache)
+    "llada-8b": _dense("llada", 32, 4096, 32, 32, 4096, ff=12288, **{"{arch}.vocab_size": 126464}),
+    # Dream-v0-7B (Qwen2.5-7B's shape: 28 layers, hidden 3584, 28 heads, 4 KV heads, 18944-wide, vocabulary
+    # 152064, 131072 positions; a diffusion model: no KV cache)
+    "dream-7b": _dense("dream", 28, 3584, 28, 4, 131072, ff=18944, **{"{arch}.vocab_size": 152064}),
+    # MiniCPM3-4B (config.json: 62 layers, hidden 2560, 40 heads, q_lora_rank 768, kv_lora_rank 256, heads of 64
+    # without RoPE + 32 with, V heads of 64, intermediate 6400, vocabulary 73448, 32768 positions)
+    "minicpm3-4b": _dense(
+        "minicpm3",
+        62,
+        2560,
+        40,
+        40,
+        32768,
+        ff=6400,
+        **{
+            "{arch}.vocab_size": 73448,
+            "{arch}.attention.key_length": 96,
+            "{arch}.attention.value_length": 64,
+            "{arch}.rope.dimension_count": 32,
+            "{arch}.attention.q_lora_rank": 768,
+            "{arch}.attention.kv_lora_rank": 256,
+        },
+    ),
 }
 
 

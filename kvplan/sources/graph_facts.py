@@ -3,6 +3,7 @@ infos."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from kvplan.model import GraphFacts
@@ -66,9 +67,9 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             n_ff_shexp=_int(kv, f"{arch}.expert_shared_feed_forward_length", 0),
             n_ctx_orig=_int(kv, f"{arch}.rope.scaling.original_context_length", 0),
             attn_temp_scale=kv.get(f"{arch}.attention.temperature_scale") not in (None, 0, 0.0),
-            logit_scale=kv.get(f"{arch}.logit_scale") not in (None, 0, 0.0),
-            embedding_scale=kv.get(f"{arch}.embedding_scale") not in (None, 0, 0.0),
-            residual_scale=kv.get(f"{arch}.residual_scale") not in (None, 0, 0.0),
+            logit_scale=_scale(kv, arch, "logit_scale"),
+            embedding_scale=_scale(kv, arch, "embedding_scale"),
+            residual_scale=_scale(kv, arch, "residual_scale"),
             rope_finetuned=kv.get(f"{arch}.rope.scaling.finetuned", True) is not False,
             ssm_dt_b_c_rms=kv.get(f"{arch}.ssm.dt_b_c_rms") is True,
             dense_layers=_dense_layers(kv, tensor_shapes, arch),
@@ -81,6 +82,16 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
         )
     except (NotImplementedError, TypeError, ValueError):
         return None
+
+
+#: the multipliers a model class sets before it reads the file's keys (load_arch_hparams: MiniCPM's 12, 1.4/sqrt
+#: n_layer and 256/n_embd; Grok-1's embedding 78.38): absent from the file, they are on; a key of 0 turns one off
+_SCALE_DEFAULTS = {"minicpm": {"logit_scale", "embedding_scale", "residual_scale"}, "grok": {"embedding_scale"}}
+
+
+def _scale(kv: Mapping[str, object], arch: str, name: str) -> bool:
+    on = name in _SCALE_DEFAULTS.get(arch, ())
+    return kv.get(f"{arch}.{name}", 1.0 if on else None) not in (None, 0, 0.0)
 
 
 def _dense_layers(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int, ...]], arch: str) -> frozenset[int]:
@@ -128,12 +139,18 @@ def graph_facts_from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     return _from_config(cfg)
 
 
+def _intermediate(c: Mapping[str, object]) -> object:
+    """intermediate_size; one width per layer (Gemma 3n): the converter writes the array, read as its first."""
+    ff = c.get("intermediate_size")
+    return ff[0] if isinstance(ff, list) and ff and isinstance(ff[0], int) else ff
+
+
 def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     text = cfg.get("text_config")
     c: Mapping[str, object] = text if isinstance(text, Mapping) else cfg
-    vocab, ff = c.get("vocab_size"), c.get("intermediate_size")
-    if isinstance(ff, list) and ff and isinstance(ff[0], int):
-        ff = ff[0]  # one width per layer (Gemma 3n): the converter writes the array, read as its first value
+    vocab = c.get("vocab_size")
+    converted = _converter_widths(c, cfg)
+    ff = converted[0] if converted is not None else _intermediate(c)
     if not isinstance(ff, int):
         return None
     if not isinstance(vocab, int):
@@ -173,11 +190,15 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         ff, expert_ff = mlp, ff
     else:
         expert_ff = ff if own_width else num("moe_intermediate_size")
-    return GraphFacts(
+    experts, used = converted[1:] if converted is not None else (0, 0)
+    # DeepseekModel (DeepSeek-MoE) writes expert_weights_scale 1.0 and no weight norm, whatever the config says
+    deepseek_v1 = model_type == "deepseek" or "DeepseekForCausalLM" in archs
+    scale = 1.0 if deepseek_v1 else scale
+    facts = GraphFacts(
         n_vocab=vocab,
         n_ff=ff,
-        n_expert=num("num_local_experts", "num_experts", "n_routed_experts"),
-        n_expert_used=num("num_experts_per_tok"),
+        n_expert=experts or num("num_local_experts", "num_experts", "n_routed_experts"),
+        n_expert_used=used or num("num_experts_per_tok"),
         # gpt-oss's intermediate_size is its experts' width (the converter writes expert_feed_forward_length)
         n_ff_exp=expert_ff,
         expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and deepseek_like else 0.0,
@@ -185,7 +206,7 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_layer_dense_lead=num("first_k_dense_replace") if deepseek_like else 0,
         n_expert_shared=num("n_shared_experts") if deepseek_like else 0,
         # written only by the converters of the architectures that read them (DeepSeek-V2/V3, GLM-4.5)
-        expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like,
+        expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like and not deepseek_v1,
         n_ff_shexp=num("shared_expert_intermediate_size"),
         n_ctx_orig=num("original_max_position_embeddings"),
         logit_scale=c.get("logit_scale") not in (None, 0, 0.0),
@@ -196,6 +217,69 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         # GPTNeoXModel writes use_parallel_residual, True where the config does not say
         parallel_residual=model_type == "gpt_neox" and c.get("use_parallel_residual", True) is True,
     )
+    if model_type == "hunyuan_v1_moe" or "HunYuanMoEV1ForCausalLM" in archs:
+        facts = _hunyuan_moe(facts, c)
+    return facts
+
+
+def _hunyuan_moe(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:
+    """HunYuanMoEModel's keys (conversion/hunyuan.py): per-layer lists read as their first value, the shared
+    expert as wide as intermediate_size."""
+
+    def first(key: str) -> int:
+        v = c.get(key)
+        v = v[0] if isinstance(v, list) and v else v
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+    return dataclasses.replace(
+        facts,
+        n_ff_exp=first("moe_intermediate_size"),
+        n_expert_used=first("moe_topk"),
+        n_expert_shared=first("num_shared_expert"),
+        n_ff_shexp=first("intermediate_size"),
+    )
+
+
+#: the converters that write a feed-forward width of their own (conversion/*.py): 4 × the embedding for BLOOM,
+#: Falcon, GPT-BigCode (StarCoder), Phi-1/2, MPT and CodeShell; Refact's SwiGLU rounding
+_FOUR_TIMES = {"bloom": ("n_embed", "hidden_size"), "falcon": ("hidden_size",), "RefinedWeb": ("hidden_size",),
+               "RefinedWebModel": ("hidden_size",), "gpt_bigcode": ("n_embd",), "phi": ("hidden_size", "n_embd"),
+               "mpt": ("d_model",), "codeshell": ("n_embd",)}  # fmt: skip
+_FOUR_TIMES_ARCHS = {"RWForCausalLM": "falcon", "FalconForCausalLM": "falcon", "CodeShellForCausalLM": "codeshell",
+                     "MPTForCausalLM": "mpt", "BloomForCausalLM": "bloom", "BloomModel": "bloom",
+                     "GPTBigCodeForCausalLM": "gpt_bigcode", "PhiForCausalLM": "phi"}  # fmt: skip
+
+
+def _converter_widths(c: Mapping[str, object], cfg: Mapping[str, object]) -> tuple[int, int, int] | None:
+    """(feed-forward width, experts, experts used) where the architecture's converter does not take
+    intermediate_size / num_local_experts (bloom.py, falcon.py, starcoder.py, phi.py, mpt.py, codeshell.py:
+    4 × the embedding; refact.py: 256-rounded 8/3 × it; dbrx.py: ffn_config), else None."""
+    named = cfg.get("architectures")
+    archs = [str(a) for a in named] if isinstance(named, list) else []
+    model_type = str(c.get("model_type") or cfg.get("model_type") or "")
+    if "GPTRefactForCausalLM" in archs:
+        n = c.get("n_embd")
+        if isinstance(n, int) and not isinstance(n, bool):
+            return 256 * ((int(2 * (4 * n) / 3) + 255) // 256), 0, 0
+        return None
+    if model_type == "llada" or "LLaDAModelLM" in archs:  # llada.py: mlp_hidden_size, 12288 where not given
+        mlp = c.get("mlp_hidden_size", 12288)
+        return (mlp, 0, 0) if isinstance(mlp, int) and not isinstance(mlp, bool) else None
+    if model_type == "dbrx":
+        ffn = c.get("ffn_config")
+        if not isinstance(ffn, Mapping):
+            return None
+        vals = ffn.get("ffn_hidden_size"), ffn.get("moe_num_experts"), ffn.get("moe_top_k")
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+            return vals  # type: ignore[return-value]
+        return None
+    keys = _FOUR_TIMES.get(model_type) or _FOUR_TIMES.get(next((_FOUR_TIMES_ARCHS[a] for a in archs
+                                                                 if a in _FOUR_TIMES_ARCHS), ""))  # fmt: skip
+    for k in keys or ():
+        v = c.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return 4 * v, 0, 0
+    return None
 
 
 def _deepstack(cfg: Mapping[str, object]) -> int:

@@ -112,7 +112,10 @@ def test_config_gives_the_converted_graph_widths(name: str, tmp_path: Path) -> N
     if case["gguf_kv"]["general.architecture"] not in BUILDERS:
         return
     gguf, config = _from_gguf(case["gguf_kv"]), _from_config(case, tmp_path)
-    assert not isinstance(gguf, KvplanError) and not isinstance(config, KvplanError)
+    if isinstance(gguf, KvplanError):  # llama.cpp cannot load the converted file: the config is refused too
+        assert isinstance(config, KvplanError), name
+        return
+    assert not isinstance(config, KvplanError)
     if WIDTHS_NOT_PORTED & set(case["config"].get("architectures") or ()):
         assert config.graph is None, name  # widths the port does not derive yet: no graph from the config
         return

@@ -83,6 +83,17 @@ class Decoder:
     #: the class's graph calls build_ffn on dense tensors the file does not have (refact.cpp over a file with
     #: experts): no up, gate or down, so the feed-forward is SiLU of its input
     ffn_missing: bool = False
+    fused_qkv: bool = False  # the loader creates only the fused attn_qkv (qwen.cpp, dbrx.cpp)
+    #: the order of the per-head Q/K norms and RoPE: "interleaved" (norm Q, RoPE Q, norm K, RoPE K: qwen3.cpp),
+    #: "norms_first" (both norms, then both RoPEs: mellum.cpp), "rope_first" (both RoPEs, then both norms:
+    #: maincoder.cpp)
+    qk_order: str = "interleaved"
+    norm_bias: bool = True  # with layer_norm: the norms have biases (False: dbrx.cpp's LLM_NORM without them)
+    ffn_norm: str = "ffn_norm"  # the feed-forward's norm tensor (dbrx.cpp: attn_output_norm)
+    gelu_seq: bool = False  # the feed-forward is up, GELU, down (codeshell.cpp)
+    moe_norm_w: bool = True  # build_moe_ffn normalises the selected experts' weights
+    iswa: bool = False  # the class builds build_attn_inp_kv_iswa when the model has window layers (mellum.cpp)
+    swiglu_seq: bool = False  # the feed-forward is one up projection twice n_ff wide, split in halves (chatglm.cpp)
 
 
 LLAMA = Decoder(rope_factors=True, wo_bias=True, ffn_bias=True)
@@ -107,6 +118,26 @@ ORION = Decoder(ffn_scale=False, layer_norm=True)
 OLMO = Decoder(ffn_scale=False, layer_norm=True, norm_weights=False)
 #: refact.cpp, and baichuan.cpp but for its 7B (32 layers, RoPE): xverse's layers with ALiBi instead of RoPE
 ALIBI = Decoder(ffn_scale=False, rope=False)
+#: qwen.cpp (Qwen 1): the fused QKV with its bias, a SwiGLU feed-forward half the file's n_ff wide
+QWEN = Decoder(ffn_scale=False, fused_qkv=True)
+#: codeshell.cpp: layer norms with biases, RoPE, the output projection's bias, a GELU feed-forward with biases
+CODESHELL = Decoder(ffn_scale=False, layer_norm=True, wo_bias=True, ffn_bias=True, gelu_seq=True)
+#: maincoder.cpp: per-head Q/K norms after RoPE; mellum.cpp: both norms before both RoPEs, experts without scales
+MAINCODER = Decoder(ffn_scale=False, qk_norm=True, qk_order="rope_first")
+MELLUM = Decoder(qk_norm=True, qk_order="norms_first", moe_scales=False, iswa=True)
+#: nanbeige.cpp: llama's layers without biases or scales (its looped layers are not built here: num_loops 1)
+NANBEIGE = Decoder(rope_factors=True, ffn_scale=False)
+#: pangu-embed.cpp: the output projection's bias, no feed-forward biases or scales
+PANGU_EMBEDDED = Decoder(wo_bias=True, ffn_scale=False)
+#: chatglm.cpp: no output-projection bias, a SwiGLU feed-forward of one up projection split in halves
+CHATGLM = Decoder(ffn_scale=False, swiglu_seq=True)
+#: jais.cpp: layer norms with biases, ALiBi (no positions), the fused QKV, every bias, SwiGLU with biases;
+#: jais2.cpp: RoPE, separate Q/K/V, a ReLU² feed-forward of up and down with biases
+JAIS = Decoder(ffn_scale=False, layer_norm=True, rope=False, fused_qkv=True, wo_bias=True, ffn_bias=True)
+JAIS2 = Decoder(ffn_scale=False, layer_norm=True, wo_bias=True, ffn_bias=True, relu_sqr=True)
+#: dbrx.cpp: layer norms without biases, the fused QKV, experts routed by softmax without scales
+DBRX = Decoder(ffn_scale=False, layer_norm=True, norm_bias=False, fused_qkv=True, ffn_norm="attn_output_norm",
+               moe_scales=False)  # fmt: skip
 
 
 def _kv_inputs(g: GraphContext, d: Dims, iswa: bool, rot: bool = True) -> tuple[KVInputs, KVInputs]:
@@ -201,34 +232,34 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
     n_embd_inp = d.n_embd * (1 + d.n_deepstack) if o.deepstack else 0
     inp_l = g.inp_embd(d.n_embd, d.n_vocab, n_embd_inp=n_embd_inp)
     pos = g.inp_pos(4 if o.mrope else 1) if o.rope else None
-    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+    iswa = o.iswa and any(d.swa)
+    kv, kv_swa = _kv_inputs(g, d, iswa)
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
         g.il = il
         rope_factors = g.opt("rope_freqs", d.head_k // 2) if o.rope_factors else None  # each layer's own
         inp_sa = inp_l
         cur = _decoder_norm(g, d, o, inp_l, "attn_norm")
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v, fused=o.fused_qkv)
         use_rope = pos is not None and (not o.no_rope_step or (il + 1) % o.no_rope_step != 0)
-        if o.qk_norm:
-            q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        if use_rope and pos is not None:
-            q = ggml.rope(q, pos, rope_factors)
-        if o.qk_norm:
-            k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        if use_rope and pos is not None:
-            k = ggml.rope(k, pos, rope_factors)
+        q, k = _qk_norm_rope(g, d, o, q, k, pos if use_rope else None, rope_factors)
         wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
         wo_b = g.opt("attn_output.bias", d.n_embd) if o.wo_bias else None
-        cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur = g.attn_kv(kv_swa if iswa and d.swa[il] else kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, d.head_k, d.head_v, iswa=iswa)  # fmt: skip
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = _decoder_norm(g, d, o, ffn_inp, "ffn_norm")
+        cur = _decoder_norm(g, d, o, ffn_inp, o.ffn_norm)
         if o.ffn_missing:
             cur = ggml.unary(cur, "UNARY", "silu")  # ggml_silu
         elif d.n_expert:
             cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=d.expert_weights_scale,
-                            scales=o.moe_scales)  # fmt: skip
+                            scales=o.moe_scales, norm_w=o.moe_norm_w)  # fmt: skip
+        elif o.swiglu_seq:
+            cur = ggml.glu(ggml.mul_mat(g.wt(d.n_embd, 2 * d.n_ff, name="ffn_up"), cur))
+            cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur)
+        elif o.gelu_seq:
+            cur = g.ffn_seq(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         elif o.relu_sqr:
             cur = g.ffn_relu_sqr(cur, d.n_embd, d.n_ff, bias=o.ffn_bias, scale=o.ffn_scale)
         else:
@@ -239,16 +270,38 @@ def build_decoder(d: Dims, r: Reserve, w: Weights, o: Decoder) -> Graph:
             ds = ggml.view(t, (d.n_embd, t.ne[1]), (t.nb[1],), (il + 1) * ggml.row_size("f32", d.n_embd))
             cur = ggml.binary("ADD", cur, ds)
         inp_l = cur
-    return _lm_head(g, d, inp_l, rms=not o.layer_norm, norm_bias=o.layer_norm and o.norm_weights,
+    return _lm_head(g, d, inp_l, rms=not o.layer_norm, norm_bias=o.layer_norm and o.norm_weights and o.norm_bias,
                     output_bias=o.output_bias, norm_weight=o.norm_weights)  # fmt: skip
 
 
+def _qk_norm_rope(
+    g: GraphContext, d: Dims, o: Decoder, q: Tensor, k: Tensor, pos: Tensor | None, factors: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """The per-head Q/K norms (where the class has them) and RoPE (where the layer uses it), in the class's order."""
+
+    def norm(t: Tensor, name: str) -> Tensor:
+        return g.norm(t, g.wt(d.head_k, name=name)) if o.qk_norm else t
+
+    def rope(t: Tensor) -> Tensor:
+        return ggml.rope(t, pos, factors) if pos is not None else t
+
+    if o.qk_order == "norms_first":
+        q, k = norm(q, "attn_q_norm"), norm(k, "attn_k_norm")
+        return rope(q), rope(k)
+    if o.qk_order == "rope_first":
+        q, k = rope(q), rope(k)
+        return norm(q, "attn_q_norm"), norm(k, "attn_k_norm")
+    q = rope(norm(q, "attn_q_norm"))
+    return q, rope(norm(k, "attn_k_norm"))
+
+
 def _decoder_norm(g: GraphContext, d: Dims, o: Decoder, cur: Tensor, name: str) -> Tensor:
-    """build_norm of a llama-like layer: RMS, or a layer norm with its bias where the class uses LLM_NORM."""
+    """build_norm of a llama-like layer: RMS, or a layer norm (with its bias where the class has one)."""
     if o.layer_norm and not o.norm_weights:
         return g.norm(cur, None, None, rms=False)
     if o.layer_norm:
-        return g.norm(cur, g.wt(d.n_embd, name=name), g.wt(d.n_embd, name=f"{name}.bias"), rms=False)
+        b = g.wt(d.n_embd, name=f"{name}.bias") if o.norm_bias else None
+        return g.norm(cur, g.wt(d.n_embd, name=name), b, rms=False)
     return g.norm(cur, g.wt(d.n_embd, name=name))
 
 
@@ -1646,13 +1699,430 @@ def build_gemma(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
-def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights) -> Graph:
-    """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
-    RoPE factors, Q and K normed after RoPE, SwiGLU; one position per token even where the file sets RoPE
-    sections (as recorded from llama.cpp on its tiny model, which sets them)."""
+def build_deepseek(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_deepseek::graph (src/models/deepseek.cpp, DeepSeek-MoE 16B): llama's attention, dense lead
+    layers, then softmax-routed experts (weights not normalised, no scales) plus n_expert_shared experts' worth of
+    shared expert."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        ffn_inp, cur = _attention_block(g, d, kv, inp_l, pos, il, out_ids)
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, norm_w=False, w_scale=d.expert_weights_scale,
+                            scales=False)  # fmt: skip
+            shexp = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", moe, shexp)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_grok(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_grok::graph (src/models/grok.cpp): the embeddings scaled (unless the file sets the scale to 0),
+    the attention logits scaled and soft-capped without flash attention (build_attn_mha's LLM_ARCH_GROK branch),
+    the attention output normed before the residual, GELU experts plus the dense feed-forward where the file has
+    one (their sum scaled by 1/sqrt 2), a post norm (weightless where the file has none), the logits scaled and
+    soft-capped where the model says."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab, scale=1.0 if d.embedding_scale else 0.0)
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v,
+                        softcap=True)  # fmt: skip
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_output_norm"))
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, act="gelu",
+                        w_scale=d.expert_weights_scale, scales=False)  # fmt: skip
+        if w.has("ffn_up"):
+            ffn = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+            cur = ggml.unary(ggml.binary("ADD", ffn, moe), "SCALE")
+        else:
+            cur = moe
+        cur = g.norm(cur, g.opt("layer_output_norm", d.n_embd))
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, scale=True, softcap=d.final_softcap)
+
+
+def build_arctic(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_arctic::graph (src/models/arctic.cpp): llama's attention, a dense SwiGLU feed-forward n_embd
+    wide (its loader's shapes) on the residual, and beside it softmax-routed experts on the layer's input under
+    their own norm."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        cur = _attention(g, d, kv, cur, pos, il)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_out = ggml.binary("ADD", g.ffn_par(cur, d.n_embd, d.n_embd, bias=False, scale=False), ffn_inp)
+        cur = g.norm(inp_sa, g.wt(d.n_embd, name="ffn_norm_exps"))
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff, w_scale=d.expert_weights_scale, scales=False)
+        inp_l = ggml.binary("ADD", cur, ffn_out)
+    return _lm_head(g, d, inp_l)
+
+
+def build_hunyuan_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_hunyuan_moe::graph (src/models/hunyuan-moe.cpp): hunyuan_dense's attention (K and Q normed after
+    RoPE), a shared SwiGLU expert (expert_shared_feed_forward_length wide, else n_ff) beside softmax-routed experts."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        mlp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp or d.n_ff, bias=False, scale=False, suffix="_shexp")
+        moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff, w_scale=d.expert_weights_scale, scales=False)
+        inp_l = ggml.binary("ADD", ggml.binary("ADD", moe, mlp), ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_smallthinker(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_smallthinker::graph<iswa> (src/models/smallthinker.cpp): the router's logits from the layer's
+    input before its norm (kept to the output rows with the rest at the last layer), RoPE except on every 4th layer
+    from the first where the model has window layers, ReLU experts gated by the file's function."""
+    g = GraphContext(r, w)
+    iswa = any(d.swa)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, iswa)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        logits = g.lora_mm(g.wt(d.n_embd, d.n_expert, name="ffn_gate_inp"), inp_l)
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        if not iswa or il % 4 != 0:  # n_no_rope_layer_step: n_layer without windows, else its default 4
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv_swa if iswa and d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, d.head_k, d.head_v, iswa=iswa)  # fmt: skip
+        inp_sa = inp_l
+        if il == d.n_layer - 1:
+            cur, inp_sa, logits = (ggml.get_rows(t, out_ids) for t in (cur, inp_sa, logits))
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        gating = _GATING.get(d.expert_gating, "softmax")
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, gating=gating, act="relu",
+                        w_scale=d.expert_weights_scale, scales=False, logits=logits)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_bailingmoe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_bailingmoe::graph (src/models/bailingmoe.cpp, Ling): llama's attention, softmax-routed experts
+    (normalised as the file says, no scales) plus n_expert_shared experts' worth of shared expert, every layer."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        ffn_inp, cur = _attention_block(g, d, kv, inp_l, pos, il, out_ids)
+        moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, norm_w=d.expert_weights_norm,
+                        w_scale=d.expert_weights_scale, scales=False)  # fmt: skip
+        shexp = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+        inp_l = ggml.binary("ADD", ggml.binary("ADD", moe, shexp), ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_plamo(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_plamo::graph (src/models/plamo.cpp, PLaMo 1): attention and the SwiGLU feed-forward side by side
+    on the layer's one norm, both added to the layer's input."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        sa_inp = cur
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur, sa_inp, inp_l = (ggml.get_rows(t, out_ids) for t in (cur, sa_inp, inp_l))
+        ffn = g.ffn_par(sa_inp, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", ggml.binary("ADD", ffn, cur), inp_l)
+    return _lm_head(g, d, inp_l)
+
+
+def build_talkie(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_talkie::graph (src/models/talkie.cpp): the embeddings RMS-normed and kept as a skip input that
+    every layer adds scaled by its out_scale; weightless norms, Q normed by a per-head weight after RoPE, K by
+    none; the logits scaled."""
+    g = GraphContext(r, w)
+    inp_l = g.norm(g.inp_embd(d.n_embd, d.n_vocab), None, with_il=False)
+    embd_skip = inp_l
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa, inp_skip = inp_l, embd_skip
+        cur = g.norm(inp_l, None)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        q = g.norm(q, g.wt(1, d.n_head, name="attn_q_norm"))
+        k = g.norm(k, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur, inp_sa, inp_skip = (ggml.get_rows(t, out_ids) for t in (cur, inp_sa, inp_skip))
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.ffn_par(g.norm(ffn_inp, None), d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = ggml.binary("ADD", cur, ffn_inp)
+        skip = ggml.binary("MUL", inp_skip, g.wt(1, name="layer_out_scale"))
+        inp_l = ggml.binary("ADD", cur, skip)
+    return _lm_head(g, d, inp_l, scale=True, norm_weight=False)
+
+
+def build_spark2_5(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_spark2_5::graph (src/models/spark2-5.cpp): iSWA attention whose output each head gates by a
+    sigmoid of a projection of the layer's norm before the output projection, a GELU-gated feed-forward."""
     g = GraphContext(r, w)
     inp_l = g.inp_embd(d.n_embd, d.n_vocab)
     pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, True)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        attn_inp = cur
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, None, None, None, q, k, v, d.n_head_kv, d.head_k,
+                        d.head_v, iswa=True)  # fmt: skip
+        gate = ggml.unary(g.lora_mm(g.wt(d.n_embd, d.n_head, name="attn_gate"), attn_inp), kind="sigmoid")
+        n_tok = cur.ne[1]
+        cur = ggml.binary("MUL", ggml.reshape(cur, d.head_v, d.n_head, n_tok), ggml.reshape(gate, 1, d.n_head, n_tok))
+        cur = ggml.reshape(cur, d.head_v * d.n_head, n_tok)
+        cur = g.lora_mm(g.wt(d.head_v * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_exaone_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_exaone_moe::graph (src/models/exaone-moe.cpp, K-EXAONE): iSWA inputs always, Q/K normed per
+    head, RoPE (with the RoPE factors the file has) on the window layers only, dense lead layers, then experts
+    routed by the file's gating function (with the probability bias where it has one) plus a shared expert."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, True)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        factors = g.opt("rope_freqs", d.head_k // 2)
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        if d.swa[il]:
+            q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, d.head_k, d.head_v, iswa=True)  # fmt: skip
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING.get(d.expert_gating,
+                            "softmax"), norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
+                            exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
+            shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp or d.n_ff_exp, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", moe, shexp)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_bailingmoe2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_bailingmoe2::graph (src/models/bailingmoe2.cpp, Ling 2.0): the fused QKV, Q/K normed per head
+    before RoPE, dense lead layers, then experts routed by the file's gating function (with the probability bias
+    where it has one) plus n_expert_shared shared experts (each expert_shared_feed_forward_length wide, else the
+    experts' width)."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    o = Decoder(qk_norm=True)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v, fused=True)
+        q, k = _qk_norm_rope(g, d, o, q, k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        sa_out = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(sa_out, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING.get(d.expert_gating,
+                            "softmax"), norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
+                            exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
+            n_shexp = (d.n_ff_shexp or d.n_ff_exp) * d.n_expert_shared
+            cur = ggml.binary("ADD", moe, g.ffn_par(cur, d.n_embd, n_shexp, bias=False, scale=False, suffix="_shexp"))
+        inp_l = ggml.binary("ADD", cur, sa_out)
+    return _lm_head(g, d, inp_l)
+
+
+def build_afmoe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_afmoe::graph (src/models/afmoe.cpp, Arcee Trinity): embeddings scaled, iSWA inputs, Q/K normed
+    per head, RoPE except on every 4th layer (n_no_rope_layer_step's default), the attention output gated by a
+    sigmoid of a projection of the layer's norm before the output projection, post-attention and post-FFN norms,
+    dense lead layers, then experts routed by the file's gating function (sigmoid where it says none) with their
+    probability bias, plus the shared experts."""
+    g = GraphContext(r, w)
+    inp_l = ggml.unary(g.inp_embd(d.n_embd, d.n_vocab), "SCALE")
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, True)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        attn_inp = cur
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        gate = g.lora_mm(g.wt(d.n_embd, d.head_k * d.n_head, name="attn_gate"), attn_inp)
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        if (il + 1) % 4 != 0:
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, None, None, None, q, k, v, d.n_head_kv, d.head_k, d.head_v,
+                        iswa=True)  # fmt: skip
+        cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
+        cur = g.lora_mm(g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+        cur = g.norm(cur, g.wt(d.n_embd, name="post_attention_norm"))
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il >= d.n_layer_dense_lead:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING.get(d.expert_gating or 2,
+                            "softmax"), norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
+                            exp_probs_b=True, scales=False)  # fmt: skip
+            if d.n_expert_shared:
+                shexp = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False,
+                                  suffix="_shexp")  # fmt: skip
+                moe = ggml.binary("ADD", moe, shexp)
+            cur = moe
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = g.norm(cur, g.wt(d.n_embd, name="post_ffw_norm"))
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+#: the diffusion models' differences: llada-moe.cpp normalises Q and K before RoPE and its experts' weights not at
+#: all; rnd1.cpp interleaves norm and RoPE and normalises the weights
+LLADA_MOE = Decoder(qk_norm=True, qk_order="norms_first", moe_norm_w=False)
+RND1 = Decoder(qk_norm=True)
+
+
+def build_llada(d: Dims, r: Reserve, w: Weights, o: Decoder = Decoder()) -> Graph:
+    """llama_model_llada::graph (src/models/llada.cpp, LLaDA; dream.cpp's is the same; llada-moe.cpp and rnd1.cpp
+    as `o` says): a diffusion model's llama layers without a KV cache (build_attn_inp_no_cache: the batch attends to
+    itself), no output-projection bias, SwiGLU or softmax-routed experts without scales."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    mask = g.attn_inp_no_cache()
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = _qk_norm_rope(g, d, o, q, k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_no_cache(mask, wo, None, g.opt("attn_output.scale", 1), q, k, v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if d.n_expert:
+            cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff // d.n_expert_used,
+                            norm_w=o.moe_norm_w, w_scale=d.expert_weights_scale, scales=False)  # fmt: skip
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_minicpm3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_minicpm3::graph (src/models/minicpm3.cpp): embeddings scaled; DeepSeek-V2's low-rank Q and
+    compressed KV decompressed into full heads (K: the no-RoPE part from kv_b and the shared RoPE part repeated
+    over the heads; RoPE over the whole Q from the no-RoPE width on) through an ordinary KV cache; the residual
+    branches scaled; the final norm scaled before the LM head."""
+    g = GraphContext(r, w)
+    inp_l = ggml.unary(g.inp_embd(d.n_embd, d.n_vocab), "SCALE")
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    n_tok, rope, kvr, qr, hv = r.n_tokens, d.n_rot, d.kv_lora_rank, d.q_lora_rank, d.head_v
+    nope = d.head_k - rope
+    factors = "rope_factors_long" if r.n_ctx_seq > d.n_ctx_orig else "rope_factors_short"
+    for il in g.layers(d.n_layer):
+        g.il = il
+        f = g.opt(factors, rope // 2)
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q = ggml.mul_mat(g.wt(d.n_embd, qr, name="attn_q_a"), cur)
+        q = g.norm(q, g.wt(qr, name="attn_q_a_norm"))
+        q = ggml.reshape(ggml.mul_mat(g.wt(qr, d.n_head * d.head_k, name="attn_q_b"), q), d.head_k, d.n_head, n_tok)
+        kv_pe = ggml.mul_mat(g.wt(d.n_embd, kvr + rope, name="attn_kv_a_mqa"), cur)
+        kv_c = ggml.view(kv_pe, (kvr, n_tok), (kv_pe.nb[1],), 0)
+        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (kv_pe.nb[1], kv_pe.nb[1]), ggml.row_size(kv_pe.type, kvr))
+        kv_c = g.norm(kv_c, g.wt(kvr, name="attn_kv_a_norm"))
+        kvb = ggml.mul_mat(g.wt(kvr, d.n_head * (nope + hv), name="attn_kv_b"), kv_c)
+        row = ggml.row_size(kvb.type, nope + hv)
+        k_nope = ggml.view(kvb, (nope, d.n_head, n_tok), (row, row * d.n_head), 0)
+        v = ggml.cont(ggml.view(kvb, (hv, d.n_head, n_tok), (row, row * d.n_head), ggml.row_size(kvb.type, nope)))
+        q = ggml.rope(q, pos, f)
+        k_pe = ggml.rope(k_pe, pos, f)
+        k = ggml.concat(k_nope, ggml.repeat(k_pe, rope, d.n_head, n_tok, 1), 0)
+        wo = g.wt(d.n_head * hv, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, hv)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", ggml.unary(cur, "SCALE"), inp_sa)
+        cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", ggml.unary(cur, "SCALE"), ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), ggml.unary(cur, "SCALE"), g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
+def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights, vl: bool = False) -> Graph:
+    """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
+    RoPE factors, Q and K normed after RoPE, SwiGLU; for hunyuan_dense one position per token even where the file
+    sets RoPE sections (its n_pos_per_embd is 1, as recorded on its tiny model, which sets them), for hunyuan_vl
+    (`vl`) four where they are set."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos(4 if vl and d.mrope else 1)
     kv, _ = _kv_inputs(g, d, False)
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
@@ -1861,6 +2331,40 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "falcon": build_falcon,
     "bloom": build_bloom,
     "mpt": build_mpt,
+    "qwen": lambda d, r, w: build_decoder(replace(d, n_ff=d.n_ff // 2), r, w, QWEN),
+    "codeshell": lambda d, r, w: build_decoder(d, r, w, CODESHELL),
+    "maincoder": lambda d, r, w: build_decoder(d, r, w, MAINCODER),
+    "mellum": lambda d, r, w: build_decoder(d, r, w, MELLUM),
+    "nanbeige": lambda d, r, w: build_decoder(d, r, w, NANBEIGE),
+    "pangu-embedded": lambda d, r, w: build_decoder(d, r, w, PANGU_EMBEDDED),
+    "dbrx": lambda d, r, w: build_decoder(d, r, w, DBRX),
+    "chatglm": lambda d, r, w: build_decoder(d, r, w, CHATGLM),
+    "deepseek": build_deepseek,
+    "grok": build_grok,
+    "arctic": build_arctic,
+    # llama_model_minicpm's graph is llama_model_granite::graph, with rope_finetuned forced on and the experts as
+    # wide as the dense feed-forward
+    "minicpm": lambda d, r, w: build_granite_hybrid(replace(d, rope=True, n_ff_exp=0), r, w),
+    "jais": lambda d, r, w: build_decoder(d, r, w, JAIS),
+    "jais2": lambda d, r, w: build_decoder(d, r, w, JAIS2),
+    "hunyuan-moe": build_hunyuan_moe,
+    "smallthinker": build_smallthinker,
+    "bailingmoe": build_bailingmoe,
+    "mistral4": build_deepseek2,  # llama_model_mistral4::graph is llama_model_deepseek2::graph
+    "plamo": build_plamo,
+    "talkie": build_talkie,
+    "spark2_5": build_spark2_5,
+    "exaone-moe": build_exaone_moe,
+    "bailingmoe2": build_bailingmoe2,
+    "hunyuan_vl": lambda d, r, w: build_hunyuan_dense(d, r, w, vl=True),
+    # llama_model_qwen3tts is llama_model_qwen3vl: its loader, hparams and graph
+    "qwen3tts": lambda d, r, w: build_decoder(d, r, w, QWEN3VL),
+    "afmoe": build_afmoe,
+    "llada": build_llada,
+    "dream": build_llada,
+    "llada-moe": lambda d, r, w: build_llada(d, r, w, LLADA_MOE),
+    "rnd1": lambda d, r, w: build_llada(d, r, w, RND1),
+    "minicpm3": build_minicpm3,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

@@ -215,6 +215,24 @@ class GraphContext:
             "f16" if r.flash_attn else "f32", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask"
         )
 
+    def attn_inp_no_cache(self) -> Tensor:
+        """build_attn_inp_no_cache: the KQ mask of the batch against itself (a diffusion model's: no KV cache)."""
+        n = self.r.n_tokens
+        return ggml.inp("f16" if self.r.flash_attn else "f32", (n, n, 1, 1), "self_kq_mask")
+
+    def attn_no_cache(
+        self, mask: Tensor, wo: Tensor | None, wo_b: Tensor | None, wo_s: Tensor | None, q: Tensor, k: Tensor, v: Tensor
+    ) -> Tensor:
+        """build_attn over llm_graph_input_attn_no_cache: this batch's Q, K and V straight into the attention."""
+        for t in (q, k, v):
+            self.gf.expand(t)
+        cur = self.attn_mha(q, k, v, None, mask, None)
+        if wo is not None:
+            cur = self.lora_mm(wo, cur, wo_s)
+        if wo_b is not None:
+            cur = ggml.binary("ADD", cur, wo_b)
+        return cur
+
     def attn_inp_k(self, kv_size: int) -> KVInputs:
         """build_attn_inp_k_impl: a K-only cache (MLA: V is a view of K) — its row indices and KQ mask."""
         r = self.r
@@ -586,7 +604,7 @@ class GraphContext:
             g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert) if scales else None)
             if expert_bias:
                 g = ggml.add_id(g, self.wt(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
-        if act in ("silu", "gelu") or act == "swiglu_oai":
+        if act in ("silu", "gelu", "relu") or act == "swiglu_oai":
             cur = ggml.glu_split(g, up)
         elif act != "relu_sqr":
             raise NotImplementedError(f"expert activation {act}")

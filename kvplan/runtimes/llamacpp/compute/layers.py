@@ -20,9 +20,10 @@ from kvplan.runtimes.llamacpp.compute.tensor import Tensor
 #: mixed types: 3)
 KEPT = 3
 MAX_PERIOD = 8
-#: the periods dropped come in multiples of this: the allocator's free blocks may cycle through two or four
-#: layouts from one layer to the next, and the layers after the dropped ones must meet the layout they would
-DROPPED_IN = 4
+#: the periods dropped come in multiples of this: the allocator's free blocks may cycle through two, three or
+#: four layouts from one layer to the next (Snowflake Arctic's: three), and the layers after the dropped ones must
+#: meet the layout they would (12: a whole number of each cycle)
+DROPPED_IN = 12
 _CACHE_NAME = re.compile(r"_l\d+\b")
 _STRUCTURES: dict[int, tuple[Graph, tuple[int, ...]]] = {}
 
