@@ -228,6 +228,9 @@ class GraphFacts:
     n_deepstack: int = 0
     #: the attention and the feed-forward both read the layer's input (use_parallel_residual: GPT-NeoX)
     parallel_residual: bool = False
+    #: DeepSeek-V3.2's lightning indexer: its heads and the keys each query keeps (indexer.head_count, .top_k)
+    indexer_heads: int = 0
+    indexer_top_k: int = 0
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

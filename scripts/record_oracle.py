@@ -104,6 +104,12 @@ def _moe(spec: dict, experts: int, used: int, ff_exp: int) -> dict:
     return spec
 
 
+def _override(spec: dict, **kv: object) -> dict:
+    """The spec with these keys set last (over what _mla / _moe write)."""
+    spec["kv"].update(kv)
+    return spec
+
+
 REAL_MODELS: dict[str, dict] = {
     "llama-3.1-8b": _dense("llama", 32, 4096, 32, 8, 131072),
     "llama-3.1-70b": _dense("llama", 80, 8192, 64, 8, 131072, ff=28672),
@@ -688,6 +694,32 @@ REAL_MODELS: dict[str, dict] = {
     # Dream-v0-7B (Qwen2.5-7B's shape: 28 layers, hidden 3584, 28 heads, 4 KV heads, 18944-wide, vocabulary
     # 152064, 131072 positions; a diffusion model: no KV cache)
     "dream-7b": _dense("dream", 28, 3584, 28, 4, 131072, ff=18944, **{"{arch}.vocab_size": 152064}),
+    # DeepSeek-V3.2-Exp (config.json: DeepSeek-V3's 61 layers, hidden 7168, 128 heads, q_lora_rank 1536, MLA, 256
+    # experts of 2048 (8 used, 1 shared, sigmoid gating), 3 dense lead layers, vocabulary 129280; the lightning
+    # indexer's 64 heads of 128, top-k 2048) - the whole trunk, which llama.cpp loads (the KV shape above is not)
+    "deepseek-v3.2-exp-full": _override(
+        _moe(
+            _mla(
+                61,
+                7168,
+                128,
+                163840,
+                arch="deepseek32",
+                **{
+                    "{arch}.vocab_size": 129280,
+                    "{arch}.attention.indexer.head_count": 64,
+                    "{arch}.attention.indexer.key_length": 128,
+                    "{arch}.attention.indexer.top_k": 2048,
+                    "{arch}.expert_gating_func": 2,
+                    "{arch}.expert_weights_norm": True,
+                },
+            ),
+            256,
+            8,
+            2048,
+        ),
+        **{"{arch}.leading_dense_block_count": 3, "{arch}.expert_shared_count": 1, "{arch}.expert_weights_scale": 2.5},
+    ),
     # MiniCPM3-4B (config.json: 62 layers, hidden 2560, 40 heads, q_lora_rank 768, kv_lora_rank 256, heads of 64
     # without RoPE + 32 with, V heads of 64, intermediate 6400, vocabulary 73448, 32768 positions)
     "minicpm3-4b": _dense(
@@ -820,6 +852,19 @@ FROM_TINY: dict[str, tuple[str, dict]] = {
             "{arch}.context_length": 1048576,
             "{arch}.attention.head_count": 64,
             "{arch}.attention.head_count_kv": 1,
+        },
+    ),
+    # GLM-5.2's layer pattern of lightning indexers (GLM_5_2_DEFAULT_INDEXER_TYPES, from its config.json: the
+    # first three layers and every fourth after run their own, the others reuse the last one's top-k)
+    "glm-5.2-shared-indexers-shape": (
+        "glm-dsa-moe.gguf",
+        {
+            "{arch}.block_count": 40,
+            "{arch}.embedding_length": 6144,
+            "{arch}.context_length": 1048576,
+            "{arch}.attention.head_count": 64,
+            "{arch}.attention.head_count_kv": 1,
+            "{arch}.attention.indexer.types": _every(40, lambda i: int(i < 2 or (i - 2) % 4 == 0)),
         },
     ),
     "granite-4.0-h-small-shape": (

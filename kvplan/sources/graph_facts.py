@@ -77,6 +77,8 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             moe_latent=_int(kv, f"{arch}.moe_latent_size", 0),
             n_deepstack=_int(kv, f"{arch}.n_deepstack_layers", 0),
             parallel_residual=kv.get(f"{arch}.use_parallel_residual") is True,
+            indexer_heads=_int(kv, f"{arch}.attention.indexer.head_count", 0),
+            indexer_top_k=_int(kv, f"{arch}.attention.indexer.top_k", 0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )

@@ -130,6 +130,8 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         shortconv_l_cache=m.recurrent_params.l_cache if m.recurrent_params else 0,
         n_deepstack=g.n_deepstack,
         parallel_residual=g.parallel_residual,
+        indexer=(g.indexer_heads, m.indexer_head_size, g.indexer_top_k),
+        indexer_layers=tuple(la.indexer for la in layers),
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

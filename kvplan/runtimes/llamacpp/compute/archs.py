@@ -60,6 +60,8 @@ class Dims:
     shortconv_l_cache: int = 0  # LFM2's short convolution width (shortconv.l_cache)
     n_deepstack: int = 0  # Qwen3-VL's deepstack layers (n_deepstack_layers)
     parallel_residual: bool = False  # GPT-NeoX's use_parallel_residual
+    indexer: tuple[int, int, int] = (0, 0, 0)  # the lightning indexer's heads, head size and top-k (DeepSeek-V3.2)
+    indexer_layers: tuple[bool, ...] = ()  # per layer: runs its own indexer (is_indexer_full; GLM-DSA shares some)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +124,12 @@ ALIBI = Decoder(ffn_scale=False, rope=False)
 QWEN = Decoder(ffn_scale=False, fused_qkv=True)
 #: codeshell.cpp: layer norms with biases, RoPE, the output projection's bias, a GELU feed-forward with biases
 CODESHELL = Decoder(ffn_scale=False, layer_norm=True, wo_bias=True, ffn_bias=True, gelu_seq=True)
-#: maincoder.cpp: per-head Q/K norms after RoPE; mellum.cpp: both norms before both RoPEs, experts without scales
+#: maincoder.cpp: per-head Q/K norms after RoPE; mellum.cpp: both norms before both RoPEs
 MAINCODER = Decoder(ffn_scale=False, qk_norm=True, qk_order="rope_first")
-MELLUM = Decoder(qk_norm=True, qk_order="norms_first", moe_scales=False, iswa=True)
-#: nanbeige.cpp: llama's layers without biases or scales (its looped layers are not built here: num_loops 1)
-NANBEIGE = Decoder(rope_factors=True, ffn_scale=False)
+MELLUM = Decoder(qk_norm=True, qk_order="norms_first", iswa=True)
+#: nanbeige.cpp: llama's layers without the output-projection bias (its looped layers are not built here:
+#: num_loops 1)
+NANBEIGE = Decoder(rope_factors=True)
 #: pangu-embed.cpp: the output projection's bias, no feed-forward biases or scales
 PANGU_EMBEDDED = Decoder(wo_bias=True, ffn_scale=False)
 #: chatglm.cpp: no output-projection bias, a SwiGLU feed-forward of one up projection split in halves
@@ -482,14 +485,17 @@ def build_openai_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
 _GATING = {1: "softmax", 2: "sigmoid", 3: "softmax_weight"}
 
 
-def _dense_or_shared_moe(g: GraphContext, d: Dims, il: int, cur: Tensor, n_ff_exp: int, **moe: Any) -> Tensor:
+def _dense_or_shared_moe(
+    g: GraphContext, d: Dims, il: int, cur: Tensor, n_ff_exp: int, ffn_scales: bool = False, **moe: Any
+) -> Tensor:
     """The FFN of GLM-4.5 and DeepSeek: a dense FFN in the leading layers, else the routed experts (build_moe_ffn
-    with the weight norm and scale the model has) plus its shared experts on the same input."""
+    with the weight norm and scale the model has) plus its shared experts on the same input (`ffn_scales`: the
+    dense and shared FFNs get their projections' scales, DeepSeek-V3.2)."""
     if il < d.n_layer_dense_lead:
-        return g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        return g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=ffn_scales)
     routed = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, norm_w=d.expert_weights_norm,
                        w_scale=d.expert_weights_scale, **moe)  # fmt: skip
-    shared = g.ffn_par(cur, d.n_embd, n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+    shared = g.ffn_par(cur, d.n_embd, n_ff_exp * d.n_expert_shared, bias=False, scale=ffn_scales, suffix="_shexp")
     return ggml.binary("ADD", routed, shared)
 
 
@@ -1888,7 +1894,10 @@ def build_talkie(d: Dims, r: Reserve, w: Weights) -> Graph:
         if il == d.n_layer - 1:
             cur, inp_sa, inp_skip = (ggml.get_rows(t, out_ids) for t in (cur, inp_sa, inp_skip))
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.ffn_par(g.norm(ffn_inp, None), d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = g.norm(ffn_inp, None)
+        up = ggml.mul_mat(g.wt(d.n_embd, d.n_ff, name="ffn_up"), cur)
+        cur = ggml.glu_split(ggml.mul_mat(g.wt(d.n_embd, d.n_ff, name="ffn_gate"), cur), up)
+        cur = g.ffn_tail(ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur), "ffn_down", d.n_embd, False, True)
         cur = ggml.binary("ADD", cur, ffn_inp)
         skip = ggml.binary("MUL", inp_skip, g.wt(1, name="layer_out_scale"))
         inp_l = ggml.binary("ADD", cur, skip)
@@ -2110,6 +2119,91 @@ def build_minicpm3(d: Dims, r: Reserve, w: Weights) -> Graph:
     cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
     ggml.set_output(cur)
     cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), ggml.unary(cur, "SCALE"), g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
+def _lightning_indexer(
+    g: GraphContext, d: Dims, lid: KVInputs, pos: Tensor, cur: Tensor, qr: Tensor, il: int
+) -> Tensor:
+    """deepseek32.cpp's lightning indexer of one layer: the indexer's Q (from the low-rank Q) and one K head
+    (layer-normed), both RoPEd and Hadamard-rotated, the K stored in the indexer's own cache, the score
+    (ggml_lightning_indexer: the CPU supports it, so llama.cpp fuses it) and its top-k cells per query."""
+    n_ih, ihead, top = d.indexer
+    n_tok, qr_rank = g.r.n_tokens, d.q_lora_rank
+    iq = ggml.mul_mat(g.wt(qr_rank, n_ih * ihead, name="indexer.attn_q_b"), qr)
+    iq = ggml.rope(ggml.reshape(iq, ihead, n_ih, n_tok), pos, None)
+    ik = ggml.mul_mat(g.wt(d.n_embd, ihead, name="indexer.attn_k"), cur)
+    ik = g.norm(ik, g.wt(ihead, name="indexer.k_norm"), g.wt(ihead, name="indexer.k_norm.bias"), rms=False)
+    ik = ggml.rope(ggml.reshape(ik, ihead, 1, n_tok), pos, None)
+    assert lid.k_rot is not None
+    iq, ik = ggml.mul_mat(lid.k_rot, iq), ggml.mul_mat(lid.k_rot, ik)
+    cache_lid = g.lid_cache(ihead, g.r.kv_size, il)
+    g.gf.expand(g.cpy_k(cache_lid, ik, lid.k_idxs))
+    weights = ggml.mul_mat(g.wt(d.n_embd, n_ih, name="indexer.proj"), cur)
+    ik = g.get_k(cache_lid, ihead, 1)
+    ns = ik.ne[3]
+    iq = ggml.view(iq, (iq.ne[0], iq.ne[1], iq.ne[2] // ns, ns), (iq.nb[1], iq.nb[2], iq.nb[3] // ns), 0)
+    weights = ggml.view(weights, (weights.ne[0], weights.ne[1] // ns, weights.ne[2], ns),
+                        (weights.nb[1], weights.nb[2] // ns, weights.nb[3] // ns), 0)  # fmt: skip
+    weights = ggml.unary(weights, "SCALE")
+    score = ggml.new("f32", (ik.ne[2], iq.ne[2], 1, iq.ne[3]), "LIGHTNING_INDEXER", (iq, ik, weights, lid.mask))
+    return ggml.cont(ggml.new("i32", (min(score.ne[0], top), *score.ne[1:]), "TOP_K", (score,)))
+
+
+def build_deepseek32(d: Dims, r: Reserve, w: Weights, glm: bool = False) -> Graph:
+    """llama_model_deepseek32::graph (src/models/deepseek32.cpp, DeepSeek-V3.2): DeepSeek-V2's MLA where each query
+    keeps only the top-k keys its lightning indexer scores (_lightning_indexer): they unmask a -inf copy of the KQ
+    mask for the MLA attention; then DeepSeek's dense lead and routed plus shared experts, with their scales. With
+    `glm` (llama_model_glm_dsa::graph, src/models/glm-dsa.cpp): only the layers whose indexer is full run one, the
+    others reuse the last one's top-k."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv = g.attn_inp_k(r.kv_size)
+    lid = g.attn_inp_lid(r.kv_size, d.indexer[1])
+    out_ids = g.inp_out_ids()
+    hk, rope, rank, qr_rank, n_tok = d.head_k_mla, d.n_rot, d.kv_lora_rank, d.q_lora_rank, r.n_tokens
+    nope = hk - rope
+    prev_top_k: Tensor | None = None
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        qr = g.norm(ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur), g.wt(qr_rank, name="attn_q_a_norm"))
+        if glm and prev_top_k is not None and not d.indexer_layers[il]:
+            top_k = prev_top_k
+        else:
+            top_k = prev_top_k = _lightning_indexer(g, d, lid, pos, cur, qr, il)
+        q = ggml.mul_mat(g.wt(qr_rank, d.n_head * hk, name="attn_q_b"), qr)
+        row_q = ggml.row_size(q.type, hk)
+        q_nope = ggml.view(q, (nope, d.n_head, n_tok), (row_q, row_q * d.n_head), 0)
+        q_pe = ggml.view(q, (rope, d.n_head, n_tok), (row_q, row_q * d.n_head), ggml.row_size(q.type, nope))
+        kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
+        row = ggml.row_size(kv_pe.type, rank + rope)
+        kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
+        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
+        q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
+        kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+        q_abs = ggml.mul_mat(g.wt(nope, rank, d.n_head, name="attn_k_b"), ggml.permute(q_nope, 0, 2, 1, 3))
+        q_cur = ggml.concat(ggml.permute(q_abs, 0, 2, 1, 3), q_pe, 0)
+        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+        k_cur = ggml.concat(kv_c, k_pe, 0)
+        wo = g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output")
+        v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
+        cur = g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv,
+                       top_k=top_k)  # fmt: skip
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        gating = _GATING.get(d.expert_gating, "softmax")
+        cur = _dense_or_shared_moe(g, d, il, cur, d.n_ff_exp or d.n_ff, ffn_scales=True, gating=gating,
+                                   exp_probs_b=w.has("exp_probs_b.bias"), scales=True)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)  # res->t_h_nextn and res->t_embd
+    cur = ggml.mul_mat(g.wt(d.n_embd, d.n_vocab, name="output"), cur)
     ggml.set_output(cur)
     g.gf.expand(cur)
     return g.gf
@@ -2365,6 +2459,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "llada-moe": lambda d, r, w: build_llada(d, r, w, LLADA_MOE),
     "rnd1": lambda d, r, w: build_llada(d, r, w, RND1),
     "minicpm3": build_minicpm3,
+    "deepseek32": build_deepseek32,
+    "glm-dsa": lambda d, r, w: build_deepseek32(d, r, w, glm=True),
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

@@ -233,6 +233,28 @@ class GraphContext:
             cur = ggml.binary("ADD", cur, wo_b)
         return cur
 
+    def attn_inp_lid(self, kv_size: int, head: int) -> KVInputs:
+        """build_attn_inp_k_dsa_impl's indexer half: the indexer cache's row indices, its KQ mask (f16: the CPU
+        runs the fused lightning indexer) and its Hadamard rotation (always made for the lightning indexers)."""
+        r = self.r
+        k_idxs = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs_lid")
+        n_stream = 1 if r.kv_unified else r.n_seqs
+        mask = ggml.inp("f16", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask_lid")
+        n = 64
+        while head % (n * 2) == 0:
+            n *= 2
+        return KVInputs(kv_size, k_idxs, k_idxs, mask, ggml.inp("f32", (n, n), "attn_inp_k_rot"), None)
+
+    def lid_cache(self, head: int, kv_size: int, layer: int) -> Tensor:
+        """The lightning indexer's key cache of a layer (one head, the K cache's type)."""
+        return self._cache(self.r.type_k, head, kv_size, f"cache_lid_l{layer}", layer)
+
+    def cpy_k(self, cache: Tensor, cur: Tensor, idxs: Tensor) -> Tensor:
+        return self._cpy(cache, cur, idxs)
+
+    def get_k(self, cache: Tensor, head: int, n_head_kv: int) -> Tensor:
+        return self._get(cache, head, n_head_kv)
+
     def attn_inp_k(self, kv_size: int) -> KVInputs:
         """build_attn_inp_k_impl: a K-only cache (MLA: V is a view of K) — its row indices and KQ mask."""
         r = self.r
@@ -251,9 +273,11 @@ class GraphContext:
         v_mla: Tensor | None,
         head_k: int,
         n_head_kv: int,
+        top_k: Tensor | None = None,
     ) -> Tensor:
         """build_attn over llm_graph_input_attn_k: Q, V then K expanded, K stored, V read as K's first
-        v.ne[0] columns, attention decompressed by v_mla."""
+        v.ne[0] columns, attention decompressed by v_mla; with `top_k` (llm_graph_input_attn_k_dsa) the KQ mask
+        is a -inf copy with the top-k cells of each query set to 0 and the causal mask added."""
         r = self.r
         gf = self.gf
         gf.expand(q)
@@ -261,9 +285,10 @@ class GraphContext:
         gf.expand(k)
         cache_k = self._cache(r.type_k, head_k * n_head_kv, kv.kv_size, f"cache_k_l{layer}", layer)
         gf.expand(self._cpy(cache_k, k, kv.k_idxs))
+        mask = kv.mask if top_k is None else _top_k_mask(kv.mask, top_k)
         kk = self._get(cache_k, head_k, n_head_kv)
         vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
-        return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, kv.mask, None, v_mla), wo_s)
+        return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, mask, None, v_mla), wo_s)
 
     def _cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
         """One layer's K or V cache tensor: [n_embd, cells, streams], in the layer's cache buffer."""
@@ -632,7 +657,7 @@ class GraphContext:
             out = ggml.cont(out)
         return out
 
-    def _ffn_tail(self, t: Tensor, name: str, n: int, bias: bool, scale: bool) -> Tensor:
+    def ffn_tail(self, t: Tensor, name: str, n: int, bias: bool, scale: bool) -> Tensor:
         """A projection's bias and scale in build_ffn, where the architecture passes them and the model has them."""
         b = self.opt(name + ".bias", n) if bias else None
         if b is not None:
@@ -664,14 +689,14 @@ class GraphContext:
         biases and scales the architecture passes where the model has them (`act_scales`: GELU's output divided
         by the layer's ffn_act scales where the model has them: MPT)."""
         up, down = "ffn_up" + suffix, "ffn_down" + suffix
-        cur = self._ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, bias, scale)
+        cur = self.ffn_tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff, bias, scale)
         cur = ggml.unary(cur)
         if sqr:
             cur = ggml.unary(cur, "SQR")
         act = self.opt("ffn_act.scales", n_ff) if act_scales else None
         if act is not None:
             cur = ggml.binary("DIV", cur, act)
-        return self._ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, scale)
+        return self.ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, scale)
 
     def ffn_par(
         self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True, suffix: str = ""
@@ -680,13 +705,27 @@ class GraphContext:
         architecture passes when the model has them (`suffix` "_shexp": the shared experts' tensors)."""
 
         def tail(t: Tensor, name: str, n: int) -> Tensor:
-            return self._ffn_tail(t, name, n, bias, scale)
+            return self.ffn_tail(t, name, n, bias, scale)
 
         up, gate, down = "ffn_up" + suffix, "ffn_gate" + suffix, "ffn_down" + suffix
         tmp = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff)
         g = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=gate), cur), gate, n_ff)
         cur = ggml.glu_split(g, tmp)
         return tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd)
+
+
+def _top_k_mask(mask: Tensor, top_k: Tensor) -> Tensor:
+    """build_attn(llm_graph_input_attn_k_dsa)'s mask: ggml_fill(mask, -inf) viewed as rows of one, the top-k
+    cells set from a zero-filled tensor (ggml_set_rows), viewed back and the causal mask added."""
+    m = ggml.dup(mask, "FILL", (mask,))
+    m = ggml.view(m, (1, m.ne[0], m.ne[1], m.ne[3]), (m.nb[0], m.nb[1], m.nb[2]), 0)
+    idx = ggml.view(top_k, (top_k.ne[0], top_k.ne[1], top_k.ne[3], 1), (top_k.nb[1], top_k.nb[2],
+                    top_k.ne[3] * top_k.nb[3]), 0)  # fmt: skip
+    zeros = ggml.new("f32", (1, idx.ne[0], idx.ne[1], idx.ne[2]))
+    zeros = ggml.dup(zeros, "FILL", (zeros,))
+    m = ggml.set_rows(m, zeros, idx)
+    m = ggml.view(m, (m.ne[1], m.ne[2], 1, m.ne[3]), (m.nb[2], m.nb[3], m.nb[3]), 0)
+    return ggml.binary("ADD", m, mask)
 
 
 def _n(t: Tensor) -> int:

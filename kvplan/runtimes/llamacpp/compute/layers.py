@@ -54,8 +54,12 @@ def structure(g: Graph, n_layer: int) -> tuple[int, ...]:
         return ("g", id(t)) if at is None else (at[0] - il, at[1])
 
     out: list[Hashable] = []
+    # a layer whose own leaf takes compute memory (a tensor made without data, neither a weight nor an input:
+    # DeepSeek-V3.2's zero-filled top-k rows) keeps it for the whole graph, so the buffer grows with every such
+    # layer: those layers never count as repeating
+    owned = {t.born for t in g.leafs if 0 <= t.born < n_layer and t.view_src is None and not t.external}
     for il, seq in enumerate(seqs):
-        sig: list[Hashable] = []
+        sig: list[Hashable] = [("leaf-owning layer", il)] if il in owned else []
         for t in seq:
             if index.get(id(t), (None,))[0] != il:
                 sig.append(("g", id(t)))

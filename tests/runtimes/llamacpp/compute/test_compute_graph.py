@@ -3,7 +3,8 @@ scripts/record_compute_graph.py with the oracle harness on the CPU backend): for
 the graph of, every fixture model of it (llama.cpp's tiny test models, realistic shapes, Gemma 3 270M — as
 metadata and as the real file's own tensors — and Phi-3 with the fused attn_qkv its converter writes, loaded as a
 file) across context, ubatch, -np / -kvu, cache types, -fa and
---swa-full, the bytes of the compute buffer equal llama.cpp's."""
+--swa-full, the bytes of the compute buffer (and of the KV / state caches the same context allocated) equal
+llama.cpp's."""
 
 from __future__ import annotations
 
@@ -44,9 +45,12 @@ def test_the_recording_covers_every_builder() -> None:
 )
 def test_compute_buffer_equals_llama_cpp(case: dict[str, Any]) -> None:
     model = model_of(case["gguf"])
-    got = cpu_compute_buffer(plan(model, settings_of(case["params"])))
+    p = plan(model, settings_of(case["params"]))
+    got = cpu_compute_buffer(p)
     assert got is not None
     assert got.bytes == case["compute_bytes"]["CPU"], case["params"]
+    if "context_bytes" in case:  # and the context's KV / state memory, the same run's
+        assert sum(c.buffer_bytes for c in p.caches) == case["context_bytes"], case["params"]
 
 
 def test_the_real_file_headline() -> None:
