@@ -138,6 +138,11 @@ CHATGLM = Decoder(ffn_scale=False, swiglu_seq=True)
 #: jais2.cpp: RoPE, separate Q/K/V, a ReLU² feed-forward of up and down with biases
 JAIS = Decoder(ffn_scale=False, layer_norm=True, rope=False, fused_qkv=True, wo_bias=True, ffn_bias=True)
 JAIS2 = Decoder(ffn_scale=False, layer_norm=True, wo_bias=True, ffn_bias=True, relu_sqr=True)
+#: paddleocr.cpp (PaddleOCR-VL's ERNIE 4.5 language model): multi-section RoPE always, the output projection's
+#: bias where the file has one, no feed-forward scales, never the experts
+PADDLEOCR = Decoder(ffn_scale=False, wo_bias=True, mrope=True)
+#: pockettts.cpp: codeshell's layers without the output-projection or feed-forward biases
+POCKETTTS = Decoder(ffn_scale=False, layer_norm=True, gelu_seq=True)
 #: dbrx.cpp: layer norms without biases, the fused QKV, experts routed by softmax without scales
 DBRX = Decoder(ffn_scale=False, layer_norm=True, norm_bias=False, fused_qkv=True, ffn_norm="attn_output_norm",
                moe_scales=False)  # fmt: skip
@@ -2209,6 +2214,124 @@ def build_deepseek32(d: Dims, r: Reserve, w: Weights, glm: bool = False) -> Grap
     return g.gf
 
 
+def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_maple::graph (src/models/maple.cpp): iSWA inputs, Q/K normed per head, RoPE on the window
+    layers only, softmax-routed experts (normalised, no scales) in every layer."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, True)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        if d.swa[il]:
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, d.head_k, d.head_v, iswa=True)  # fmt: skip
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=1.0, scales=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_plamo3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_plamo3::graph<iswa> (src/models/plamo3.cpp): the fused QKV without bias or scale, viewed per
+    head; Q/K normed per head before RoPE; post-attention and post-FFN norms; a SwiGLU of one up projection split
+    in halves."""
+    g = GraphContext(r, w)
+    iswa = any(d.swa)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, iswa)
+    out_ids = g.inp_out_ids()
+    hq, hv, n_tok = d.head_k, d.head_v, r.n_tokens
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        width = hq * d.n_head + hq * d.n_head_kv + hv * d.n_head_kv
+        qkv = ggml.mul_mat(g.wt(d.n_embd, width, name="attn_qkv"), cur)
+        q = ggml.view(qkv, (hq, d.n_head, n_tok), (hq * 4, qkv.nb[1]), 0)
+        k = ggml.view(qkv, (hq, d.n_head_kv, n_tok), (hq * 4, qkv.nb[1]), hq * d.n_head * 4)
+        v = ggml.view(qkv, (hv, d.n_head_kv, n_tok), (hv * 4, qkv.nb[1]), (hq * d.n_head + hq * d.n_head_kv) * 4)
+        q = ggml.rope(g.norm(q, g.wt(hq, name="attn_q_norm")), pos, None)
+        k = ggml.rope(g.norm(k, g.wt(hq, name="attn_k_norm")), pos, None)
+        wo = g.wt(hv * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv_swa if iswa and d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
+                        d.n_head_kv, hq, hv, iswa=iswa)  # fmt: skip
+        cur, residual = _last_outputs(d, il, out_ids, cur, inp_l)
+        residual = ggml.binary("ADD", g.norm(cur, g.wt(d.n_embd, name="post_attention_norm")), residual)
+        cur = g.norm(residual, g.wt(d.n_embd, name="ffn_norm"))
+        cur = ggml.glu(ggml.mul_mat(g.wt(d.n_embd, 2 * d.n_ff, name="ffn_up"), cur))
+        cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), cur)
+        inp_l = ggml.binary("ADD", g.norm(cur, g.wt(d.n_embd, name="post_ffw_norm")), residual)
+    return _lm_head(g, d, inp_l)
+
+
+def build_cogvlm(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_cogvlm::graph (src/models/cogvlm.cpp), text tokens (the reserve's batch): the fused QKV without
+    bias or scale viewed per head, ggml_rope, SwiGLU; no output rows kept (no inp_out_ids): the LM head runs on
+    every token of the batch."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    h, n_tok = d.head_k, r.n_tokens
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        qkv = ggml.mul_mat(g.wt(d.n_embd, 3 * h * d.n_head, name="attn_qkv"), cur)
+        q = ggml.view(qkv, (h, d.n_head, n_tok), (h * 4, qkv.nb[1]), 0)
+        k = ggml.view(qkv, (h, d.n_head_kv, n_tok), (h * 4, qkv.nb[1]), d.n_embd * 4)
+        v = ggml.view(qkv, (h, d.n_head_kv, n_tok), (h * 4, qkv.nb[1]), 2 * d.n_embd * 4)
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(h * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, h, d.head_v)
+        ffn_inp = ggml.binary("ADD", cur, inp_l)
+        cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
+def build_muse_glimmer(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_muse_glimmer::graph (src/models/muse-glimmer.cpp): the embeddings RMS-normed without weight,
+    iSWA inputs, Q/K normed per head, RoPE on the window layers only, the attention output gated by a sigmoid of a
+    projection of the layer's norm before the output projection, post-attention and post-FFN RMS norms (unpinned:
+    ggml_rms_norm and ggml_mul, not build_norm), the logits scaled and soft-capped where the model says."""
+    g = GraphContext(r, w)
+    inp_l = g.norm(g.inp_embd(d.n_embd, d.n_vocab), None, with_il=False)
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, True)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        attn_inp = cur
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        gate = g.lora_mm(g.wt(d.n_embd, d.head_k * d.n_head, name="attn_gate"), attn_inp)
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        if d.swa[il]:
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, None, None, None, q, k, v, d.n_head_kv, d.head_k, d.head_v,
+                        iswa=True)  # fmt: skip
+        cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
+        cur = g.lora_mm(g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+        cur = g.norm(cur, g.wt(d.n_embd, name="post_attention_norm"), with_il=False)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, d.n_ff, bias=False, scale=False)
+        cur = g.norm(cur, g.wt(d.n_embd, name="post_ffw_norm"), with_il=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, scale=True, softcap=d.final_softcap)
+
+
 def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights, vl: bool = False) -> Graph:
     """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
     RoPE factors, Q and K normed after RoPE, SwiGLU; for hunyuan_dense one position per token even where the file
@@ -2461,6 +2584,12 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "minicpm3": build_minicpm3,
     "deepseek32": build_deepseek32,
     "glm-dsa": lambda d, r, w: build_deepseek32(d, r, w, glm=True),
+    "paddleocr": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, PADDLEOCR),
+    "maple": build_maple,
+    "plamo3": build_plamo3,
+    "cogvlm": build_cogvlm,
+    "muse-glimmer": build_muse_glimmer,
+    "pockettts": lambda d, r, w: build_decoder(d, r, w, POCKETTTS),
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),
