@@ -180,9 +180,12 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     # gpt-oss's and MiniMax-M2's intermediate_size is their experts' width (their converters write
     # expert_feed_forward_length from it)
     own_width = model_type in ("gpt_oss", "minimax_m2") or bool(_OWN_WIDTH_ARCHS & set(archs))
-    deepseek_like = ("n_routed_experts" in c or model_type.startswith(_NORM_TYPES)) and not (
-        model_type.startswith(("qwen", "minimax")) or any(a.startswith(("Qwen", "MiniMax")) for a in archs)
-    )  # Qwen's and MiniMax's converters read num_experts and write no dense lead, whatever else a config carries
+    # Qwen's, MiniMax's and Maple's converters read num_experts and write no dense lead, whatever else a config
+    # carries
+    not_deepseek = model_type.startswith(("qwen", "minimax", "maple")) or any(
+        a.startswith(("Qwen", "MiniMax", "Maple")) for a in archs
+    )
+    deepseek_like = ("n_routed_experts" in c or model_type.startswith(_NORM_TYPES)) and not not_deepseek
     if model_type in ("mamba", "falcon_mamba", "mamba2") or set(archs) & _MAMBA_ARCHS:
         ff = 0  # no feed-forward block: the converter writes feed_forward_length 0 (conversion/mamba.py)
     if model_type == "nemotron_h" or "NemotronHForCausalLM" in archs:
@@ -205,7 +208,7 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_ff_exp=expert_ff,
         expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and deepseek_like else 0.0,
         final_logit_softcap=isinstance(softcap, (int, float)) and softcap != 0,
-        n_layer_dense_lead=num("first_k_dense_replace") if deepseek_like else 0,
+        n_layer_dense_lead=_dense_lead(c, archs, deepseek_like),
         n_expert_shared=num("n_shared_experts") if deepseek_like else 0,
         # written only by the converters of the architectures that read them (DeepSeek-V2/V3, GLM-4.5)
         expert_weights_norm=c.get("norm_topk_prob") is True and deepseek_like and not deepseek_v1,
@@ -222,6 +225,28 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
     if model_type == "hunyuan_v1_moe" or "HunYuanMoEV1ForCausalLM" in archs:
         facts = _hunyuan_moe(facts, c)
     return facts
+
+
+def _dense_lead(c: Mapping[str, object], archs: list[str], deepseek_like: bool) -> int:
+    """leading_dense_block_count as the converters write it: first_k_dense_replace (the DeepSeek-style MoE
+    configs); DeepseekV2Model and its subclasses write every layer without n_routed_experts (conversion/deepseek.py:
+    "if no MoE, all layers are dense")."""
+    lead = c.get("first_k_dense_replace")
+    if isinstance(lead, int) and not isinstance(lead, bool):
+        return lead if deepseek_like or _deepseek_v2_converted(archs) else 0
+    n = c.get("num_hidden_layers")
+    if "n_routed_experts" not in c and _deepseek_v2_converted(archs) and isinstance(n, int):
+        return n
+    return 0
+
+
+def _deepseek_v2_converted(archs: list[str]) -> bool:
+    from kvplan.facts.hf_archs import HF_ARCHS
+
+    return any(
+        (e := HF_ARCHS.get(a)) is not None and "DeepseekV2Model" in (e.get("converter"), *e.get("bases", ()))
+        for a in archs
+    )
 
 
 def _hunyuan_moe(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:
