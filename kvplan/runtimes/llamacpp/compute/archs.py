@@ -595,9 +595,15 @@ def build_deepseek2(d: Dims, r: Reserve, w: Weights) -> Graph:
                                    exp_probs_b=w.has("exp_probs_b.bias"), expert_groups=d.expert_groups,
                                    scales=False, gate_up=w.has("ffn_gate_up_exps"))  # fmt: skip
         inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _deepseek_lm_head(g, d, inp_l)
+
+
+def _deepseek_lm_head(g: GraphContext, d: Dims, inp_l: Tensor) -> Graph:
+    """deepseek2.cpp's and deepseek32.cpp's output: the final norm (res->t_h_nextn and res->t_embd), then the LM head
+    as a plain ggml_mul_mat."""
     g.il = OUTPUT_LAYER
     cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)  # res->t_h_nextn and res->t_embd
+    ggml.set_output(cur)
     cur = ggml.mul_mat(g.wt(d.n_embd, d.n_vocab, name="output"), cur)
     ggml.set_output(cur)
     g.gf.expand(cur)
@@ -1786,6 +1792,24 @@ def build_arctic(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def _hunyuan_attention_block(
+    g: GraphContext, d: Dims, kv: KVInputs, inp_l: Tensor, pos: Tensor, il: int, out_ids: Tensor,
+    factors: Tensor | None,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """hunyuan-vl.cpp's and hunyuan-moe.cpp's attention half of a layer: RoPE (with `factors`), then K and Q normed
+    per head, attention, the last layer's output rows, the residual; returns the feed-forward's input and its norm."""
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+    q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+    q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
+    k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+    q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+    wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+    cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+    cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+    ffn_inp = ggml.binary("ADD", cur, inp_sa)
+    return ffn_inp, g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+
+
 def build_hunyuan_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_hunyuan_moe::graph (src/models/hunyuan-moe.cpp): hunyuan_dense's attention (K and Q normed after
     RoPE), a shared SwiGLU expert (expert_shared_feed_forward_length wide, else n_ff) beside softmax-routed experts."""
@@ -1793,16 +1817,7 @@ def build_hunyuan_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
     for il in g.layers(d.n_layer):
         g.il = il
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_inp, cur = _hunyuan_attention_block(g, d, kv, inp_l, pos, il, out_ids, None)
         mlp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp or d.n_ff, bias=False, scale=False, suffix="_shexp")
         moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff, w_scale=d.expert_weights_scale, scales=False)
         inp_l = ggml.binary("ADD", ggml.binary("ADD", moe, mlp), ffn_inp)
@@ -1938,6 +1953,28 @@ def build_spark2_5(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def _window_rope_block(
+    g: GraphContext, d: Dims, kvs: tuple[KVInputs, KVInputs], inp_l: Tensor, pos: Tensor, il: int, out_ids: Tensor,
+    factors: Tensor | None,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """exaone-moe.cpp's and maple.cpp's attention half of a layer: the norm, Q/K normed per head, RoPE (with
+    `factors`) on the window layers only, attention through the iSWA pair, the last layer's output rows, the
+    residual; returns the feed-forward's input and its norm."""
+    kv, kv_swa = kvs
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+    q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+    q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+    k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+    if d.swa[il]:
+        q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
+    wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+    cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv,
+                    d.head_k, d.head_v, iswa=True)  # fmt: skip
+    cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+    ffn_inp = ggml.binary("ADD", cur, inp_sa)
+    return ffn_inp, g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+
+
 def build_exaone_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_exaone_moe::graph (src/models/exaone-moe.cpp, K-EXAONE): iSWA inputs always, Q/K normed per
     head, RoPE (with the RoPE factors the file has) on the window layers only, dense lead layers, then experts
@@ -1949,19 +1986,8 @@ def build_exaone_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
         g.il = il
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         factors = g.opt("rope_freqs", d.head_k // 2)
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        if d.swa[il]:
-            q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
-                        d.n_head_kv, d.head_k, d.head_v, iswa=True)  # fmt: skip
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_inp, cur = _window_rope_block(g, d, (kv, kv_swa), inp_l, pos, il, out_ids, factors)
         if il < d.n_layer_dense_lead:
             cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
         else:
@@ -2004,6 +2030,28 @@ def build_bailingmoe2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def _gated_attention(
+    g: GraphContext, d: Dims, kvs: tuple[KVInputs, KVInputs], inp_l: Tensor, pos: Tensor, il: int, rope: bool,
+    pinned: bool,
+) -> Tensor:  # fmt: skip
+    """afmoe.cpp's and muse-glimmer.cpp's attention: the norm, Q/K normed per head, RoPE where `rope`, attention
+    through the iSWA pair without its output projection, gated by a sigmoid of a projection of the norm, then the
+    output projection and the post-attention norm (`pinned`: build_norm's, else ggml_rms_norm and ggml_mul)."""
+    kv, kv_swa = kvs
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+    q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+    gate = g.lora_mm(g.wt(d.n_embd, d.head_k * d.n_head, name="attn_gate"), cur)
+    q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+    k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+    if rope:
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+    cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, None, None, None, q, k, v, d.n_head_kv, d.head_k, d.head_v,
+                    iswa=True)  # fmt: skip
+    cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
+    cur = g.lora_mm(g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+    return g.norm(cur, g.wt(d.n_embd, name="post_attention_norm"), with_il=pinned)
+
+
 def build_afmoe(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_afmoe::graph (src/models/afmoe.cpp, Arcee Trinity): embeddings scaled, iSWA inputs, Q/K normed
     per head, RoPE except on every 4th layer (n_no_rope_layer_step's default), the attention output gated by a
@@ -2017,19 +2065,7 @@ def build_afmoe(d: Dims, r: Reserve, w: Weights) -> Graph:
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
         g.il = il
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        attn_inp = cur
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        gate = g.lora_mm(g.wt(d.n_embd, d.head_k * d.n_head, name="attn_gate"), attn_inp)
-        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        if (il + 1) % 4 != 0:
-            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, None, None, None, q, k, v, d.n_head_kv, d.head_k, d.head_v,
-                        iswa=True)  # fmt: skip
-        cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
-        cur = g.lora_mm(g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
-        cur = g.norm(cur, g.wt(d.n_embd, name="post_attention_norm"))
+        cur = _gated_attention(g, d, (kv, kv_swa), inp_l, pos, il, (il + 1) % 4 != 0, pinned=True)
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
@@ -2205,13 +2241,7 @@ def build_deepseek32(d: Dims, r: Reserve, w: Weights, glm: bool = False) -> Grap
         cur = _dense_or_shared_moe(g, d, il, cur, d.n_ff_exp or d.n_ff, ffn_scales=True, gating=gating,
                                    exp_probs_b=w.has("exp_probs_b.bias"), scales=True)  # fmt: skip
         inp_l = ggml.binary("ADD", cur, ffn_inp)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)  # res->t_h_nextn and res->t_embd
-    cur = ggml.mul_mat(g.wt(d.n_embd, d.n_vocab, name="output"), cur)
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _deepseek_lm_head(g, d, inp_l)
 
 
 def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -2224,18 +2254,7 @@ def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
         g.il = il
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        if d.swa[il]:
-            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
-                        d.n_head_kv, d.head_k, d.head_v, iswa=True)  # fmt: skip
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_inp, cur = _window_rope_block(g, d, (kv, kv_swa), inp_l, pos, il, out_ids, None)
         cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff, w_scale=1.0, scales=False)
         inp_l = ggml.binary("ADD", cur, ffn_inp)
     return _lm_head(g, d, inp_l)
@@ -2311,19 +2330,7 @@ def build_muse_glimmer(d: Dims, r: Reserve, w: Weights) -> Graph:
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
         g.il = il
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        attn_inp = cur
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        gate = g.lora_mm(g.wt(d.n_embd, d.head_k * d.n_head, name="attn_gate"), attn_inp)
-        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        if d.swa[il]:
-            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, None, None, None, q, k, v, d.n_head_kv, d.head_k, d.head_v,
-                        iswa=True)  # fmt: skip
-        cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
-        cur = g.lora_mm(g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
-        cur = g.norm(cur, g.wt(d.n_embd, name="post_attention_norm"), with_il=False)
+        cur = _gated_attention(g, d, (kv, kv_swa), inp_l, pos, il, d.swa[il], pinned=False)
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, d.n_ff, bias=False, scale=False)
@@ -2344,18 +2351,8 @@ def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights, vl: bool = False) -> Gr
     out_ids = g.inp_out_ids()
     for il in g.layers(d.n_layer):
         g.il = il
-        inp_sa = inp_l
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         factors = g.opt("rope_freqs", d.head_k // 2)
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
-        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
-        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
-        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
-        ffn_inp = ggml.binary("ADD", cur, inp_sa)
-        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        ffn_inp, cur = _hunyuan_attention_block(g, d, kv, inp_l, pos, il, out_ids, factors)
         cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
         inp_l = ggml.binary("ADD", cur, ffn_inp)
     return _lm_head(g, d, inp_l)
