@@ -289,6 +289,13 @@ def _converter_widths(c: Mapping[str, object], cfg: Mapping[str, object]) -> tup
         if isinstance(n, int) and not isinstance(n, bool):
             return 256 * ((int(2 * (4 * n) / 3) + 255) // 256), 0, 0
         return None
+    if model_type == "openelm" or "OpenELMForCausalLM" in archs:  # openelm.py: layer 0's _make_divisible width
+        mults, divisor, n = c.get("ffn_multipliers"), c.get("ffn_dim_divisor"), c.get("model_dim")
+        if isinstance(mults, list) and mults and isinstance(divisor, int) and divisor > 0 and isinstance(n, int):
+            from kvplan.sources.hf_conversion import openelm_ffn
+
+            return openelm_ffn(float(mults[0]), n, divisor), 0, 0
+        return None
     if model_type == "llada" or "LLaDAModelLM" in archs:  # llada.py: mlp_hidden_size, 12288 where not given
         mlp = c.get("mlp_hidden_size", 12288)
         return (mlp, 0, 0) if isinstance(mlp, int) and not isinstance(mlp, bool) else None

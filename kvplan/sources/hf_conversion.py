@@ -459,6 +459,18 @@ def _hunyuan_moe(c: _Config, kv: dict[str, Any]) -> None:
     kv["context_length"] = 256 * 1024
 
 
+def openelm_ffn(multiplier: float, n_embd: int, divisor: int) -> int:
+    """OpenELMModel._make_divisible(multiplier * n_embd, divisor): rounded to the divisor, never more than 10 %
+    down."""
+    v = multiplier * n_embd
+    new = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new + divisor if new < 0.9 * v else new
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _openelm(c: _Config, kv: dict[str, Any]) -> None:
     """conversion/openelm.py OpenELMModel: per-layer query and KV heads, its own names for the sizes."""
     layers = c.int("num_transformer_layers", minimum=1)
@@ -467,18 +479,22 @@ def _openelm(c: _Config, kv: dict[str, Any]) -> None:
         if not isinstance(v, list) or len(v) != layers or not all(type(x) is int and x >= 0 for x in v):
             raise BadInputError(f"{c.path}: {name} must list one integer per layer ({layers})")
     head_dim = c.int("head_dim")
+    mults, divisor = c.first("ffn_multipliers"), c.int("ffn_dim_divisor", minimum=1)
+    if not isinstance(mults, list) or len(mults) != layers or not all(_is_number(x) and 0 < x < 1e6 for x in mults):
+        raise BadInputError(f"{c.path}: ffn_multipliers must list one number per layer ({layers})")
+    n_embd = c.int("model_dim")
     kv.update(
         {
             "block_count": layers,
             "context_length": c.int("max_context_length"),
-            "embedding_length": c.int("model_dim"),
+            "embedding_length": n_embd,
+            "feed_forward_length": _arr([openelm_ffn(m, n_embd, divisor) for m in mults]),
             "attention.head_count": _arr(heads),
             "attention.head_count_kv": _arr(kv_heads),
             "attention.key_length": head_dim,
             "attention.value_length": head_dim,
         }
     )
-    kv.pop("feed_forward_length", None)
 
 
 def _olmo2(c: _Config, kv: dict[str, Any]) -> None:

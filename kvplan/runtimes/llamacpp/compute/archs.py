@@ -2339,6 +2339,35 @@ def build_muse_glimmer(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, scale=True, softcap=d.final_softcap)
 
 
+def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
+    and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
+    layers differ in heads has no graph here: Dims holds one head count)."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    h, n_tok = d.head_k, r.n_tokens
+    for il in g.layers(d.n_layer):
+        g.il = il
+        n_qkv = d.n_head + 2 * d.n_head_kv
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        cur = ggml.reshape(ggml.mul_mat(g.wt(d.n_embd, n_qkv * h, name="attn_qkv"), cur), h, n_qkv, n_tok)
+        q = ggml.view(cur, (h, d.n_head, n_tok), (cur.nb[1], cur.nb[2]), 0)
+        k = ggml.view(cur, (h, d.n_head_kv, n_tok), (cur.nb[1], cur.nb[2]), cur.nb[1] * d.n_head)
+        v = ggml.view(cur, (h, d.n_head_kv, n_tok), (cur.nb[1], cur.nb[2]), cur.nb[1] * (d.n_head + d.n_head_kv))
+        q = ggml.rope(g.norm(q, g.wt(h, name="attn_q_norm")), pos, None)
+        k = ggml.rope(g.norm(k, g.wt(h, name="attn_k_norm")), pos, None)
+        wo = g.wt(h * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, h, d.head_v)
+        residual = inp_l
+        if il == d.n_layer - 1:
+            residual, cur = ggml.get_rows(residual, out_ids), ggml.get_rows(cur, out_ids)
+        ffn_inp = ggml.binary("ADD", residual, cur)
+        n_ff = d.n_ff_layers[il] if d.n_ff_layers and d.n_ff_layers[il] else d.n_ff
+        cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights, vl: bool = False) -> Graph:
     """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
     RoPE factors, Q and K normed after RoPE, SwiGLU; for hunyuan_dense one position per token even where the file
@@ -2587,6 +2616,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "cogvlm": build_cogvlm,
     "muse-glimmer": build_muse_glimmer,
     "pockettts": lambda d, r, w: build_decoder(d, r, w, POCKETTTS),
+    "openelm": build_openelm,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),
