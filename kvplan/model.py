@@ -231,6 +231,9 @@ class GraphFacts:
     #: DeepSeek-V3.2's lightning indexer: its heads and the keys each query keeps (indexer.head_count, .top_k)
     indexer_heads: int = 0
     indexer_top_k: int = 0
+    #: GroveMoE's adjugate experts: experts_per_group and their width (expert_chunk_feed_forward_length)
+    experts_per_group: int = 0
+    n_ff_chexp: int = 0
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -79,6 +79,8 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             parallel_residual=kv.get(f"{arch}.use_parallel_residual") is True,
             indexer_heads=_int(kv, f"{arch}.attention.indexer.head_count", 0),
             indexer_top_k=_int(kv, f"{arch}.attention.indexer.top_k", 0),
+            experts_per_group=_int(kv, f"{arch}.experts_per_group", 0),
+            n_ff_chexp=_int(kv, f"{arch}.expert_chunk_feed_forward_length", 0),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )

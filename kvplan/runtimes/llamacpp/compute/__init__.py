@@ -132,6 +132,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         parallel_residual=g.parallel_residual,
         indexer=(g.indexer_heads, m.indexer_head_size, g.indexer_top_k),
         indexer_layers=tuple(la.indexer for la in layers),
+        chexp=(g.experts_per_group, g.n_ff_chexp),
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

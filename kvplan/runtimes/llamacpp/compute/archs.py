@@ -62,6 +62,7 @@ class Dims:
     parallel_residual: bool = False  # GPT-NeoX's use_parallel_residual
     indexer: tuple[int, int, int] = (0, 0, 0)  # the lightning indexer's heads, head size and top-k (DeepSeek-V3.2)
     indexer_layers: tuple[bool, ...] = ()  # per layer: runs its own indexer (is_indexer_full; GLM-DSA shares some)
+    chexp: tuple[int, int] = (0, 0)  # GroveMoE: experts per group, the adjugate experts' width (0: head_k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -2368,6 +2369,37 @@ def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_grovemoe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_grovemoe::graph (src/models/grovemoe.cpp): Qwen3's attention (Q/K norms interleaved with RoPE),
+    one router's logits feeding the experts and the adjugate ("chunk") experts — n_expert / experts_per_group of
+    them, expert_chunk_feed_forward_length wide (else head_k), their output scaled and added — both picking their
+    experts by the sigmoid of the logits."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    per_group, n_ff_ch = d.chexp
+    n_chunk = d.n_expert // per_group
+    o = Decoder(qk_norm=True)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = _qk_norm_rope(g, d, o, q, k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        probs = g.lora_mm(g.wt(d.n_embd, d.n_expert, name="ffn_gate_inp"), cur)
+        n_ff_exp = d.n_ff_exp or d.n_ff // d.n_expert_used
+        cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, n_ff_exp, w_scale=d.expert_weights_scale, scales=False,
+                        logits=probs, select_sigmoid=True)  # fmt: skip
+        chunk = g.moe_ffn(cur, n_chunk, min(d.n_expert_used, n_chunk), n_ff_ch or d.head_k,
+                          w_scale=d.expert_weights_scale, scales=False, logits=probs, select_sigmoid=True)  # fmt: skip
+        cur = ggml.binary("ADD", cur, ggml.unary(chunk, "SCALE"))
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights, vl: bool = False) -> Graph:
     """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
     RoPE factors, Q and K normed after RoPE, SwiGLU; for hunyuan_dense one position per token even where the file
@@ -2617,6 +2649,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "muse-glimmer": build_muse_glimmer,
     "pockettts": lambda d, r, w: build_decoder(d, r, w, POCKETTTS),
     "openelm": build_openelm,
+    "grovemoe": build_grovemoe,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

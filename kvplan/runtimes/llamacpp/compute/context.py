@@ -559,11 +559,13 @@ class GraphContext:
         weight_before: bool = False,
         select_logits: bool = False,
         logits: Tensor | None = None,
+        select_sigmoid: bool = False,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
         mul_mat_id, weighting and the sum over the selected experts (`weight_before`: Llama 4 weights the input
         repeated per expert instead of the experts' output; `select_logits`: Llama 4 selects by the logits;
-        `logits`: the router's logits computed by the caller, probs_in; act "relu_sqr": up only, ReLU²)."""
+        `logits`: the router's logits computed by the caller, probs_in; act "relu_sqr": up only, ReLU²;
+        `select_sigmoid`: the experts picked by the sigmoid of the logits, GroveMoE)."""
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
         if logits is None:
             logits = self.lora_mm(self.wt(n_embd, n_expert, name="ffn_gate_inp"), cur)
@@ -580,6 +582,8 @@ class GraphContext:
         selection = logits if select_logits else probs  # Llama 4 picks its experts by the logits
         if exp_probs_b:
             selection = ggml.binary("ADD", probs, self.wt(n_expert, name="exp_probs_b.bias"))
+        if select_sigmoid:  # GroveMoE selects by the sigmoid of the logits (LLM_ARCH_GROVEMOE)
+            selection = ggml.unary(logits, kind="sigmoid")
         n_groups, n_group_used = expert_groups
         if n_groups > 1 and n_tokens > 0:
             per_group = n_expert // n_groups
