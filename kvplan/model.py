@@ -234,6 +234,8 @@ class GraphFacts:
     #: GroveMoE's adjugate experts: experts_per_group and their width (expert_chunk_feed_forward_length)
     experts_per_group: int = 0
     n_ff_chexp: int = 0
+    #: no layer_norm_rms_epsilon in the file: a class that reads either norm takes LLM_NORM (Cohere2-MoE)
+    rms_eps_missing: bool = False
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

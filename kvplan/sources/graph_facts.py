@@ -81,6 +81,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             indexer_top_k=_int(kv, f"{arch}.attention.indexer.top_k", 0),
             experts_per_group=_int(kv, f"{arch}.experts_per_group", 0),
             n_ff_chexp=_int(kv, f"{arch}.expert_chunk_feed_forward_length", 0),
+            rms_eps_missing=f"{arch}.attention.layer_norm_rms_epsilon" not in kv,
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -224,9 +225,38 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         # GPTNeoXModel writes use_parallel_residual, True where the config does not say
         parallel_residual=model_type == "gpt_neox" and c.get("use_parallel_residual", True) is True,
     )
+    return _class_keys(facts, c, model_type, archs)
+
+
+def _class_keys(facts: GraphFacts, c: Mapping[str, object], model_type: str, archs: list[str]) -> GraphFacts:
+    """The converter classes that write their MoE keys their own way."""
     if model_type == "hunyuan_v1_moe" or "HunYuanMoEV1ForCausalLM" in archs:
-        facts = _hunyuan_moe(facts, c)
+        return _hunyuan_moe(facts, c)
+    if "Cohere2MoeForCausalLM" in archs:
+        return _cohere2_moe(facts, c)
     return facts
+
+
+def _cohere2_moe(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:
+    """Cohere2MoeModel's keys (conversion/command_r.py): the experts as wide as intermediate_size, the dense lead
+    from first_k_dense_replace or mlp_layer_types, the weight norm from norm_topk_prob and no weight scale, the
+    shared experts num_shared_experts times intermediate_size wide."""
+    ff = facts.n_ff
+    lead = c.get("first_k_dense_replace", 0)
+    types = c.get("mlp_layer_types")
+    if isinstance(types, list):
+        lead = next((i for i, t in enumerate(types) if t != "dense"), len(types))
+    shared = c.get("num_shared_experts", 0)
+    shared = shared if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0 else 0
+    return dataclasses.replace(
+        facts,
+        n_ff_exp=ff,
+        n_layer_dense_lead=lead if isinstance(lead, int) and not isinstance(lead, bool) else 0,
+        expert_weights_norm=c.get("norm_topk_prob") is True,
+        expert_weights_scale=0.0,
+        n_expert_shared=shared,
+        n_ff_shexp=ff * shared,
+    )
 
 
 def _dense_lead(c: Mapping[str, object], archs: list[str], deepseek_like: bool) -> int:

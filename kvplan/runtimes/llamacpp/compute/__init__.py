@@ -133,6 +133,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         indexer=(g.indexer_heads, m.indexer_head_size, g.indexer_top_k),
         indexer_layers=tuple(la.indexer for la in layers),
         chexp=(g.experts_per_group, g.n_ff_chexp),
+        layer_norm=g.rms_eps_missing,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 

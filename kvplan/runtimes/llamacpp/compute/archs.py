@@ -63,6 +63,7 @@ class Dims:
     indexer: tuple[int, int, int] = (0, 0, 0)  # the lightning indexer's heads, head size and top-k (DeepSeek-V3.2)
     indexer_layers: tuple[bool, ...] = ()  # per layer: runs its own indexer (is_indexer_full; GLM-DSA shares some)
     chexp: tuple[int, int] = (0, 0)  # GroveMoE: experts per group, the adjugate experts' width (0: head_k)
+    layer_norm: bool = False  # LLM_NORM where the class reads either epsilon and the file has no RMS one
 
 
 @dataclass(frozen=True, slots=True)
@@ -2400,6 +2401,51 @@ def build_grovemoe(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_cohere2moe(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_cohere2moe::graph (src/models/cohere2moe.cpp), embeddings_nextn_masked off (llama.cpp's
+    default): Command R7B's parallel block on one norm (RMS, or a layer norm without bias where the file has no RMS
+    epsilon) with iSWA, RoPE on the window layers and the dense lead; the dense lead's SwiGLU, then experts routed
+    by the file's gating function (sigmoid where it says none) plus the shared experts, their sum halved; the rows
+    kept for the outputs only after the final norm; the logits scaled where the model says."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, True)
+    out_ids = g.inp_out_ids()
+    rms = not d.layer_norm
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"), rms=rms)
+        ffn_inp = cur
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        if d.swa[il] or il < d.n_layer_dense_lead:
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        attn_out = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v,
+                             d.n_head_kv, d.head_k, d.head_v, iswa=True)  # fmt: skip
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(ffn_inp, d.n_embd, d.n_ff, bias=False, scale=True)
+        else:
+            cur = g.moe_ffn(ffn_inp, d.n_expert, d.n_expert_used, d.n_ff_exp or d.n_ff,
+                            gating=_GATING.get(d.expert_gating or 2, "softmax"), norm_w=d.expert_weights_norm,
+                            w_scale=d.expert_weights_scale, gate_up=w.has("ffn_gate_up_exps"))  # fmt: skip
+            if d.n_expert_shared:
+                shexp = g.ffn_par(ffn_inp, d.n_embd, d.n_ff_shexp, bias=False, scale=True, suffix="_shexp")
+                cur = ggml.unary(ggml.binary("ADD", cur, shexp), "SCALE")
+        inp_l = ggml.binary("ADD", ggml.binary("ADD", cur, inp_l), attn_out)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), rms=rms)
+    ggml.set_output(cur)  # res->t_h_nextn
+    cur = ggml.get_rows(cur, out_ids)
+    ggml.set_output(cur)  # res->t_embd
+    cur = ggml.mul_mat(g.wt(d.n_embd, d.n_vocab, name="output"), cur)
+    if d.logit_scale:
+        cur = ggml.unary(cur, "SCALE")
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights, vl: bool = False) -> Graph:
     """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
     RoPE factors, Q and K normed after RoPE, SwiGLU; for hunyuan_dense one position per token even where the file
@@ -2650,6 +2696,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "pockettts": lambda d, r, w: build_decoder(d, r, w, POCKETTTS),
     "openelm": build_openelm,
     "grovemoe": build_grovemoe,
+    "cohere2moe": build_cohere2moe,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

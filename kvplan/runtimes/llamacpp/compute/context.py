@@ -617,8 +617,8 @@ class GraphContext:
         if weight_before:
             cur = ggml.binary("MUL", ggml.repeat(cur, n_embd, n_expert_used, n_tokens, 1), weights)
         if gate_up:  # the merged gate_up tensor: one mul_mat_id, split into gate and up views
-            gu = self.lora_mm_id(self.wt(n_embd, 2 * n_ff, n_expert, name="ffn_gate_up_exps"), cur, selected,
-                                 self.opt("ffn_up_exps.scale", n_expert) if scales else None)  # fmt: skip
+            # (no scale: the loader makes ffn_up_exps.scale only beside an ffn_up_exps, which a merged file lacks)
+            gu = self.lora_mm_id(self.wt(n_embd, 2 * n_ff, n_expert, name="ffn_gate_up_exps"), cur, selected, None)
             g = ggml.view(gu, (n_ff, gu.ne[1], gu.ne[2]), (gu.nb[1], gu.nb[2]), 0)
             up = ggml.view(gu, (n_ff, gu.ne[1], gu.ne[2]), (gu.nb[1], gu.nb[2]), n_ff * gu.nb[0])
         else:
