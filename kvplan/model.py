@@ -236,6 +236,8 @@ class GraphFacts:
     n_ff_chexp: int = 0
     #: no layer_norm_rms_epsilon in the file: a class that reads either norm takes LLM_NORM (Cohere2-MoE)
     rms_eps_missing: bool = False
+    #: some layer attends without RoPE by the file's attention.rope_pattern (Granite-SWA)
+    rope_pattern_off: bool = False
     #: the model's tensors, as "attn_q.bias" (layer 0's and the first MoE layer's, without "blk.N.") or
     #: "output.scale"
     tensors: frozenset[str] = frozenset()

@@ -82,6 +82,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             experts_per_group=_int(kv, f"{arch}.experts_per_group", 0),
             n_ff_chexp=_int(kv, f"{arch}.expert_chunk_feed_forward_length", 0),
             rms_eps_missing=f"{arch}.attention.layer_norm_rms_epsilon" not in kv,
+            rope_pattern_off=_has_zero(kv.get(f"{arch}.attention.rope_pattern")),
             tensors=frozenset(present),
             all_optional=not tensor_shapes,
         )
@@ -97,6 +98,11 @@ _SCALE_DEFAULTS = {"minicpm": {"logit_scale", "embedding_scale", "residual_scale
 def _scale(kv: Mapping[str, object], arch: str, name: str) -> bool:
     on = name in _SCALE_DEFAULTS.get(arch, ())
     return kv.get(f"{arch}.{name}", 1.0 if on else None) not in (None, 0, 0.0)
+
+
+def _has_zero(v: object) -> bool:
+    """A per-layer array with a 0 in it."""
+    return isinstance(v, ArrayValue) and any(x == 0 for x in v.values or ())
 
 
 def _dense_layers(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int, ...]], arch: str) -> frozenset[int]:

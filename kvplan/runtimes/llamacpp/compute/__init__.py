@@ -181,6 +181,8 @@ def _not_built(p: MemoryPlan) -> str | None:
         return "no graph with kept recurrent snapshots (n_rs_seq) yet"
     if m.arch == "mistral3" and g is not None and (g.n_ff_shexp or g.attn_temp_scale):
         return "no graph yet for Mistral 3's shared experts or attention temperature tuning"
+    if m.arch == "granite_swa" and g is not None and (g.n_expert or g.n_deepstack or g.rope_pattern_off):
+        return "no graph yet for Granite-SWA's experts, deepstack inputs or layers without RoPE"
     return None
 
 

@@ -2446,6 +2446,37 @@ def build_cohere2moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_granite_swa(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_granite_swa::graph (src/models/granite-swa.cpp), dense, without deepstack inputs and with RoPE
+    on every layer (the file's rope_pattern unset): Granite's multipliers (embedding where set, residual, the logits
+    divided by logit_scale) over iSWA attention with each head's sink, the output projection's bias and the
+    feed-forward's biases where the file has them."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab, scale=1.0 if d.embedding_scale else 0.0)
+    pos = g.inp_pos()
+    kv, kv_swa = _kv_inputs(g, d, True)
+    out_ids = g.inp_out_ids()
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        factors = g.opt("rope_freqs", d.head_k // 2)
+        q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, g.opt("attn_output.bias", d.n_embd),
+                        g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v,
+                        sinks=g.wt(d.n_head, name="attn_sinks"), iswa=True)  # fmt: skip
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        if d.residual_scale:
+            cur = ggml.unary(cur, "SCALE")
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, d.n_ff, bias=True, scale=False)
+        if d.residual_scale:
+            cur = ggml.unary(cur, "SCALE")
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, scale=True)
+
+
 def build_hunyuan_dense(d: Dims, r: Reserve, w: Weights, vl: bool = False) -> Graph:
     """llama_model_hunyuan_vl::graph (src/models/hunyuan-vl.cpp; hunyuan_dense's is the same class): each layer's
     RoPE factors, Q and K normed after RoPE, SwiGLU; for hunyuan_dense one position per token even where the file
@@ -2697,6 +2728,8 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "openelm": build_openelm,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
+    # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)
+    "granite_swa": build_granite_swa,
     "refact": lambda d, r, w: build_decoder(d, r, w, replace(ALIBI, ffn_missing=bool(d.n_expert))),
     # baichuan.cpp: RoPE for its 7B only (llm_type by 32 layers), ALiBi for the 13B and any other depth
     "baichuan": lambda d, r, w: build_decoder(d, r, w, INTERNLM2 if d.n_layer == 32 else ALIBI),

@@ -58,3 +58,19 @@ def test_the_real_file_headline() -> None:
     got = cpu_compute_buffer(plan(model_of(REAL), LlamaCppSettings(n_ctx=4096)))
     assert got is not None and got.bytes == 539_494_400
     assert dict(got.parts)["logits"] == 262_144 * 512 * 4
+
+
+def test_granite_swa_parts_without_a_graph_say_so() -> None:
+    """Granite-SWA's dense graph is built; its experts, deepstack inputs or a layer without RoPE are not, and the
+    answer says which instead of giving the dense graph's bytes."""
+    from dataclasses import replace
+
+    from kvplan.runtimes.llamacpp.compute import graph_of, no_graph_reason
+
+    model = model_of("tiny/granite_swa-dense.gguf")
+    assert model.graph is not None and graph_of(plan(model, LlamaCppSettings(n_ctx=512))) is not None
+    for change in ({"n_expert": 4}, {"n_deepstack": 1}, {"rope_pattern_off": True}):
+        odd = replace(model, graph=replace(model.graph, **change))  # type: ignore[arg-type]
+        p = plan(odd, LlamaCppSettings(n_ctx=512))
+        assert graph_of(p) is None and cpu_compute_buffer(p) is None
+        assert "Granite-SWA's experts, deepstack inputs or layers without RoPE" in no_graph_reason(p)
