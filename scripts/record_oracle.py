@@ -720,6 +720,18 @@ REAL_MODELS: dict[str, dict] = {
         ),
         **{"{arch}.leading_dense_block_count": 3, "{arch}.expert_shared_count": 1, "{arch}.expert_weights_scale": 2.5},
     ),
+    # Hunyuan-A13B (config.json as tests/fixtures/hf_conversion.json records its conversion: 32 layers, hidden
+    # 4096, 32 heads, 8 KV heads of 128, 64 experts of 3072, 8 used, one shared of 3072, 256K positions; vocabulary
+    # 128167)
+    "hunyuan-a13b": _override(
+        _moe(
+            _dense("hunyuan-moe", 32, 4096, 32, 8, 262144, head_dim=128, ff=3072, **{"{arch}.vocab_size": 128167}),
+            64,
+            8,
+            3072,
+        ),
+        **{"{arch}.expert_shared_count": 1, "{arch}.expert_shared_feed_forward_length": 3072},
+    ),
     # MiniCPM3-4B (config.json: 62 layers, hidden 2560, 40 heads, q_lora_rank 768, kv_lora_rank 256, heads of 64
     # without RoPE + 32 with, V heads of 64, intermediate 6400, vocabulary 73448, 32768 positions)
     "minicpm3-4b": _dense(
