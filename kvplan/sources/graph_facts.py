@@ -329,10 +329,16 @@ def _converter_widths(c: Mapping[str, object], cfg: Mapping[str, object]) -> tup
         return None
     if model_type == "openelm" or "OpenELMForCausalLM" in archs:  # openelm.py: layer 0's _make_divisible width
         mults, divisor, n = c.get("ffn_multipliers"), c.get("ffn_dim_divisor"), c.get("model_dim")
-        if isinstance(mults, list) and mults and isinstance(divisor, int) and divisor > 0 and isinstance(n, int):
+        first = mults[0] if isinstance(mults, list) and mults else None
+        if (
+            isinstance(first, (int, float))
+            and not isinstance(first, bool)
+            and 0 < first < 1e6
+            and (isinstance(divisor, int) and divisor > 0 and isinstance(n, int))
+        ):
             from kvplan.sources.hf_conversion import openelm_ffn
 
-            return openelm_ffn(float(mults[0]), n, divisor), 0, 0
+            return openelm_ffn(float(first), n, divisor), 0, 0
         return None
     if model_type == "llada" or "LLaDAModelLM" in archs:  # llada.py: mlp_hidden_size, 12288 where not given
         mlp = c.get("mlp_hidden_size", 12288)
