@@ -230,6 +230,9 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_deepstack=_deepstack(cfg),
         # GPTNeoXModel writes use_parallel_residual, True where the config does not say
         parallel_residual=model_type == "gpt_neox" and c.get("use_parallel_residual", True) is True,
+        # DeepSeek-V3.2's and GLM-5's lightning indexer (the converters write index_n_heads and index_topk)
+        indexer_heads=num("index_n_heads"),
+        indexer_top_k=num("index_topk"),
     )
     return _class_keys(facts, c, model_type, archs)
 

@@ -126,7 +126,7 @@ def test_config_gives_the_converted_graph_widths(name: str, tmp_path: Path) -> N
     if gguf.graph.n_vocab == 0:  # the recording kept no vocabulary size: only the widths
         config = replace(config, graph=replace(config.graph, n_vocab=0))
     widths = ("n_vocab", "n_ff", "n_expert", "n_expert_used", "n_ff_exp", "n_layer_dense_lead", "n_expert_shared",
-              "expert_weights_norm", "expert_weights_scale")  # fmt: skip
+              "expert_weights_norm", "expert_weights_scale", "indexer_heads", "indexer_top_k")  # fmt: skip
     assert [getattr(config.graph, w) for w in widths] == [getattr(gguf.graph, w) for w in widths]
 
 

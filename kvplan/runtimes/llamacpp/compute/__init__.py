@@ -183,6 +183,11 @@ def _not_built(p: MemoryPlan) -> str | None:
         return "no graph yet for Mistral 3's shared experts or attention temperature tuning"
     if m.arch == "granite_swa" and g is not None and (g.n_expert or g.n_deepstack or g.rope_pattern_off):
         return "no graph yet for Granite-SWA's experts, deepstack inputs or layers without RoPE"
+    if m.arch == "grovemoe" and g is not None and not 0 < g.experts_per_group <= max(g.n_expert, 1):
+        return "GroveMoE's experts_per_group must be from 1 to its expert count (llama.cpp's loader asserts it)"
+    if m.arch in ("deepseek32", "glm-dsa") and g is not None and min(g.indexer_heads, g.indexer_top_k,
+                                                                         m.indexer_head_size) <= 0:  # fmt: skip
+        return "the lightning indexer's heads, head size and top-k must be positive (llama.cpp requires the keys)"
     return None
 
 

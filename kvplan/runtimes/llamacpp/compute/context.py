@@ -241,7 +241,7 @@ class GraphContext:
         n_stream = 1 if r.kv_unified else r.n_seqs
         mask = ggml.inp("f16", (kv_size, r.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask_lid")
         n = 64
-        while head % (n * 2) == 0:
+        while 0 < n * 2 <= head and head % (n * 2) == 0:
             n *= 2
         return KVInputs(kv_size, k_idxs, k_idxs, mask, ggml.inp("f32", (n, n), "attn_inp_k_rot"), None)
 

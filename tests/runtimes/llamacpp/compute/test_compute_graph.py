@@ -74,3 +74,24 @@ def test_granite_swa_parts_without_a_graph_say_so() -> None:
         p = plan(odd, LlamaCppSettings(n_ctx=512))
         assert graph_of(p) is None and cpu_compute_buffer(p) is None
         assert "Granite-SWA's experts, deepstack inputs or layers without RoPE" in no_graph_reason(p)
+
+
+@pytest.mark.parametrize(
+    ("gguf", "change", "reason"),
+    [
+        ("tiny/grovemoe-moe.gguf", {"experts_per_group": 0}, "experts_per_group must be from 1"),
+        ("tiny/deepseek32-moe.gguf", {"indexer_heads": 0}, "lightning indexer's heads, head size and top-k"),
+        ("tiny/glm-dsa-moe.gguf", {"indexer_top_k": 0}, "lightning indexer's heads, head size and top-k"),
+    ],
+)
+def test_facts_llama_cpp_refuses_give_no_graph(gguf: str, change: dict[str, int], reason: str) -> None:
+    """A file llama.cpp's loader would refuse (an assert, a required key) gets no graph and the reason — never a
+    division by zero or a loop that does not end."""
+    from dataclasses import replace
+
+    from kvplan.runtimes.llamacpp.compute import graph_of, no_graph_reason
+
+    model = model_of(gguf)
+    assert model.graph is not None
+    p = plan(replace(model, graph=replace(model.graph, **change)), LlamaCppSettings(n_ctx=512))
+    assert graph_of(p) is None and reason in no_graph_reason(p)
