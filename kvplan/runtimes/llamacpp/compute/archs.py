@@ -208,10 +208,10 @@ def _lm_head(
 
 def _attention(
     g: GraphContext, d: Dims, kv: KVInputs, cur: Tensor, pos: Tensor, il: int, qk_norm: bool = False,
-    wo_bias: bool = False,
+    wo_bias: bool = False, softcap: bool = False,
 ) -> Tensor:  # fmt: skip
     """The llama-like classes' attention block: build_qkv, per-head Q/K norms where the class has them, RoPE,
-    build_attn through the KV cache (with the output bias where the class passes it)."""
+    build_attn through the KV cache (with the output bias where the class passes it; Grok's logits soft-capped)."""
     q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
     if qk_norm:
         q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
@@ -219,7 +219,8 @@ def _attention(
     q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
     wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
     wo_b = g.opt("attn_output.bias", d.n_embd) if wo_bias else None
-    return g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+    return g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v,
+                     softcap=softcap)  # fmt: skip
 
 
 def _attention_block(
@@ -1752,12 +1753,7 @@ def build_grok(d: Dims, r: Reserve, w: Weights) -> Graph:
     for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v,
-                        softcap=True)  # fmt: skip
+        cur = _attention(g, d, kv, g.norm(inp_l, g.wt(d.n_embd, name="attn_norm")), pos, il, softcap=True)
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         cur = g.norm(cur, g.wt(d.n_embd, name="attn_output_norm"))
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
@@ -1882,10 +1878,7 @@ def build_plamo(d: Dims, r: Reserve, w: Weights) -> Graph:
         g.il = il
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         sa_inp = cur
-        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
-        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
-        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
-        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        cur = _attention(g, d, kv, cur, pos, il)
         if il == d.n_layer - 1:
             cur, sa_inp, inp_l = (ggml.get_rows(t, out_ids) for t in (cur, sa_inp, inp_l))
         ffn = g.ffn_par(sa_inp, d.n_embd, d.n_ff, bias=False, scale=False)

@@ -249,12 +249,6 @@ class GraphContext:
         """The lightning indexer's key cache of a layer (one head, the K cache's type)."""
         return self._cache(self.r.type_k, head, kv_size, f"cache_lid_l{layer}", layer)
 
-    def cpy_k(self, cache: Tensor, cur: Tensor, idxs: Tensor) -> Tensor:
-        return self._cpy(cache, cur, idxs)
-
-    def get_k(self, cache: Tensor, head: int, n_head_kv: int) -> Tensor:
-        return self._get(cache, head, n_head_kv)
-
     def attn_inp_k(self, kv_size: int) -> KVInputs:
         """build_attn_inp_k_impl: a K-only cache (MLA: V is a view of K) — its row indices and KQ mask."""
         r = self.r
@@ -284,9 +278,9 @@ class GraphContext:
         gf.expand(v)
         gf.expand(k)
         cache_k = self._cache(r.type_k, head_k * n_head_kv, kv.kv_size, f"cache_k_l{layer}", layer)
-        gf.expand(self._cpy(cache_k, k, kv.k_idxs))
+        gf.expand(self.cpy_k(cache_k, k, kv.k_idxs))
         mask = kv.mask if top_k is None else _top_k_mask(kv.mask, top_k)
-        kk = self._get(cache_k, head_k, n_head_kv)
+        kk = self.get_k(cache_k, head_k, n_head_kv)
         vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
         return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, mask, None, v_mla), wo_s)
 
@@ -296,7 +290,7 @@ class GraphContext:
         t.usage, t.layer = USAGE_CACHE, layer
         return t
 
-    def _cpy(self, cache: Tensor, cur: Tensor, idxs: Tensor) -> Tensor:
+    def cpy_k(self, cache: Tensor, cur: Tensor, idxs: Tensor) -> Tensor:
         """llama_kv_cache::cpy_k (and cpy_v with flash attention): the batch's rows set into the cache."""
         n_embd, kv_size, n_stream = cache.ne[0], cache.ne[1], cache.ne[2]
         rows = ggml.view(cur, (n_embd, cur.ne[2]), (cur.nb[2],), 0)
@@ -304,7 +298,7 @@ class GraphContext:
         return ggml.set_rows(dst, rows, idxs)
 
     @staticmethod
-    def _get(cache: Tensor, head: int, n_head_kv: int) -> Tensor:
+    def get_k(cache: Tensor, head: int, n_head_kv: int) -> Tensor:
         """llama_kv_cache::get_k (and get_v untransposed): [head, heads, cells, streams]."""
         n_embd, kv_size, n_stream = cache.ne[0], cache.ne[1], cache.ne[2]
         t = cache.type
@@ -403,7 +397,7 @@ class GraphContext:
     def _cpy_v(self, cache_v: Tensor, v: Tensor, v_idxs: Tensor, n_embd_v: int) -> Tensor:
         """llama_kv_cache::cpy_v: rows set into the cache, or (without flash attention, V transposed) elements."""
         if self.r.layout_fa:
-            return self._cpy(cache_v, v, v_idxs)
+            return self.cpy_k(cache_v, v, v_idxs)
         if ggml.row_size(v.type, n_embd_v) == v.nb[2]:
             v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
         else:
@@ -451,14 +445,14 @@ class GraphContext:
         cache_k = self._cache(r.type_k, head_k * n_head_kv, kv_size, f"cache_k_l{owner}", owner)
         cache_v = self._cache(r.type_v, n_embd_v, kv_size, f"cache_v_l{owner}", owner)
         if k is not None:
-            gf.expand(self._cpy(cache_k, k, kv.k_idxs))
+            gf.expand(self.cpy_k(cache_k, k, kv.k_idxs))
         v_trans = not r.layout_fa
         if v is not None:
             gf.expand(self._cpy_v(cache_v, v, kv.v_idxs, n_embd_v))
         # get_k / get_v
-        kk = self._get(cache_k, head_k, n_head_kv)
+        kk = self.get_k(cache_k, head_k, n_head_kv)
         if not v_trans:
-            vv = self._get(cache_v, head_v, n_head_kv)
+            vv = self.get_k(cache_v, head_v, n_head_kv)
         else:
             vv = ggml.view(
                 cache_v,
