@@ -13,7 +13,7 @@ import bisect
 import dataclasses
 import re
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -315,7 +315,7 @@ class Target:
         rules += [(compiled(own(ncmoe.format(il=il))), -1) for il in range(self.n_cpu_moe)]
         return rules
 
-    def _moved(self, weights: Weights) -> dict[str, int]:
+    def _moved(self, weights: Weights) -> Mapping[str, int]:
         """Each tensor a buffer override moves → its device (-1 the host): the first -ot pattern its name matches
         (std::regex_search, in linear time: runtimes.llamacpp.pattern), then -ncmoe / -cmoe's (patterns of their
         own, after the user's)."""
@@ -739,7 +739,7 @@ RUNTIME = LlamaCppRuntime()
 
 
 def _by_tensor(
-    entries: Sequence[tuple[str, int, int]], where: list[int], moved: dict[str, int], w: list[int], host: bool = True
+    entries: Sequence[tuple[str, int, int]], where: list[int], moved: Mapping[str, int], w: list[int], host: bool = True
 ) -> None:
     """Each (name, layer, bytes) added to its device: where an override moved it, else its layer's (-1 the input
     layer, -2 the output layer); `host` False leaves out what lands in host memory."""

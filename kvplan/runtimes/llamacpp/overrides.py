@@ -6,8 +6,9 @@ per set of names and kept."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from types import MappingProxyType
 
 from kvplan.runtimes.llamacpp.pattern import Pattern, compile_pattern, own_pattern
 
@@ -118,10 +119,21 @@ def literal_prefix(pattern: str) -> str:
     return "".join(out)
 
 
-def destinations(rules: Sequence[tuple[Pattern, int]], names: tuple[str, ...]) -> dict[str, int]:
-    """Each name some rule matches → the destination of the first rule that matches it."""
+def destinations(rules: Sequence[tuple[Pattern, int]], names: tuple[str, ...]) -> Mapping[str, int]:
+    """Each name some rule matches → the destination of the first rule that matches it (read-only: the last few
+    answers are shared, since a fit asks for each placement's several times)."""
+    key = (tuple(rules), id(names))
+    hit = _DESTINATIONS.get(key)
+    if hit is not None and hit[0] is names:
+        return hit[1]
     out: dict[str, int] = {}
     for pattern, dest in reversed(rules):  # the first rule's answer written last wins
         for name in _matched(pattern, names):
             out[name] = dest
-    return out
+    if len(_DESTINATIONS) >= 16:
+        del _DESTINATIONS[next(iter(_DESTINATIONS))]
+    _DESTINATIONS[key] = (names, MappingProxyType(out))
+    return _DESTINATIONS[key][1]
+
+
+_DESTINATIONS: dict[tuple[tuple[tuple[Pattern, int], ...], int], tuple[tuple[str, ...], Mapping[str, int]]] = {}

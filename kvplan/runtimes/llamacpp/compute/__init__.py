@@ -228,16 +228,30 @@ def device_compute_buffers(
     """llama.cpp's compute buffer on every device of a placement, then the host's (the CPU backend's), as its
     scheduler splits the graph over them with the devices' `rules` (RPC: the CPU backend's, recorded; CUDA: read
     from ggml-cuda; `weight_extra`: what a device buffer allocates beyond each weight's bytes, for the weights op
-    offload copies there), or None where kvplan has no graph for the architecture."""
+    offload copies there), or None where kvplan has no graph for the architecture. The last few answers are kept:
+    llama.cpp's fit projects some placements twice."""
+    r = reserve_for(p)
+    key = (id(p.model), r, placement, rules, id(weight_bytes), id(weight_extra))
+    hit = _DEVICE_BUFFERS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], (p.model, weight_bytes, weight_extra), strict=True)):
+        return hit[1]
     g = _shortened(p, placement, weight_bytes)
     if g is None:
         return None
-    sizes, alloc = Scheduler(placement, reserve_for(p).n_tokens, rules, weight_bytes, weight_extra).reserve(g)
+    sizes, alloc = Scheduler(placement, r.n_tokens, rules, weight_bytes, weight_extra).reserve(g)
     basis = "llama.cpp's worst-case graph split over the devices by a port of ggml's scheduler and allocator"
     if not rules.recorded:
         basis += f" ({rules.name} rules derived from its source, not recorded)"
     names = [f"GPU{i}" for i in range(placement.n_devices)] + ["CPU"]
-    return tuple(ComputeBuffer(names[i], size, alloc.peak_parts(i), basis) for i, size in enumerate(sizes))
+    got = tuple(ComputeBuffer(names[i], size, alloc.peak_parts(i), basis) for i, size in enumerate(sizes))
+    if len(_DEVICE_BUFFERS) >= _GRAPHS_KEPT:
+        del _DEVICE_BUFFERS[next(iter(_DEVICE_BUFFERS))]
+    _DEVICE_BUFFERS[key] = ((p.model, weight_bytes, weight_extra), got)
+    return got
+
+
+_Owners = tuple[ModelDescription, "Mapping[str, int] | None", "Mapping[str, int] | None"]
+_DEVICE_BUFFERS: dict[Hashable, tuple[_Owners, tuple[ComputeBuffer, ...]]] = {}
 
 
 _Classes = tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]

@@ -126,7 +126,7 @@ class BufferType:
 
     def alloc_size(self, t: Tensor) -> int:
         size = self._fa_size(t) if self.fa_f16_copies and t.op == "FLASH_ATTN_EXT" else t.nbytes
-        if self.cuda_rows:
+        if self.cuda_rows and t.type not in _PLAIN:
             kind = GGML_TYPES_BY_NAME.get(t.type)
             if kind is not None:
                 size = cuda_alloc_size(kind, t.ne[0], size)
@@ -147,6 +147,10 @@ class BufferType:
             if not v_is_k_view:
                 size = _align(size, 128) + _elements(v) * 2
         return size
+
+
+#: the types no buffer pads (not quantized): most of a graph's tensors
+_PLAIN = frozenset({"f32", "f16", "bf16", "i32", "i64", "i16", "i8", "f64"})
 
 
 def _elements(t: Tensor) -> int:
@@ -210,7 +214,7 @@ class GraphAllocator:
         size = alloc.size
         if size > self._peak[buffer_id]:
             self._peak[buffer_id] = size
-            self._peak_live[buffer_id] = tuple(t for t in self.live.values() if self.allocs[t.buffer] is alloc)
+            self._peak_live[buffer_id] = tuple(self.live.values())  # (peak_parts keeps this buffer's)
 
     def _free(self, node: Tensor) -> None:
         """ggml_gallocr_free_node."""
@@ -232,31 +236,34 @@ class GraphAllocator:
         self._peak = [0] * len(self.bufts)
         self._peak_live = [()] * len(self.bufts)
         self.allocs = self._new_allocs()
-        for t in (*leafs, *nodes):  # the hash table's reset
-            for x in (t, *t.srcs, t.view_src):
+        for lst in (leafs, nodes):  # the hash table's reset
+            for t in lst:
+                t.n_children = t.n_views = 0
+                t.allocated = False
+                for x in t.srcs:
+                    if x is not None:
+                        x.n_children = x.n_views = 0
+                        x.allocated = False
+                x = t.view_src
                 if x is not None:
                     x.n_children = x.n_views = 0
                     x.allocated = False
-
-        def nbuf(i: int) -> int:
-            return node_buffers[i] if node_buffers is not None else 0
-
+        nbufs = node_buffers if node_buffers is not None else [0] * len(nodes)
         allocate = self._allocate
         for i, leaf in enumerate(leafs):
             allocate(leaf, leaf_buffers[i] if leaf_buffers is not None else 0)
-        for i, node in enumerate(nodes):
+        for node, b in zip(nodes, nbufs, strict=True):
             if node.view_src is not None and node.op != "NONE":
                 node.view_src.n_views += 1
             if node.flags & FLAG_INPUT:
-                allocate(node, nbuf(i))
+                allocate(node, b)
             for src in node.srcs:
                 if src is None:
                     continue
                 src.n_children += 1
                 if src.flags & FLAG_INPUT:
-                    allocate(src, nbuf(i))
-        for i, node in enumerate(nodes):
-            b = nbuf(i)
+                    allocate(src, b)
+        for node, b in zip(nodes, nbufs, strict=True):
             for parent in node.srcs:
                 if parent is not None and not parent.allocated:
                     allocate(parent, b)
@@ -279,7 +286,10 @@ class GraphAllocator:
         """What a buffer held when it reached its size, by role (role_of), largest first; the rest is free space
         the allocator could not reuse."""
         parts: dict[str, int] = {}
+        alloc = self.allocs[buffer_id]
         for t in self._peak_live[buffer_id]:
+            if self.allocs[t.buffer] is not alloc:
+                continue
             role = role_of(t)
             size = self.bufts[buffer_id].alloc_size(t)
             parts[role] = parts.get(role, 0) + _align(size, self.allocs[buffer_id].alignment)

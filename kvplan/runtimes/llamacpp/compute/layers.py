@@ -93,11 +93,28 @@ def by_layer(names: Sequence[str], n_layer: int) -> tuple[tuple[str, ...], ...]:
 def placed(
     where: Sequence[int], names: Sequence[Sequence[str]], moved: Mapping[str, int], weight_bytes: Mapping[str, int]
 ) -> list[Hashable]:
-    """Each layer's placement: its device, and each of its weights' destination and bytes (`names`: by_layer's)."""
-    return [
-        (where[il], tuple((moved.get(n, where[il]), weight_bytes.get(n)) for n in layer))
-        for il, layer in enumerate(names)
-    ]
+    """Each layer's placement: its device, its weights' bytes (in its order) and the weights an override moves
+    off its device (their place in the layer, their destination) — equal for two layers exactly when each weight
+    of one has the destination and bytes of the same weight of the other (`names`: by_layer's)."""
+    key = (id(names), id(weight_bytes))
+    hit = _PLACED.get(key)
+    if hit is None or hit[0] is not names or hit[1] is not weight_bytes:
+        at = {n: (il, i) for il, layer in enumerate(names) for i, n in enumerate(layer)}
+        sizes = tuple(tuple(weight_bytes.get(n) for n in layer) for layer in names)
+        if len(_PLACED) >= 8:
+            del _PLACED[next(iter(_PLACED))]
+        hit = _PLACED[key] = (names, weight_bytes, at, sizes)
+    at, sizes = hit[2], hit[3]
+    off: list[list[tuple[int, int]]] = [[] for _ in names]
+    for n, dest in moved.items():
+        pos = at.get(n)
+        if pos is not None and dest != where[pos[0]]:
+            off[pos[0]].append((pos[1], dest))
+    return [(where[il], sizes[il], tuple(sorted(off[il]))) for il in range(len(names))]
+
+
+_PLACED: dict[tuple[int, int], tuple[Sequence[Sequence[str]], Mapping[str, int], dict[str, tuple[int, int]],
+                                     tuple[tuple[int | None, ...], ...]]] = {}  # fmt: skip
 
 
 def kept(

@@ -229,7 +229,7 @@ class Scheduler:
         self.pin_norms = placement.pins and (n_tokens < 32 or placement.full_offload)
         self._home_cache: dict[int, int] = {}
         #: the overrides' destinations by GGUF name (set by split: over the graph's weights)
-        self._moved: dict[str, int] = {}
+        self._moved: Mapping[str, int] = {}
 
     # --- where memory is
 
