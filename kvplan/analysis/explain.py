@@ -71,10 +71,25 @@ def _stated(log: LlamaCppLog) -> LlamaCppSettings:
         flash_attn=_FA.get(log.context.get("flash_attn", "auto"), FlashAttn.AUTO),
         # (a hybrid iSWA memory does not say "full-size"; its window cache as large as the other is the same)
         swa_full=log.swa_full or (len(set(log.iswa_cells.values())) == 1 and len(log.iswa_cells) == 2),
-        backend=Backend.CUDA if any(b.buffer.startswith("CUDA") for b in log.buffers) else Backend.CPU,
+        backend=backend_of(log),
         # the outputs the worst-case graph is reserved for (a newer llama-server sets it to -np); 0: -b's
         n_outputs_max=log.setting("n_outputs_max") or 0,
     )
+
+
+#: the device buffers' names in a log → their backend (ggml_backend_*_buffer_type names: CUDA0, ROCm0, MTL0,
+#: Vulkan0; a CUDA or ROCm host buffer "CUDA_Host" / "ROCm_Host"); RPC devices keep the CPU's rules
+_BUFFER_PREFIXES = (("CUDA", Backend.CUDA), ("ROCm", Backend.ROCM), ("MTL", Backend.METAL), ("Metal", Backend.METAL),
+                    ("Vulkan", Backend.VULKAN))  # fmt: skip
+
+
+def backend_of(log: LlamaCppLog) -> Backend:
+    """The buffer rules of the devices a log names (the first device backend its buffers name; else the CPU's)."""
+    for b in log.buffers:
+        for prefix, backend in _BUFFER_PREFIXES:
+            if b.buffer.startswith(prefix):
+                return backend
+    return Backend.CPU
 
 
 def _window_cells(p: MemoryPlan) -> int | None:

@@ -25,7 +25,7 @@ from kvplan.sources.llamacpp_log import LlamaCppLog
 
 MIB = 1 << 20
 #: buffers in host memory (the mmapped file, the CPU backend's repacked copies, pinned host memory)
-HOST = frozenset({"CPU", "CPU_Mapped", "CPU_REPACK", "CUDA_Host", "CPU_AARCH64"})
+HOST = frozenset({"CPU", "CPU_Mapped", "CPU_REPACK", "CUDA_Host", "ROCm_Host", "Vulkan_Host", "CPU_AARCH64"})
 #: splits tried to find the one that gives the printed model buffers (the log prints no -ts); each costs a few
 #: additions, so even four devices' every split of a 94-layer model is well under a second
 MAX_SPLITS = 500_000

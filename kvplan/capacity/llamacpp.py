@@ -54,6 +54,21 @@ DEFAULT_OVERHEAD_BYTES = 1 * GIB
 COMPUTE_BASIS = "llama.cpp's graph split over the devices (ports of its scheduler and allocator)"
 #: how far CUDA's rules are proven (tests/runtimes/llamacpp/compute/test_cuda_recorded.py, test_cuda_graph_recorded.py)
 CUDA_RULES = "CUDA's rules, recorded on an H200 (122 of 122 single-GPU placements equal)"
+
+
+def default_backend(req: Request) -> Backend:
+    """The buffer rules a plan on GPUs takes unless --backend says: ROCm's for an AMD Instinct preset (MI210 …
+    MI355X), CUDA's otherwise."""
+    model = req.hardware.model if req.hardware is not None else None
+    return Backend.ROCM if model is not None and model.name.startswith("MI") else Backend.CUDA
+
+
+def derived_rules(backend: Backend) -> str:
+    """What an answer on a backend whose rules are not recorded says of them."""
+    source = {Backend.ROCM: "ggml-cuda (HIP)", Backend.METAL: "ggml-metal", Backend.VULKAN: "ggml-vulkan"}
+    return f"{backend.display}'s rules derived from {source.get(backend, 'its')} source, not recorded"
+
+
 #: what a GPU's total memory holds that llama.cpp does not see free, where the compute is kvplan's own: an
 #: estimate from public startup logs (total − free reported before loading: RTX 4090 24,563 − 23,040 MiB,
 #: llama.cpp issue #27680 and Ollama issue #8923; H100 80 GB 79.65 − 78.6 GiB, Ollama issue #8098): 1.05 to
@@ -236,7 +251,7 @@ class Target:
         """Each GPU's weights and the host's (last), as llama.cpp's loader places the tensors."""
         weights = self.weights
         w = [0] * (len(self.memory) + 1)  # the last slot is the host
-        cuda_extra = weights.cuda_extra if backend is not Backend.CPU else ()
+        cuda_extra = weights.cuda_extra if backend.cuda_like else ()
         moved = self._moved(weights) if self.overrides or (self.n_cpu_moe and cuda_extra) else {}
         if self.overrides:  # tensor by tensor, as llama.cpp's loader does with buffer overrides
             _by_tensor(weights.tensors, where, moved, w)
@@ -280,7 +295,7 @@ class Target:
         basis (None where kvplan has no graph for the architecture)."""
         from kvplan.runtimes.llamacpp.compute import Placement as Devices
         from kvplan.runtimes.llamacpp.compute import device_compute_buffers
-        from kvplan.runtimes.llamacpp.compute.sched import CUDA, RPC
+        from kvplan.runtimes.llamacpp.compute.sched import CUDA, METAL, ROCM, RPC, VULKAN
 
         if self.draft is not None or self.mtp or self.split_none:
             return None
@@ -294,15 +309,19 @@ class Target:
             pipeline_parallel=n > 1 and all(d != -1 for d in where) and not rules and not self.no_kv_offload,
             pins=not self.fit_projection,
         )
-        backend_rules = RPC if p.context.backend is Backend.CPU else CUDA
+        backend = p.context.backend
+        backend_rules = {Backend.CPU: RPC, Backend.CUDA: CUDA, Backend.ROCM: ROCM, Backend.METAL: METAL,
+                         Backend.VULKAN: VULKAN}[backend]  # fmt: skip
         w = self.weights
-        extra = w.cuda_extra_by_name if backend_rules is CUDA else None
+        extra = w.cuda_extra_by_name if backend.cuda_like else None
         got = device_compute_buffers(p, devices, backend_rules, w.bytes_by_name, extra)
         if got is None:
             return None
         for i, c in enumerate(got):
             out[i], parts[i] = c.bytes, c.parts
-        return COMPUTE_BASIS if backend_rules is RPC else f"{COMPUTE_BASIS}; {CUDA_RULES}"
+        if backend is Backend.CPU:
+            return COMPUTE_BASIS
+        return f"{COMPUTE_BASIS}; {CUDA_RULES if backend is Backend.CUDA else derived_rules(backend)}"
 
     def _override_rules(self) -> list[tuple[Pattern, int]]:
         """The tensor buffer overrides in llama.cpp's order: -ot's (pattern → GPU index, -1 for the host), then
@@ -559,9 +578,10 @@ class LlamaCppRuntime:
             )
         memory, splits, first = req.hardware.memory_bytes, o.tensor_split, 0
         if o.split_mode == "row":  # make_gpu_buft_list: CUDA's backend registers no split buffer type any more
+            device = f"{(o.backend or default_backend(req)).label}0"
             raise RefusedConfigError(
-                "llama.cpp: -sm row: device CUDA0 does not support split buffers (make_gpu_buft_list: the CUDA "
-                "backend no longer provides ggml_backend_split_buffer_type; -sm tensor took its place)"
+                f"llama.cpp: -sm row: device {device} does not support split buffers (make_gpu_buft_list: the "
+                "CUDA, ROCm, Metal and Vulkan backends provide no split buffer type; -sm tensor took its place)"
             )
         if o.split_mode == "tensor":
             raise UnsupportedError(
@@ -609,7 +629,7 @@ class LlamaCppRuntime:
         )
 
     def base_settings(self, req: Request) -> LlamaCppSettings:
-        return settings_for(req.llamacpp, Backend.CUDA)
+        return settings_for(req.llamacpp, default_backend(req))
 
     def solver(self, model: ModelDescription, req: Request) -> LlamaCppSolver:
         return LlamaCppSolver(self.target(model, req), self.base_settings(req))

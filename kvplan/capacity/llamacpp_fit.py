@@ -333,12 +333,11 @@ def choose(
     """llama.cpp's fit for the request (its flags as given, on its GPUs), and the request with the chosen flags —
     what `llama-server --fit on` would run — for the ordinary placement and answer."""
     from kvplan.capacity.llamacpp import LlamaCppRuntime
-    from kvplan.capacity.llamacpp_settings import settings_for
-    from kvplan.runtimes.llamacpp import Backend
 
     o = req.llamacpp
-    target = LlamaCppRuntime().target(model, req)
-    settings = settings_for(o, o.backend or Backend.CUDA)
+    runtime = LlamaCppRuntime()
+    target = runtime.target(model, req)
+    settings = runtime.base_settings(req)
     try:
         given = bool(o.ctx_size) or o.ctx_per_seq is not None  # -c 0 (the trained context) is n_ctx_auto
         choice = fit_params(target, settings, ctx_given=given, margins_mib=margins_mib,

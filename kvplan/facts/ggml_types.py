@@ -28,8 +28,18 @@ class GGMLType:
 #: MATRIX_ROW_PADDING (ggml-cuda/common.cuh): a CUDA buffer pads a quantized tensor's last row to a multiple of
 #: this many values (ggml_backend_cuda_buffer_type_get_alloc_size), weights, caches and compute tensors alike
 CUDA_MATRIX_ROW_PADDING = 512
-#: ggml_backend_cuda_buffer_type_get_alignment
+#: ggml_backend_cuda_buffer_type_get_alignment (the HIP / ROCm build of the same source too)
 CUDA_BUFFER_ALIGNMENT = 128
+#: ggml_backend_metal_buffer_type_{shared,private,mapped}_get_alignment (ggml-metal.cpp): 32
+METAL_BUFFER_ALIGNMENT = 32
+#: ggml_backend_vk_buffer_type_get_alignment (ggml-vulkan.cpp) is the device's minStorageBufferOffsetAlignment:
+#: 4 on AMD's drivers, 16 on NVIDIA's, up to 64 on Intel's; kvplan takes the largest (a source reading: the
+#: device's own value may allocate a few bytes less per tensor)
+VULKAN_BUFFER_ALIGNMENT = 64
+#: ggml_backend_vk_buffer_type_get_max_size: the suballocation block, 1 GiB unless GGML_VK_SUBALLOCATION_BLOCK_SIZE
+#: (or the device's maxMemoryAllocationSize, when smaller) says otherwise; a compute buffer is allocated in chunks
+#: of at most this (ggml_dyn_tallocr's max_chunk_size)
+VULKAN_MAX_BUFFER_SIZE = 1 << 30
 
 
 def cuda_alloc_size(t: GGMLType, ne0: int, nbytes: int) -> int:

@@ -161,8 +161,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("no_kv_offload", ("-nkvo", "--no-kv-offload"), v.switch,
             "keep the KV cache in host memory", "llama.cpp", None, negate=("-kvo", "--kv-offload"), runtime=_LL),
     Setting("backend", ("--backend",), v.backend,
-            "buffer rules: cuda (128-byte alignment, padded quantized rows) or cpu; both recorded; fit: cuda",
-            "llama.cpp", "cuda|cpu", runtime=_LL, choices=tuple(b.value for b in Backend)),
+            "buffer rules: cuda (128-byte alignment, padded quantized rows) or cpu, both recorded; rocm, metal, "
+            "vulkan, derived from their source; fit: cuda (rocm on an AMD Instinct preset)",
+            "llama.cpp", "cuda|cpu|rocm|metal|vulkan", runtime=_LL, choices=tuple(b.value for b in Backend)),
     Setting("mtp", ("--mtp",), v.switch,
             "also size the MTP draft context (nextn layers only)", "llama.cpp", None, runtime=_LL),
     Setting("spec_type", ("--spec-type",), v.spec_type,

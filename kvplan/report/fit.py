@@ -149,7 +149,8 @@ def _llamacpp_notes(f: LlamaCppFit, r: FitResult, units: Units) -> tuple[list[st
             held = ", ".join(f"{role} {format_size(b, units)}" for role, b in dev.compute_parts[:4])
             notes.append(f"compute on {dev.name} at its peak: {held}")
     notes.append(
-        f"KV / state: the exact llama.cpp layout ({p.context.backend.value} buffer rules), "
+        f"KV / state: the exact llama.cpp layout ({p.context.backend.value} buffer rules"
+        f"{'' if p.context.backend.recorded else ', derived from its source, not recorded'}), "
         f"{format_size(p.total_bytes, units)} in all"
     )
     notes.append("the input layer (token embeddings) stays in host memory, as llama.cpp keeps it")
@@ -409,6 +410,12 @@ def fit_on_document(choice: FitChoice, ev: Evaluation, req: Request, units: Unit
         basis = (
             "kvplan's compute per device, llama.cpp's graph split over the devices as its fit measures it in every "
             "projection (the CPU backend's buffer rules: 351 of 351 recorded fits chosen alike)"
+        )
+    elif graph.startswith(COMPUTE_BASIS) and "not recorded" in graph:
+        basis = (
+            f"kvplan's compute per GPU, llama.cpp's graph split over the GPUs with {graph[len(COMPUTE_BASIS) + 2 :]} "
+            "(llama.cpp's fit is ported as it runs on CUDA, proven on the CPU backend's recorded fits); measure "
+            "with llama-fit-params --fit-print on and pass --overhead to check"
         )
     elif graph.startswith(COMPUTE_BASIS):
         basis = (

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kvplan.errors import RefusedConfigError, UsageError
 from kvplan.facts import archs
 from kvplan.facts.ggml_types import cache_type
-from kvplan.model import ModelDescription
+from kvplan.model import Layer, ModelDescription
 from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, LLAMA_MAX_SEQ, Backend, Context, FlashAttn
 from kvplan.units import pad_to
 
@@ -32,7 +32,8 @@ class LlamaCppSettings:
     swa_full: bool = False  # --swa-full
     n_rs_seq: int = 0  # recurrent snapshots kept for speculative rollback
     mtp: bool = False  # size an MTP draft context (LLAMA_CONTEXT_TYPE_MTP) instead of the main one
-    backend: Backend = Backend.CPU  # buffer rules: cpu (alignment 32) or cuda (128 + row padding), both recorded
+    #: buffer rules: cpu (alignment 32) or cuda (128 + row padding), both recorded; rocm, metal, vulkan (their source)
+    backend: Backend = Backend.CPU
     #: the outputs the worst-case graph is reserved for: 0 = every token (llama.cpp of 2026-10-01); a newer
     #: llama.cpp's log states n_outputs_max (llama-server: one per sequence), which explain passes on
     n_outputs_max: int = 0
@@ -47,23 +48,62 @@ _CUDA_FA_GQA = {(192, 128): 8, (320, 256): 32, (512, 512): 1, (576, 512): 1}
 _CUDA_FA_TYPES = frozenset({"f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})
 
 
-def cuda_fa_missing(model: ModelDescription, type_k: str, type_v: str) -> str | None:
+#: ggml_metal_device_supports_op's FLASH_ATTN_EXT (ggml-metal-device.m): the K head sizes with a kernel
+_METAL_FA_HEADS = frozenset({32, 40, 48, 64, 72, 80, 96, 112, 128, 192, 256, 320, 512, 576})
+#: ... and the cache types it reads (K and V of one type; bf16 where the GPU has bfloat: Apple's M2 and later)
+_METAL_FA_TYPES = frozenset({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1"})
+#: ggml_backend_vk_device_supports_op's FLASH_ATTN_EXT (ggml-vulkan.cpp): the cache types it reads
+_VULKAN_FA_TYPES = frozenset({"f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"})
+
+
+def fa_missing(backend: Backend, model: ModelDescription, type_k: str, type_v: str) -> str | None:
+    """Why the backend's devices have no flash-attention kernel for this model's attention, or None (a reading of
+    each backend's source, not recorded): CUDA's and ROCm's (HIP builds CUDA's kernels) cuda_fa_missing; Metal's
+    and Vulkan's supports_op. The CPU runs every case."""
+    if backend.cuda_like:
+        return cuda_fa_missing(model, type_k, type_v, "ROCm" if backend is Backend.ROCM else "CUDA")
+    if backend is Backend.METAL:
+        if type_k != type_v or type_k not in _METAL_FA_TYPES:
+            kinds = ", ".join(sorted(_METAL_FA_TYPES))
+            return f"Metal's flash attention reads K and V caches of one type among {kinds}"
+        for layer in _attention_layers(model):
+            dk, dv = layer.head_k, layer.head_v
+            if dk not in _METAL_FA_HEADS or (dk == 72 and dv != 72) or dk < dv:
+                return f"Metal has no flash-attention kernel for K/V heads of {dk}/{dv} (layer {layer.index})"
+        return None
+    if backend is Backend.VULKAN:
+        bad = [t for t in (type_k, type_v) if t not in _VULKAN_FA_TYPES]
+        if bad or (type_k == "bf16") != (type_v == "bf16"):
+            return f"Vulkan's flash attention does not read {bad[0] if bad else 'bf16 with another'} caches"
+        for layer in _attention_layers(model):
+            if layer.head_k % 8 or layer.head_v % 8:
+                return (
+                    f"Vulkan has no flash-attention kernel for K/V heads of {layer.head_k}/{layer.head_v} "
+                    f"(layer {layer.index}: not multiples of 8)"
+                )
+        return None
+    return None
+
+
+def _attention_layers(model: ModelDescription) -> list[Layer]:
+    return [x for x in model.layers[: model.n_layer] if not x.recurrent and x.n_head_kv]
+
+
+def cuda_fa_missing(model: ModelDescription, type_k: str, type_v: str, name: str = "CUDA") -> str | None:
     """Why CUDA has no flash-attention kernel for this model's attention, or None: the K/V head sizes and cache
     types ggml_cuda_get_best_fattn_kernel accepts (a reading of the source, not recorded). With -fa auto,
     llama.cpp's context then runs its probe graph, finds the op on the CPU instead of the layer's GPU
     (resolve_fused_ops) and turns flash attention off."""
-    for layer in model.layers[: model.n_layer]:
-        if layer.recurrent or not layer.n_head_kv:
-            continue
+    for layer in _attention_layers(model):
         dk, dv, gqa = layer.head_k, layer.head_v, layer.n_head // layer.n_head_kv
         multiple = _CUDA_FA_GQA.get((dk, dv))
         if not (dk in _CUDA_FA_SAME and dv == dk) and not (multiple and gqa >= 2 and gqa % multiple == 0):
             return (
-                f"CUDA has no flash-attention kernel for K/V heads of {dk}/{dv} with {gqa} query head(s) per KV "
+                f"{name} has no flash-attention kernel for K/V heads of {dk}/{dv} with {gqa} query head(s) per KV "
                 f"head (layer {layer.index})"
             )
     bad = [t for t in (type_k, type_v) if t not in _CUDA_FA_TYPES]
-    return f"CUDA's flash attention does not read {bad[0]} caches" if bad else None
+    return f"{name}'s flash attention does not read {bad[0]} caches" if bad else None
 
 
 def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # noqa: C901 - llama.cpp's checks, in its order
@@ -100,8 +140,8 @@ def derive_context(model: ModelDescription, s: LlamaCppSettings) -> Context:  # 
                 f"llama.cpp refuses: quantized V cache ({type_v.name}) requires flash attention (-fa on)"
             )
     fa_off_in_graph = fa_on_cpu = ""  # the cache is laid out for flash attention either way (auto counts as on)
-    if fa is not FlashAttn.OFF and backend is Backend.CUDA:
-        missing = cuda_fa_missing(model, type_k.name, type_v.name) or ""
+    if fa is not FlashAttn.OFF and backend is not Backend.CPU:
+        missing = fa_missing(backend, model, type_k.name, type_v.name) or ""
         fa_off_in_graph, fa_on_cpu = (missing, "") if fa is FlashAttn.AUTO else ("", missing)
     for t, attr, label in ((type_k, "head_k", "K"), (type_v, "head_v", "V")):
         if fa is not FlashAttn.OFF and t.is_quantized:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME, GGMLType
 from kvplan.model import Layer, MemoryKind, ModelDescription, SwaType
 from kvplan.runtimes.llamacpp.context import LlamaCppSettings, derive_context
-from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, CacheKind, CachePlan, Context, FlashAttn, MemoryPlan
+from kvplan.runtimes.llamacpp.plan import KV_PAD_CELLS, Backend, CacheKind, CachePlan, Context, FlashAttn, MemoryPlan
 from kvplan.units import cdiv, pad_to
 
 F32 = GGML_TYPES_BY_NAME["f32"]
@@ -66,6 +66,16 @@ class _Rows(list[_Row]):
             return tuple(per_shape[i] for i in self.of_row)
         picked: tuple[int, ...] = self._pick(per_shape)
         return picked
+
+
+#: where each backend's flash-attention kernels are chosen (fa_missing's readings)
+_FA_SOURCE = {
+    Backend.CPU: "ggml-cpu",
+    Backend.CUDA: "ggml-cuda/fattn.cu",
+    Backend.ROCM: "ggml-cuda/fattn.cu, built by HIP",
+    Backend.METAL: "ggml-metal-device.m's supports_op",
+    Backend.VULKAN: "ggml-vulkan.cpp's supports_op",
+}
 
 
 def _kv_cache(
@@ -568,8 +578,8 @@ def plan(model: ModelDescription, settings: LlamaCppSettings) -> MemoryPlan:
     if ctx.fa_off_in_graph:
         notes.append(
             f"flash attention auto: {ctx.fa_off_in_graph}, so llama.cpp builds the cache for it and then runs the "
-            "graph without it (resolve_fused_ops; CUDA's kernels read from ggml-cuda/fattn.cu, not recorded): the "
-            "compute buffer holds the f32 KQ scores"
+            f"graph without it (resolve_fused_ops; {ctx.backend.display}'s kernels read from "
+            f"{_FA_SOURCE[ctx.backend]}, not recorded): the compute buffer holds the f32 KQ scores"
         )
     if ctx.fa_on_cpu:
         notes.append(

@@ -10,14 +10,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT, GGMLType, cuda_alloc_size
+from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT, VULKAN_BUFFER_ALIGNMENT, GGMLType, cuda_alloc_size
 from kvplan.model import ModelDescription
 from kvplan.units import pad_to
 
 LLAMA_MAX_SEQ = 256
 KV_PAD_CELLS = 256
 CPU_ALIGNMENT = 32
-CUDA_ALIGNMENT = CUDA_BUFFER_ALIGNMENT
 
 
 class FlashAttn(str, Enum):
@@ -29,10 +28,40 @@ class FlashAttn(str, Enum):
 
 
 class Backend(str, Enum):
-    """Whose buffer rules size the tensors: the CPU backend's or CUDA's (both recorded against llama.cpp)."""
+    """Whose buffer rules size the tensors: the CPU backend's or CUDA's (both recorded against llama.cpp), or
+    ROCm's (HIP: CUDA's source), Metal's or Vulkan's (derived from their source, not recorded)."""
 
     CPU = "cpu"
     CUDA = "cuda"
+    ROCM = "rocm"
+    METAL = "metal"
+    VULKAN = "vulkan"
+
+    @property
+    def cuda_like(self) -> bool:
+        """ggml-cuda's buffers (CUDA, and HIP for ROCm): 128-byte alignment, quantized rows padded."""
+        return self in (Backend.CUDA, Backend.ROCM)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether its rules are proven against llama.cpp here (else read from its source)."""
+        return self in (Backend.CPU, Backend.CUDA)
+
+    @property
+    def alignment(self) -> int:
+        if self.cuda_like:
+            return CUDA_BUFFER_ALIGNMENT
+        return VULKAN_BUFFER_ALIGNMENT if self is Backend.VULKAN else CPU_ALIGNMENT
+
+    @property
+    def display(self) -> str:
+        """Its name in prose."""
+        return {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}[self.value]
+
+    @property
+    def label(self) -> str:
+        """Its name as llama.cpp's buffers name it."""
+        return {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "metal": "MTL", "vulkan": "Vulkan"}[self.value]
 
 
 class CacheKind(str, Enum):
@@ -77,7 +106,7 @@ class Context:
 
     @property
     def alignment(self) -> int:
-        return CUDA_ALIGNMENT if self.backend is Backend.CUDA else CPU_ALIGNMENT
+        return self.backend.alignment
 
     @property
     def context_type(self) -> str:
@@ -86,7 +115,7 @@ class Context:
     def alloc(self, t: GGMLType, ne0: int, nbytes: int) -> int:
         """The buffer bytes one tensor takes: ggml_backend_buft_get_alloc_size (CUDA's: cuda_alloc_size), padded
         to the alignment."""
-        if self.backend is Backend.CUDA and nbytes:
+        if self.backend.cuda_like and nbytes:
             nbytes = cuda_alloc_size(t, ne0, nbytes)
         return pad_to(nbytes, self.alignment)
 

@@ -5,15 +5,16 @@ tests/fixtures/oracle/compute_graph.json); other architectures have no graph her
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
 from kvplan.runtimes.llamacpp.compute.archs import BUILDERS, Dims
 from kvplan.runtimes.llamacpp.compute.context import Reserve, Weights
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
-from kvplan.runtimes.llamacpp.compute.layers import by_layer, kept, placed, structure
+from kvplan.runtimes.llamacpp.compute.layers import DROPPED_IN, KEPT, Probe, by_layer, placed, shortening, structure
 from kvplan.runtimes.llamacpp.compute.sched import CUDA, HOST, RPC, DeviceRules, Placement, Scheduler, weight_names
 from kvplan.runtimes.llamacpp.plan import CacheKind, FlashAttn, MemoryPlan
 
@@ -205,14 +206,18 @@ def no_graph_reason(p: MemoryPlan) -> str:
 def cpu_compute_buffer(p: MemoryPlan) -> ComputeBuffer | None:
     """llama.cpp's compute buffer on the CPU backend (every layer on the CPU), or None where kvplan has no graph
     for the architecture."""
-    g = _shortened(p)
-    if g is None:
+
+    def reserve(g: Graph, probe: Probe | None) -> GraphAllocator:
+        alloc = GraphAllocator()
+        alloc.reserve(g.leafs, g.nodes, marks=probe.callbacks(alloc, g.nodes, {}) if probe is not None else None)
+        return alloc
+
+    alloc = _proven(p, None, None, reserve)
+    if alloc is None:
         return None
-    alloc = GraphAllocator()
-    size = alloc.reserve(g.leafs, g.nodes)[0]
     return ComputeBuffer(
         "CPU",
-        size,
+        alloc.allocs[0].size,
         alloc.peak_parts(),
         "llama.cpp's worst-case graph (graph_reserve) planned by a port of ggml's graph allocator",
     )
@@ -235,10 +240,13 @@ def device_compute_buffers(
     hit = _DEVICE_BUFFERS.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], (p.model, weight_bytes, weight_extra), strict=True)):
         return hit[1]
-    g = _shortened(p, placement, weight_bytes)
-    if g is None:
+    planned = _proven(
+        p, placement, weight_bytes,
+        lambda g, probe: Scheduler(placement, r.n_tokens, rules, weight_bytes, weight_extra).reserve(g, probe),
+    )  # fmt: skip
+    if planned is None:
         return None
-    sizes, alloc = Scheduler(placement, r.n_tokens, rules, weight_bytes, weight_extra).reserve(g)
+    sizes, alloc = planned
     basis = "llama.cpp's worst-case graph split over the devices by a port of ggml's scheduler and allocator"
     if not rules.recorded:
         basis += f" ({rules.name} rules derived from its source, not recorded)"
@@ -277,26 +285,72 @@ def _layer_classes(p: MemoryPlan) -> _Classes | None:
     return found
 
 
+#: the shortenings tried, the cheapest first: (periods kept, periods dropped in multiples of); each answer stands
+#: only where layers.Probe proves it the whole graph's, else the next is tried, and the whole graph last
+ATTEMPTS: tuple[tuple[int, int], ...] = ((3, 1), (KEPT + 12, DROPPED_IN))
+#: (model, reserve, attempt) where an attempt was not proven: the next plans of the model skip it
+_UNPROVEN: dict[tuple[int, Reserve, tuple[int, int]], ModelDescription] = {}
+_R = TypeVar("_R")
+
+
+def _proven(
+    p: MemoryPlan,
+    placement: Placement | None,
+    weight_bytes: Mapping[str, int] | None,
+    reserve: Callable[[Graph, Probe | None], _R],
+) -> _R | None:
+    """`reserve` run on the shortest graph whose shortening its probe proves exact (or on the whole graph), or
+    None where kvplan has no graph for the architecture."""
+    base = (id(p.model), replace(reserve_for(p), kv_size=0, kv_size_swa=0, n_ctx_seq=0))
+    for attempt in (*ATTEMPTS, None):
+        if attempt is not None and _UNPROVEN.get((*base, attempt)) is p.model:
+            continue
+        got = _shortened(p, placement, weight_bytes, attempt)
+        if got is None:
+            return None
+        g, probe = got
+        result = reserve(g, probe)
+        if probe is None or probe.proven():
+            return result
+        assert attempt is not None
+        if len(_UNPROVEN) >= 256:
+            del _UNPROVEN[next(iter(_UNPROVEN))]
+        _UNPROVEN[(*base, attempt)] = p.model
+    raise AssertionError("unreachable: the whole graph needs no proof")  # pragma: no cover
+
+
 def _shortened(
-    p: MemoryPlan, placement: Placement | None = None, weight_bytes: Mapping[str, int] | None = None
-) -> Graph | None:
-    """The graph with its repeating layers shortened (layers.py): where they repeat, and where a `placement` is
-    given, where their placement repeats too."""
+    p: MemoryPlan,
+    placement: Placement | None = None,
+    weight_bytes: Mapping[str, int] | None = None,
+    attempt: tuple[int, int] | None = ATTEMPTS[0],
+) -> tuple[Graph, Probe | None] | None:
+    """The graph with its repeating layers shortened as `attempt` says (layers.py; None: the whole graph): where
+    they repeat, and where a `placement` is given, where their placement repeats too; with the probe that can
+    prove it (None where nothing was dropped)."""
     classes = _layer_classes(p)
     if classes is None:
         return None
     n_layer = p.model.n_layer
     codes, names, layer_names = classes
     sigs: list[Hashable] = list(codes)
+    if attempt is None:
+        g = graph_of(p)
+        return (g, None) if g is not None else None
     if placement is not None:
         if len(placement.where) <= n_layer:  # (where: the trunk's layers, any MTP block's, then the output layer)
-            return graph_of(p)
+            g = graph_of(p)
+            return (g, None) if g is not None else None
         from kvplan.runtimes.llamacpp.overrides import destinations
 
         moved = destinations(placement.rules, names) if placement.rules else {}
         sigs = list(zip(codes, placed(placement.where, layer_names, moved, weight_bytes or {}), strict=True))
-    short = kept(sigs)
-    return graph_of(p, short if len(short) < n_layer else ())
+    short, runs = shortening(sigs, attempt[0], dropped_in=attempt[1])
+    if len(short) >= n_layer:
+        g = graph_of(p)
+        return (g, None) if g is not None else None
+    g = graph_of(p, short)
+    return (g, Probe(g, runs)) if g is not None else None
 
 
 __all__ = [

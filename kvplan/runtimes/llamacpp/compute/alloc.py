@@ -4,7 +4,7 @@ compute buffer llama.cpp reserves is the sum of the chunks' max_size (ggml_gallo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kvplan.facts.ggml_types import GGML_TYPES_BY_NAME, cuda_alloc_size
@@ -123,8 +123,12 @@ class BufferType:
     fa_f16_copies: bool = False
     #: CUDA's too: a quantized tensor's last row padded (facts.ggml_types.cuda_alloc_size)
     cuda_rows: bool = False
+    #: Metal's: some ops' scratch in their own allocation (metal_alloc_size)
+    metal_scratch: bool = False
 
     def alloc_size(self, t: Tensor) -> int:
+        if self.metal_scratch:
+            return metal_alloc_size(t)
         size = self._fa_size(t) if self.fa_f16_copies and t.op == "FLASH_ATTN_EXT" else t.nbytes
         if self.cuda_rows and t.type not in _PLAIN:
             kind = GGML_TYPES_BY_NAME.get(t.type)
@@ -147,6 +151,68 @@ class BufferType:
             if not v_is_k_view:
                 size = _align(size, 128) + _elements(v) * 2
         return size
+
+
+def _pad(n: int, m: int) -> int:
+    return (n + m - 1) // m * m
+
+
+#: ggml-metal-impl.h: flash attention's queries and KV cells per simdgroup (the matrix and the vector kernels),
+#: and the MoE product's partial maxima
+_NQPSG, _NCPSG, _VEC_NQPSG, _VEC_NCPSG, _NPART_AMAX = 8, 64, 1, 32, 256
+_METAL_KV_F16 = frozenset({"q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})
+_METAL_SPARSE_HEADS = frozenset({(32, 32), (64, 64), (96, 96), (96, 64), (128, 128), (192, 128), (192, 192),
+                                 (256, 256), (320, 256), (512, 512), (576, 512)})  # fmt: skip
+_METAL_SPARSE_TYPES = frozenset({"f16", "bf16", "f32", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})
+
+
+def metal_alloc_size(t: Tensor) -> int:
+    """ggml_backend_metal_buffer_type_get_alloc_size (ggml-metal.cpp, llama.cpp 2026-10-01) and the ggml_metal_op_*
+    _extra_* functions it adds (ggml-metal-ops.cpp): a MoE product's expert counts, row ids and maxima; flash
+    attention's padding, block map, per-workgroup partial results, f16 copies of a quantized K and V and sparse
+    index lists (always reserved, "to avoid graph reallocations"); a sort's or cumulative sum's second copy; top-k's
+    pairs. A reading of the source, not recorded."""
+    size = t.nbytes
+    if t.op == "MUL_MAT_ID":
+        w, ids = t.srcs[0], t.srcs[2]
+        assert w is not None and ids is not None
+        n_expert = w.ne[2]
+        return size + 4 * n_expert + 4 * n_expert * ids.ne[1] + 8 + _NPART_AMAX * 4
+    if t.op in ("CUMSUM", "ARGSORT"):
+        return size * 2
+    if t.op == "TOP_K":
+        src = t.srcs[0]
+        assert src is not None
+        return 2 * 4 * _elements(src)
+    if t.op != "FLASH_ATTN_EXT":
+        return size
+    q, k, v = t.srcs[0], t.srcs[1], t.srcs[2]
+    mask = t.srcs[3] if len(t.srcs) > 3 else None
+    assert q is not None and k is not None and v is not None
+    v_view_of_k = v.view_src is not None and (
+        v.view_src is k or (v.view_src is k.view_src and v.view_offs == k.view_offs)
+    )
+    kv_f16 = q.ne[1] >= 32 and k.type in _METAL_KV_F16
+    nb11, nb21 = k.nb[1], v.nb[1]
+    if kv_f16:
+        nb11, nb21 = 2 * k.ne[0], 2 * (k.ne[0] if v_view_of_k else v.ne[0])
+    mask_rows = mask.ne[1] * mask.ne[2] * mask.ne[3] if mask is not None else 0
+    size += _NCPSG * (nb11 * k.ne[2] * k.ne[3] + nb21 * v.ne[2] * v.ne[3] + 2 * mask_rows)  # extra_pad
+    if mask is not None:  # extra_blk
+        vec = q.ne[1] < 20 and q.ne[0] % 32 == 0
+        nqptg, ncpsg = (_VEC_NQPSG, _VEC_NCPSG) if vec else (_NQPSG, _NCPSG)
+        blocks = -(-q.ne[1] // nqptg) * -(-mask.ne[0] // ncpsg)
+        size += _pad(blocks * mask.ne[2] * mask.ne[3], 32)
+    size += 4 * (min(q.ne[1], 32) * q.ne[2] * q.ne[3] * 32 * (v.ne[0] + 2))  # extra_tmp
+    k_size = _pad(2 * _elements(k), 16)  # extra_kv_f16
+    size += k_size if v_view_of_k else k_size + _pad(2 * _elements(v), 16)
+    n_kv_max = int(t.param[len("n_kv_max=") :]) if t.param.startswith("n_kv_max=") else 0
+    if (  # extra_idx: the sparse path's index lists
+        0 < n_kv_max <= 4096 and mask is not None and (k.ne[0], v.ne[0]) in _METAL_SPARSE_HEADS
+        and k.type in _METAL_SPARSE_TYPES
+    ):  # fmt: skip
+        size += _pad(4 * _pad(n_kv_max, _VEC_NCPSG) * mask_rows, 16)
+    return size
 
 
 #: the types no buffer pads (not quantized): most of a graph's tensors
@@ -230,8 +296,10 @@ class GraphAllocator:
         nodes: Sequence[Tensor],
         node_buffers: Sequence[int] | None = None,
         leaf_buffers: Sequence[int] | None = None,
+        marks: Mapping[int, Callable[[], None]] | None = None,
     ) -> list[int]:
-        """ggml_gallocr_reserve_n_size: the bytes of every buffer type's compute buffer for this graph."""
+        """ggml_gallocr_reserve_n_size: the bytes of every buffer type's compute buffer for this graph (`marks`:
+        called before the node of that index is allocated, to read the allocator's state)."""
         self.live = {}
         self._peak = [0] * len(self.bufts)
         self._peak_live = [()] * len(self.bufts)
@@ -263,7 +331,10 @@ class GraphAllocator:
                 src.n_children += 1
                 if src.flags & FLAG_INPUT:
                     allocate(src, b)
-        for node, b in zip(nodes, nbufs, strict=True):
+        marks = marks or {}
+        for i, (node, b) in enumerate(zip(nodes, nbufs, strict=True)):
+            if i in marks:
+                marks[i]()
             for parent in node.srcs:
                 if parent is not None and not parent.allocated:
                     allocate(parent, b)
@@ -281,6 +352,25 @@ class GraphAllocator:
                     elif parent.allocated:
                         self._free(parent)
         return [a.size for a in self.allocs]
+
+    def state(self, name: Callable[[Tensor], tuple[Hashable, bool]]) -> Hashable:
+        """What decides every later allocation: each buffer's chunks (free blocks, size) and each live tensor's
+        place, name and remaining uses (`name`: a tensor's name and whether its uses count, else only whether it
+        has any)."""
+        seen: list[DynAllocator] = []
+        chunks = []
+        for a in self.allocs:
+            if any(a is x for x in seen):
+                continue
+            seen.append(a)
+            chunks.append(tuple((tuple(map(tuple, c.blocks)), c.max_size) for c in a.chunks))
+        live = []
+        for t in self.live.values():
+            key, counted = name(t)
+            uses = (t.n_children, t.n_views) if counted else t.n_children + t.n_views > 0
+            live.append(((t.buffer, t.chunk, t.offset), key, uses))
+        live.sort(key=lambda x: x[0])
+        return tuple(chunks), tuple(live)
 
     def peak_parts(self, buffer_id: int = 0) -> tuple[tuple[str, int], ...]:
         """What a buffer held when it reached its size, by role (role_of), largest first; the rest is free space

@@ -282,7 +282,8 @@ class GraphContext:
         mask = kv.mask if top_k is None else _top_k_mask(kv.mask, top_k)
         kk = self.get_k(cache_k, head_k, n_head_kv)
         vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
-        return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, mask, None, v_mla), wo_s)
+        n_kv_max = top_k.ne[0] if top_k is not None else 0
+        return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, mask, None, v_mla, n_kv_max=n_kv_max), wo_s)
 
     def _cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
         """One layer's K or V cache tensor: [n_embd, cells, streams], in the layer's cache buffer."""
@@ -483,7 +484,10 @@ class GraphContext:
         sinks: Tensor | None,
         v_mla: Tensor | None = None,
         softcap: bool = False,
+        n_kv_max: int = 0,
     ) -> Tensor:
+        """build_attn_mha (`n_kv_max`: the cells a query may attend at most, the top-k's; a backend's sparse flash
+        attention sizes its index lists by it)."""
         v_trans = v.nb[1] > v.nb[2]
         n_stream = k.ne[3]
         q = ggml.view(
@@ -500,6 +504,8 @@ class GraphContext:
             if v.type == "f32":
                 v = ggml.cast(v, "f16")
             cur = ggml.flash_attn_ext(q, k, v, mask, sinks)
+            if n_kv_max:
+                cur.param = f"n_kv_max={n_kv_max}"  # (ggml_flash_attn_ext_set_n_kv_max)
             if v_mla is not None:
                 cur = ggml.permute(cur, 0, 2, 1, 3)
                 cur = ggml.mul_mat(v_mla, cur)

@@ -3,26 +3,30 @@ treat a run of identical layers identically once the first ones have set the all
 signature is its part of the graph (ops, shapes, strides, flags, pins, and its sources as positions relative to
 the layer) and where the placement puts it (its device, each weight's destination under the overrides, each
 weight's real bytes). Where the signatures repeat with a period of up to MAX_PERIOD layers, the graph is rebuilt
-with the first KEPT periods of the stretch and the rest dropped in multiples of DROPPED_IN periods (those left over
-kept); every device's compute buffer is the same (proven
-against the whole graph on every recorded case and on the realistic shapes' placements:
-tests/runtimes/llamacpp/compute/test_layers.py)."""
+with the first periods of the stretch and the rest dropped (shortening); Probe then proves, from the allocator's
+states at the kept periods' starts, that the shortened graph allocates exactly what the whole one does — or the
+caller plans more periods, or the whole graph (compute/__init__.py: ATTEMPTS). Checked against the whole graph
+on the realistic shapes' placements too: tests/runtimes/llamacpp/compute/test_layers.py."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 from kvplan.runtimes.llamacpp.compute.tensor import Tensor
+
+if TYPE_CHECKING:
+    from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
 
 #: the periods kept of a repeating stretch of layers, and the longest period looked for (Gemma 3: 6; a Q4_K_M's
 #: mixed types: 3)
 KEPT = 3
 MAX_PERIOD = 8
-#: the periods dropped come in multiples of this: the allocator's free blocks may cycle through two, three or
-#: four layouts from one layer to the next (Snowflake Arctic's: three), and the layers after the dropped ones must
-#: meet the layout they would (12: a whole number of each cycle)
+#: the periods dropped in the second attempt come in multiples of this: the allocator's free blocks may cycle
+#: through two, three or four layouts from one layer to the next (Snowflake Arctic's: three); Probe proves it
 DROPPED_IN = 12
 _CACHE_NAME = re.compile(r"_l\d+\b")
 _STRUCTURES: dict[int, tuple[Graph, tuple[int, ...]]] = {}
@@ -117,15 +121,33 @@ _PLACED: dict[tuple[int, int], tuple[Sequence[Sequence[str]], Mapping[str, int],
                                      tuple[tuple[int | None, ...], ...]]] = {}  # fmt: skip
 
 
-def kept(
+@dataclass(frozen=True)
+class Stretch:
+    """A run of layers whose signatures repeat: `periods` periods of `period` layers from layer `start`, of which
+    the first `kept` periods are built."""
+
+    start: int
+    period: int
+    periods: int
+    kept: int
+
+    @property
+    def boundaries(self) -> range:
+        """The first layer of each kept period: where the allocator's state is compared (Probe)."""
+        return range(self.start, self.start + self.kept * self.period, self.period)
+
+
+def shortening(
     signatures: Sequence[Hashable], kept_periods: int = KEPT, max_period: int = MAX_PERIOD, dropped_in: int = DROPPED_IN
-) -> tuple[int, ...]:
-    """The layers to build: from each stretch whose signatures repeat with a period p (the shortest saving
-    most) for more than `kept_periods` periods, its first `kept_periods` × p layers; every other layer."""
+) -> tuple[tuple[int, ...], tuple[Stretch, ...]]:
+    """The layers to build and the stretches shortened: from each stretch whose signatures repeat with a period p
+    (the shortest saving most) for more than `kept_periods` periods, its first periods — `kept_periods` and
+    those left over from dropping multiples of `dropped_in` periods; every other layer."""
     codes: dict[Hashable, int] = {}
     sig = [codes.setdefault(s, len(codes)) for s in signatures]
     n = len(sig)
     out: list[int] = []
+    runs: list[Stretch] = []
     i = 0
     while i < n:
         best = (0, 0, 0)  # (layers saved, period, periods)
@@ -143,5 +165,94 @@ def kept(
             continue
         saved, p, periods = best
         out.extend(range(i, i + periods * p - saved))
+        runs.append(Stretch(i, p, periods, periods - saved // p))
         i += periods * p
-    return tuple(out)
+    return tuple(out), tuple(runs)
+
+
+def kept(
+    signatures: Sequence[Hashable], kept_periods: int = KEPT, max_period: int = MAX_PERIOD, dropped_in: int = DROPPED_IN
+) -> tuple[int, ...]:
+    """The layers to build (shortening's)."""
+    return shortening(signatures, kept_periods, max_period, dropped_in)[0]
+
+
+class Probe:
+    """The proof that a shortened graph allocates as the whole one does. ggml's allocator walks the graph in
+    order, so within a stretch each period maps the allocator's state at its first node to the state at the next
+    period's by one and the same function (the periods' graphs are alike, and the tensors shared by every
+    period — the inputs, a layer before the stretch — are freed in none but the last). Once the state at one
+    period's start equals the state c periods later, it repeats every c periods for the rest of the stretch; so
+    when two kept periods' states a < b agree and the periods dropped are a multiple of b − a, the state after
+    the kept periods is the whole stretch's, and every later allocation, the peak and what is live at the peak
+    are the whole graph's. A state: each buffer's free blocks and chunk sizes, and each live tensor's place and
+    remaining uses, the tensors of the stretch named relative to the period (the tensors shared by every period
+    by identity, their remaining uses only as 'some'). A graph whose stretches are not proven so is planned
+    again with more periods kept, or whole."""
+
+    def __init__(self, g: Graph, runs: Sequence[Stretch]) -> None:
+        self.runs = [r for r in runs if r.kept < r.periods]  # (nothing dropped: nothing to prove)
+        self.where: dict[int, tuple[int, int]] = {}  # a stretch tensor's (layer, place in its layer's tensors)
+        layers = {il: k for k, r in enumerate(self.runs) for il in range(r.start, r.start + r.kept * r.period)}
+        counts: dict[int, int] = {}
+        for lst in (g.leafs, g.nodes):
+            for t in lst:
+                if t.born in layers:
+                    self.where[id(t)] = (t.born, counts.get(t.born, 0))
+                    counts[t.born] = counts.get(t.born, 0) + 1
+        self.states: dict[tuple[int, int], Hashable] = {}
+
+    def marks(self, nodes: Sequence[Tensor]) -> dict[int, tuple[int, int]]:
+        """The node index where each kept period begins (its first layer's first node) → (stretch, period)."""
+        wanted = {il: (k, j) for k, r in enumerate(self.runs) for j, il in enumerate(r.boundaries)}
+        out: dict[int, tuple[int, int]] = {}
+        for i, t in enumerate(nodes):
+            at = wanted.get(t.born)
+            if at is not None and id(t) in self.where:
+                out[i] = at
+                del wanted[t.born]
+                if not wanted:
+                    break
+        return out
+
+    def callbacks(
+        self, alloc: GraphAllocator, nodes: Sequence[Tensor], copies: Mapping[int, tuple[Tensor, Hashable]]
+    ) -> dict[int, Callable[[], None]]:
+        """For the allocator: at each kept period's first node, record its state."""
+        out: dict[int, Callable[[], None]] = {}
+        for i, (k, j) in self.marks(nodes).items():
+
+            def read(k: int = k, j: int = j) -> None:
+                layer = self.runs[k].boundaries[j]
+                self.states[(k, j)] = alloc.state(lambda t: self.name(t, k, layer, copies))
+
+            out[i] = read
+        return out
+
+    def name(
+        self, t: Tensor, run: int, layer: int, copies: Mapping[int, tuple[Tensor, Hashable]]
+    ) -> tuple[Hashable, bool]:
+        """A live tensor's name at a period's start (`layer`), and whether its remaining uses count: a tensor of the
+        stretch relative to the period, a scheduler's copy by what it copies (counted as that is), any other by
+        identity (counted, except the inputs, which every period reads)."""
+        made = copies.get(id(t))
+        if made is not None:  # (a copy of a tensor every period reads is read by every period too)
+            src, counted = self.name(made[0], run, layer, copies)
+            return ("copy", src, made[1]), counted
+        at = self.where.get(id(t))
+        r = self.runs[run]
+        if at is not None and r.start <= at[0] < r.start + r.kept * r.period:
+            return ("rel", at[0] - layer, at[1]), True
+        return ("id", id(t)), t.born >= 0
+
+    def proven(self) -> bool:
+        """Every stretch: two kept periods' states agree, a multiple of their distance dropped."""
+        for k, r in enumerate(self.runs):
+            states = [self.states.get((k, j)) for j in range(r.kept)]
+            if not any(
+                states[a] is not None and states[a] == states[b] and (r.periods - r.kept) % (b - a) == 0
+                for b in range(1, r.kept)
+                for a in range(b)
+            ):
+                return False
+        return True

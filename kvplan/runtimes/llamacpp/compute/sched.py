@@ -17,12 +17,17 @@ GPU backends differ in which ops they support and offload (not ported yet)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvplan.facts.ggml_types import CUDA_BUFFER_ALIGNMENT
-from kvplan.runtimes.llamacpp.compute.alloc import CPU, BufferType, GraphAllocator
+from kvplan.facts.ggml_types import (
+    CUDA_BUFFER_ALIGNMENT,
+    METAL_BUFFER_ALIGNMENT,
+    VULKAN_BUFFER_ALIGNMENT,
+    VULKAN_MAX_BUFFER_SIZE,
+)
+from kvplan.runtimes.llamacpp.compute.alloc import CPU, SIZE_MAX, BufferType, GraphAllocator
 from kvplan.runtimes.llamacpp.compute.cuda import alloc_deps, candidates, use_counts
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
 from kvplan.runtimes.llamacpp.compute.tensor import (
@@ -37,6 +42,7 @@ from kvplan.runtimes.llamacpp.compute.tensor import (
 )
 
 if TYPE_CHECKING:
+    from kvplan.runtimes.llamacpp.compute.layers import Probe
     from kvplan.runtimes.llamacpp.pattern import Pattern
 
 #: GGML_SCHED_MAX_COPIES: the copies of each input with pipeline parallelism
@@ -64,9 +70,18 @@ class DeviceRules:
     #: its graph_optimize keeps the MoE fusions' tensors alive longer (cuda.py)
     fusion_deps: bool = False
     recorded: bool = False
+    #: the ops it takes over from host memory (None: any; Metal's offload_op: the matrix products only)
+    offload_ops: frozenset[str] | None = None
+    #: its buffers' scratch beyond some ops' results (Metal's get_alloc_size: alloc.metal_alloc_size)
+    metal_scratch: bool = False
+    #: the largest buffer it allocates: a compute buffer is chunks of at most this (Vulkan's suballocation block)
+    max_size: int = SIZE_MAX
 
     def buffer_type(self, i: int) -> BufferType:
-        return BufferType(f"{self.name}{i}", self.alignment, fa_f16_copies=self.fa_f16_copies, cuda_rows=self.cuda_rows)
+        return BufferType(
+            f"{self.name}{i}", self.alignment, self.max_size, fa_f16_copies=self.fa_f16_copies,
+            cuda_rows=self.cuda_rows, metal_scratch=self.metal_scratch,
+        )  # fmt: skip
 
 
 #: a ggml RPC server's device (ggml-rpc.cpp): the CPU backend's buffers behind it, every op supported, no op offload
@@ -79,6 +94,19 @@ RPC = DeviceRules("RPC", 32, recorded=True)
 CUDA = DeviceRules(
     "CUDA", CUDA_BUFFER_ALIGNMENT, 32, fa_f16_copies=True, cuda_rows=True, fusion_deps=True, recorded=True
 )
+#: HIP's build of ggml-cuda (ROCm): CUDA's rules, from the same source (its flash-attention kernel choice differs
+#: by GPU, not its f16 copies for the prompt batch the compute buffer is sized for); not recorded
+ROCM = DeviceRules("ROCm", CUDA_BUFFER_ALIGNMENT, 32, fa_f16_copies=True, cuda_rows=True, fusion_deps=True)
+#: ggml-metal (Apple GPUs): 32-byte buffers (ggml_backend_metal_buffer_type_*_get_alignment), op offload of the
+#: matrix products from 32 rows (ggml_backend_metal_device_offload_op, op_offload_min_batch_size), scratch for
+#: flash attention, MoE products, sorts and top-k in the op's own allocation
+#: (ggml_backend_metal_buffer_type_get_alloc_size); not recorded
+METAL = DeviceRules("MTL", METAL_BUFFER_ALIGNMENT, 32, offload_ops=frozenset({"MUL_MAT", "MUL_MAT_ID"}),
+                    metal_scratch=True)  # fmt: skip
+#: ggml-vulkan: the device's storage-buffer alignment (VULKAN_BUFFER_ALIGNMENT), op offload from 32 rows
+#: (ggml_backend_vk_device_offload_op with CUDA's batch sizes), buffers of at most the 1 GiB suballocation block
+#: (ggml_backend_vk_buffer_type_get_max_size); not recorded
+VULKAN = DeviceRules("Vulkan", VULKAN_BUFFER_ALIGNMENT, 32, max_size=VULKAN_MAX_BUFFER_SIZE)
 
 
 def op_batch_size(t: Tensor) -> int:
@@ -230,6 +258,7 @@ class Scheduler:
         self._home_cache: dict[int, int] = {}
         #: the overrides' destinations by GGUF name (set by split: over the graph's weights)
         self._moved: Mapping[str, int] = {}
+        self.copy_of: dict[int, tuple[Tensor, Hashable]] = {}
 
     # --- where memory is
 
@@ -284,8 +313,11 @@ class Scheduler:
                 if src is not None and src.external and src.usage == USAGE_WEIGHTS:
                     b = self.home(src)
                     # a weight in host memory: the first device that offloads the op takes it (op_offload)
-                    m = self.rules.offload_min_batch
-                    if b == self.cpu and m is not None and self.p.n_devices and op_batch_size(t) >= m:
+                    m, ops = self.rules.offload_min_batch, self.rules.offload_ops
+                    if (
+                        b == self.cpu and m is not None and self.p.n_devices and (ops is None or t.op in ops)
+                        and op_batch_size(t) >= m
+                    ):  # fmt: skip
                         return 0
                     return b
         return -1
@@ -301,6 +333,15 @@ class Scheduler:
         ids = self._assign(g)
         splits, copies, new_srcs = self._splits(g.nodes, ids)
         graph_inputs = self._graph_inputs(g.leafs, ids, copies)
+        by_id = {id(t): t for s in splits for t in (s.inputs or ())}
+        by_id.update((id(leaf), leaf) for leaf, _ in graph_inputs)
+        #: each copy → (what it copies, (its backend, which copy)): Probe names a copy by its source
+        self.copy_of = {
+            id(cp): (by_id[src], (backend, c))
+            for (src, backend), made in copies.items()
+            for c, cp in enumerate(made)
+            if cp is not by_id[src]
+        }
         return self._graph_copy(g, ids, splits, copies, graph_inputs, new_srcs)
 
     def _pins(self, nodes: Sequence[Tensor], ids: dict[int, int]) -> None:
@@ -532,8 +573,9 @@ class Scheduler:
                 deps.update(alloc_deps(nodes, s.i_start, s.i_end, uses, srcs, starts))
         return deps
 
-    def reserve(self, g: Graph) -> tuple[list[int], GraphAllocator]:
-        """ggml_backend_sched_reserve_size: the compute buffer of every backend (devices, then the CPU)."""
+    def reserve(self, g: Graph, probe: Probe | None = None) -> tuple[list[int], GraphAllocator]:
+        """ggml_backend_sched_reserve_size: the compute buffer of every backend (devices, then the CPU); with a
+        `probe`, the allocator's state recorded where each kept period of a shortened stretch begins."""
         flags = {id(t): t.flags for t in g.leafs}  # (pass 6 marks the graph's inputs: the graph is reused)
         saved = {}
         by_id = {id(n): n for n in g.nodes}
@@ -544,7 +586,8 @@ class Scheduler:
                 saved[key] = node.srcs
                 node.srcs = srcs
             alloc = GraphAllocator(self.bufts)
-            sizes = alloc.reserve(sg.leafs, sg.nodes, sg.node_backends, sg.leaf_backends)
+            marks = probe.callbacks(alloc, sg.nodes, self.copy_of) if probe is not None else None
+            sizes = alloc.reserve(sg.leafs, sg.nodes, sg.node_backends, sg.leaf_backends, marks)
         finally:
             for key, srcs in saved.items():
                 by_id[key].srcs = srcs
