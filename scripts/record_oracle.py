@@ -979,6 +979,23 @@ FROM_TINY: dict[str, tuple[str, dict]] = {
     ),
 }
 
+# DeciLM / Nemotron-NAS (llama.cpp's deci): layers with their own query and KV heads and feed-forward widths — no
+# attention (0 heads), "linear attention" (0 KV heads), no feed-forward (0 width) — a shape of those kinds, not a
+# published checkpoint's (no Nemotron-51B config was found to cite)
+FROM_TINY["deci-varied-shape"] = (
+    "deci-dense.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 1024,
+        "{arch}.attention.head_count": [16, 16, 0, 16, 16, 16, 16, 16, 16, 0, 16, 16],
+        "{arch}.attention.head_count_kv": [4, 8, 0, 0, 4, 2, 4, 4, 0, 0, 8, 4],
+        "{arch}.feed_forward_length": [2816, 0, 2816, 1408, 2816, 5632, 2816, 2816, 1408, 2816, 0, 2816],
+        "{arch}.attention.key_length": 64,
+        "{arch}.attention.value_length": 64,
+        "{arch}.rope.dimension_count": 64,
+        "{arch}.context_length": 131072,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -18,7 +18,7 @@ from kvplan.sources.values import T_U32, VALUE_TYPE_NAMES, ArrayValue
 
 LLAMA_MAX_LAYERS = 512
 #: the architectures whose memory layout depends on a layer's feed-forward width (Nemotron-H routes by it)
-_N_FF_ARCHS = frozenset({"nemotron_h", "nemotron_h_moe", "openelm"})
+_N_FF_ARCHS = frozenset({"nemotron_h", "nemotron_h_moe", "openelm", "deci"})
 
 
 class _Keys:

@@ -80,8 +80,13 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     # attention layers set the shapes
     attending = [la for la in layers if (not la.recurrent or la.n_head_kv) and (la.n_head_kv or not la.n_ff)]
     first = (attending or layers)[0]
-    if any((la.n_head, la.n_head_kv, la.head_k, la.head_v) != (first.n_head, first.n_head_kv, first.head_k,
-                                                                first.head_v) for la in attending):  # fmt: skip
+    per_layer = m.arch in _PER_LAYER_HEADS
+    shape = (first.n_head, first.n_head_kv, first.head_k, first.head_v)
+    if any(
+        (la.n_head, la.n_head_kv, la.head_k, la.head_v) != shape
+        and (not per_layer or (la.head_k, la.head_v) != shape[2:])
+        for la in attending
+    ):
         return None
     n_expert = g.n_expert or m.n_expert
     n_used = g.n_expert_used or m.n_expert_used
@@ -135,6 +140,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         indexer_layers=tuple(la.indexer for la in layers),
         chexp=(g.experts_per_group, g.n_ff_chexp),
         layer_norm=g.rms_eps_missing,
+        layer_heads=tuple((la.n_head, la.n_head_kv) for la in layers) if per_layer else (),
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -148,6 +154,8 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
 _TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe"})
+#: architectures whose layers each have their own query and KV heads (Dims.layer_heads)
+_PER_LAYER_HEADS = frozenset({"deci"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)

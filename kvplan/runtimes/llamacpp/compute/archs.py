@@ -64,6 +64,9 @@ class Dims:
     indexer_layers: tuple[bool, ...] = ()  # per layer: runs its own indexer (is_indexer_full; GLM-DSA shares some)
     chexp: tuple[int, int] = (0, 0)  # GroveMoE: experts per group, the adjugate experts' width (0: head_k)
     layer_norm: bool = False  # LLM_NORM where the class reads either epsilon and the file has no RMS one
+    #: each layer's query and KV heads where they differ by layer (DeciLM / Nemotron-NAS: 0 query heads is a layer
+    #: without attention, 0 KV heads its "linear attention")
+    layer_heads: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +156,7 @@ DBRX = Decoder(ffn_scale=False, layer_norm=True, norm_bias=False, fused_qkv=True
 def _kv_inputs(g: GraphContext, d: Dims, iswa: bool, rot: bool = True) -> tuple[KVInputs, KVInputs]:
     """build_attn_inp_kv, or build_attn_inp_kv_iswa's pair (the full cache's inputs, then the window cache's);
     `rot` off: without the Hadamard rotation inputs (a hybrid iSWA memory's)."""
-    n_v = d.head_v * d.n_head_kv
+    n_v = d.head_v * max((kv for _, kv in d.layer_heads), default=d.n_head_kv)  # (n_embd_v_gqa_max)
     kv = g.attn_inp_kv(g.r.kv_size, d.head_k, d.head_v, n_v, rot)
     return kv, (g.attn_inp_kv(g.r.kv_size_swa, d.head_k, d.head_v, n_v, rot) if iswa else kv)
 
@@ -2334,6 +2337,39 @@ def build_muse_glimmer(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, scale=True, softcap=d.final_softcap)
 
 
+def build_deci(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_deci::graph (src/models/deci.cpp; DeciLM, Llama-3.1-Nemotron-51B / Ultra-253B): llama's layer with
+    each layer's own heads and feed-forward width — no query heads: no attention (the layer's input passes on);
+    no KV heads: the "linear attention", the norm times attn_output; no feed-forward: the layer ends before its
+    residual and the next layer reads this one's input (llama.cpp `continue`s before inpL = cur). The
+    feed-forward's biases where the file has them, no scales."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        n_head, n_head_kv = d.layer_heads[il] if d.layer_heads else (d.n_head, d.n_head_kv)
+        n_ff = d.n_ff_layers[il] if d.n_ff_layers and any(d.n_ff_layers) else d.n_ff
+        inp_sa = inp_l
+        cur = inp_l if n_head == 0 else g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if n_head > 0 and n_head_kv == 0:
+            cur = g.lora_mm(g.wt(d.n_embd, d.n_embd, name="attn_output"), cur, None)
+        elif n_head > 0:
+            factors = g.opt("rope_freqs", d.head_k // 2)
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, n_head, n_head_kv, d.head_v)
+            q, k = ggml.rope(q, pos, factors), ggml.rope(k, pos, factors)
+            wo = g.wt(d.head_k * n_head, d.n_embd, name="attn_output")
+            wo_b = g.opt("attn_output.bias", d.n_embd)
+            cur = g.attn_kv(kv, il, wo, wo_b, g.opt("attn_output.scale", 1), q, k, v, n_head_kv, d.head_k, d.head_v)
+        if il == d.n_layer - 1:
+            cur, inp_sa = ggml.get_rows(cur, out_ids), ggml.get_rows(inp_sa, out_ids)
+        if n_ff == 0:
+            continue
+        ffn_inp = ggml.binary("ADD", cur, inp_sa) if n_head > 0 else cur
+        cur = g.ffn_par(g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm")), d.n_embd, n_ff, bias=True, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -2719,6 +2755,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "muse-glimmer": build_muse_glimmer,
     "pockettts": lambda d, r, w: build_decoder(d, r, w, POCKETTTS),
     "openelm": build_openelm,
+    "deci": build_deci,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)

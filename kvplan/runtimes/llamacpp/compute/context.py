@@ -65,6 +65,9 @@ class KVInputs:
     mask: Tensor
     k_rot: Tensor | None
     v_rot: Tensor | None
+    #: n_embd_v_gqa_max: without flash attention every layer's transposed V cache is this wide, a narrower
+    #: layer's V padded to it ([TAG_V_CACHE_VARIABLE])
+    v_width: int = 0
 
 
 @dataclass(slots=True)
@@ -174,7 +177,7 @@ class GraphContext:
         v_idxs = ggml.inp("i64", (v_rows,), "attn_inp_v_idxs")
         k_rot = self._rot(r.type_k, head_k, True) if rot else None
         v_rot = self._rot(r.type_v, head_v, False) if rot else None
-        return KVInputs(kv_size, k_idxs, v_idxs, self._kq_mask(kv_size), k_rot, v_rot)
+        return KVInputs(kv_size, k_idxs, v_idxs, self._kq_mask(kv_size), k_rot, v_rot, n_embd_v_gqa_max)
 
     def rs_inp(self) -> RSInputs:
         """build_rs_inp_impl over init_full() (n_rs = the cache's size, head 0)."""
@@ -403,6 +406,8 @@ class GraphContext:
             v_cur = ggml.reshape(v, n_embd_v, v.ne[2])
         else:
             v_cur = ggml.cont(v, n_embd_v, v.ne[2])
+        if n_embd_v < cache_v.ne[0]:  # [TAG_V_CACHE_VARIABLE]
+            v_cur = ggml.pad(v_cur, cache_v.ne[0])
         n_el_v = cache_v.ne[0] * cache_v.ne[1] * cache_v.ne[2] * cache_v.ne[3]
         v_view = ggml.reshape(cache_v, 1, n_el_v)
         v_cur = ggml.reshape(v_cur, 1, v_cur.ne[0] * v_cur.ne[1] * v_cur.ne[2] * v_cur.ne[3])
@@ -444,10 +449,11 @@ class GraphContext:
         n_embd_v = head_v * n_head_kv
         owner = layer if source is None else source
         cache_k = self._cache(r.type_k, head_k * n_head_kv, kv_size, f"cache_k_l{owner}", owner)
-        cache_v = self._cache(r.type_v, n_embd_v, kv_size, f"cache_v_l{owner}", owner)
+        v_trans = not r.layout_fa
+        width = max(kv.v_width, n_embd_v) if v_trans else n_embd_v
+        cache_v = self._cache(r.type_v, width, kv_size, f"cache_v_l{owner}", owner)
         if k is not None:
             gf.expand(self.cpy_k(cache_k, k, kv.k_idxs))
-        v_trans = not r.layout_fa
         if v is not None:
             gf.expand(self._cpy_v(cache_v, v, kv.v_idxs, n_embd_v))
         # get_k / get_v
@@ -461,7 +467,7 @@ class GraphContext:
                 (
                     ggml.row_size(r.type_v, kv_size * head_v),
                     ggml.row_size(r.type_v, kv_size),
-                    ggml.row_size(r.type_v, kv_size * n_embd_v),
+                    ggml.row_size(r.type_v, kv_size * width),
                 ),
                 0,
             )
