@@ -234,6 +234,9 @@ class GraphFacts:
     #: GroveMoE's adjugate experts: experts_per_group and their width (expert_chunk_feed_forward_length)
     experts_per_group: int = 0
     n_ff_chexp: int = 0
+    #: HRM-Text's recursive stacks: layers per stack, high and low cycles (hrm.layers_per_stack, .h_cycles,
+    #: .l_cycles); the file's blocks are the cache slots of every pass
+    hrm: tuple[int, int, int] = (0, 0, 0)
     #: no layer_norm_rms_epsilon in the file: a class that reads either norm takes LLM_NORM (Cohere2-MoE)
     rms_eps_missing: bool = False
     #: some layer attends without RoPE by the file's attention.rope_pattern (Granite-SWA)

@@ -336,7 +336,6 @@ REAL_MODELS: dict[str, dict] = {
         32,
         2048,
         ff=11008,
-        **{"{arch}.vocab_size": 50304, "{arch}.attention.layer_norm_epsilon": 1e-5},
     ),
     # StableLM-2-1.6B (config.json: 24 layers, hidden 2048, 32 heads (MHA), 5632-wide, a quarter of each head
     # rotated (partial_rotary_factor 0.25), layer norms, vocabulary 100352)
@@ -397,7 +396,6 @@ REAL_MODELS: dict[str, dict] = {
         2048,
         ff=8192,
         **{
-            "{arch}.vocab_size": 50304,
             "{arch}.rope.dimension_count": 32,
             "{arch}.attention.layer_norm_epsilon": 1e-5,
             "{arch}.use_parallel_residual": True,
@@ -994,6 +992,26 @@ FROM_TINY["deci-varied-shape"] = (
         "{arch}.attention.value_length": 64,
         "{arch}.rope.dimension_count": 64,
         "{arch}.context_length": 131072,
+    },
+)
+# HRM-Text (DFM Mimir 1B's width, 1,536; its other numbers are not published here; the tiny model's vocabulary,
+# which its tokenizer fixes): 4 layers per stack, 2 high
+# and 2 low cycles, so 24 cache slots over 8 blocks of weights
+FROM_TINY["hrm-text-shape"] = (
+    "hrm_text-dense.gguf",
+    {
+        "{arch}.block_count": 24,
+        "{arch}.embedding_length": 1536,
+        "{arch}.feed_forward_length": 4096,
+        "{arch}.attention.head_count": 12,
+        "{arch}.attention.head_count_kv": 4,
+        "{arch}.attention.key_length": 128,
+        "{arch}.attention.value_length": 128,
+        "{arch}.rope.dimension_count": 128,
+        "{arch}.context_length": 8192,
+        "{arch}.hrm.layers_per_stack": 4,
+        "{arch}.hrm.h_cycles": 2,
+        "{arch}.hrm.l_cycles": 2,
     },
 )
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (

@@ -141,6 +141,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         chexp=(g.experts_per_group, g.n_ff_chexp),
         layer_norm=g.rms_eps_missing,
         layer_heads=tuple((la.n_head, la.n_head_kv) for la in layers) if per_layer else (),
+        hrm=g.hrm,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -192,6 +193,14 @@ def _not_built(p: MemoryPlan) -> str | None:
         return "no graph yet for Mistral 3's shared experts or attention temperature tuning"
     if m.arch == "granite_swa" and g is not None and (g.n_expert or g.n_deepstack or g.rope_pattern_off):
         return "no graph yet for Granite-SWA's experts, deepstack inputs or layers without RoPE"
+    if (
+        m.arch == "hrm_text"
+        and g is not None
+        and (min(g.hrm) <= 0 or g.hrm[0] * g.hrm[1] * (g.hrm[2] + 1) != m.n_layer)
+    ):
+        return (
+            "HRM-Text's stacks must fill its blocks: layers_per_stack × h_cycles × (l_cycles + 1) (llama.cpp asserts)"
+        )
     if m.arch == "grovemoe" and g is not None and not 0 < g.experts_per_group <= max(g.n_expert, 1):
         return "GroveMoE's experts_per_group must be from 1 to its expert count (llama.cpp's loader asserts it)"
     if m.arch in ("deepseek32", "glm-dsa") and g is not None and min(g.indexer_heads, g.indexer_top_k,

@@ -67,6 +67,7 @@ class Dims:
     #: each layer's query and KV heads where they differ by layer (DeciLM / Nemotron-NAS: 0 query heads is a layer
     #: without attention, 0 KV heads its "linear attention")
     layer_heads: tuple[tuple[int, int], ...] = ()
+    hrm: tuple[int, int, int] = (0, 0, 0)  # HRM-Text: layers per stack, high cycles, low cycles
 
 
 @dataclass(frozen=True, slots=True)
@@ -2370,6 +2371,77 @@ def build_deci(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_hrm_text(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_hrm_text::graph (src/models/hrm-text.cpp): recursive stacks over one token stream — for each
+    high cycle, the low stack run l_cycles times on zH + zL (zL starting from the learned hrm.z_l_init), then the
+    high stack on zH + zL; every pass has its own cache slots (the file's blocks) but the low passes share the
+    first stack's weights (blocks 0 … lps − 1) and the high passes the second's (lps … 2·lps − 1). A stack's layer:
+    weightless RMS norms, a sigmoid gate on the attention output (as Qwen3-Next's), a SwiGLU feed-forward without
+    biases or scales; a weightless norm after each stack; no output norm."""
+    g = GraphContext(r, w)
+    lps, h_cycles, l_cycles = d.hrm
+    zh = g.inp_embd(d.n_embd, d.n_vocab, scale=1.0 if d.embedding_scale else 0.0)
+    pos = g.inp_pos()
+    kv, _ = _kv_inputs(g, d, False)
+    out_ids = g.inp_out_ids()
+    weights: dict[tuple[int, str], Tensor] = {}  # the aliased layers' tensors, made once (llama.cpp's loader)
+    n_q = d.head_k * d.n_head
+
+    def wt(bid: int, name: str, ne0: int, ne1: int = 1) -> Tensor:
+        t = weights.get((bid, name))
+        if t is None:
+            building = g.il
+            g.il = bid
+            t = weights[(bid, name)] = g.wt(ne0, ne1, name=name)
+            g.il = building
+        return t
+
+    def opt(bid: int, name: str, ne0: int) -> Tensor | None:
+        return wt(bid, name, ne0) if w.has(name) else None
+
+    def stack(cur: Tensor, slot_base: int, bid_base: int) -> Tensor:
+        for i in range(lps):
+            s, bid = slot_base + i, bid_base + i
+            g.il = s
+            inp_sa = cur
+            cur = g.norm(cur, None)
+            gate = ggml.mul_mat(wt(bid, "attn_gate", d.n_embd, n_q), cur)
+            qkv = []
+            for name, heads, head in (("attn_q", d.n_head, d.head_k), ("attn_k", d.n_head_kv, d.head_k),
+                                      ("attn_v", d.n_head_kv, d.head_v)):  # fmt: skip
+                t = g.lora_mm(wt(bid, name, d.n_embd, heads * head), cur, opt(bid, name + ".scale", 1))
+                b = opt(bid, name + ".bias", heads * head)
+                qkv.append(ggml.reshape(ggml.binary("ADD", t, b) if b is not None else t, head, heads, r.n_tokens))
+            q, k, v = qkv
+            q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+            cur = g.attn_kv(kv, s, None, None, None, q, k, v, d.n_head_kv, d.head_k, d.head_v)
+            cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
+            cur = g.lora_mm(wt(bid, "attn_output", n_q, d.n_embd), cur, opt(bid, "attn_output.scale", 1))
+            cur = ggml.binary("ADD", cur, inp_sa)
+            inp_sa = cur
+            cur = g.norm(cur, None)
+            up = ggml.mul_mat(wt(bid, "ffn_up", d.n_embd, d.n_ff), cur)
+            gt = ggml.mul_mat(wt(bid, "ffn_gate", d.n_embd, d.n_ff), cur)
+            cur = ggml.mul_mat(wt(bid, "ffn_down", d.n_ff, d.n_embd), ggml.glu_split(gt, up))
+            cur = ggml.binary("ADD", cur, inp_sa)
+        g.il = slot_base
+        return g.norm(cur, None)
+
+    g.il = 0
+    zl = wt(0, "hrm.z_l_init", d.n_embd)
+    for h in range(h_cycles):
+        for low in range(l_cycles):
+            zl = stack(ggml.binary("ADD", zh, zl), (h * (l_cycles + 1) + low) * lps, 0)
+        zh = stack(ggml.binary("ADD", zh, zl), (h * (l_cycles + 1) + l_cycles) * lps, lps)
+    g.il = OUTPUT_LAYER
+    cur = ggml.get_rows(zh, out_ids)
+    ggml.set_output(cur)  # (res->t_embd)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -2756,6 +2828,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "pockettts": lambda d, r, w: build_decoder(d, r, w, POCKETTTS),
     "openelm": build_openelm,
     "deci": build_deci,
+    "hrm_text": build_hrm_text,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)

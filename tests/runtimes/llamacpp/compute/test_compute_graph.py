@@ -82,9 +82,11 @@ def test_granite_swa_parts_without_a_graph_say_so() -> None:
         ("tiny/grovemoe-moe.gguf", {"experts_per_group": 0}, "experts_per_group must be from 1"),
         ("tiny/deepseek32-moe.gguf", {"indexer_heads": 0}, "lightning indexer's heads, head size and top-k"),
         ("tiny/glm-dsa-moe.gguf", {"indexer_top_k": 0}, "lightning indexer's heads, head size and top-k"),
+        ("tiny/hrm_text-dense.gguf", {"hrm": (1, 2, 0)}, "HRM-Text's stacks must fill its blocks"),
+        ("tiny/hrm_text-dense.gguf", {"hrm": (2, 2, 2)}, "HRM-Text's stacks must fill its blocks"),
     ],
 )
-def test_facts_llama_cpp_refuses_give_no_graph(gguf: str, change: dict[str, int], reason: str) -> None:
+def test_facts_llama_cpp_refuses_give_no_graph(gguf: str, change: dict[str, object], reason: str) -> None:
     """A file llama.cpp's loader would refuse (an assert, a required key) gets no graph and the reason — never a
     division by zero or a loop that does not end."""
     from dataclasses import replace
