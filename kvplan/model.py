@@ -237,6 +237,9 @@ class GraphFacts:
     #: HRM-Text's recursive stacks: layers per stack, high and low cycles (hrm.layers_per_stack, .h_cycles,
     #: .l_cycles); the file's blocks are the cache slots of every pass
     hrm: tuple[int, int, int] = (0, 0, 0)
+    #: layer 0's attention gate width as stored (blk.0.attn_gate.weight's second dimension; 0 without one): Laguna
+    #: gates per head or per element by it
+    gate_width: int = 0
     #: no layer_norm_rms_epsilon in the file: a class that reads either norm takes LLM_NORM (Cohere2-MoE)
     rms_eps_missing: bool = False
     #: some layer attends without RoPE by the file's attention.rope_pattern (Granite-SWA)

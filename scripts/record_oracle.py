@@ -1014,6 +1014,32 @@ FROM_TINY["hrm-text-shape"] = (
         "{arch}.hrm.l_cycles": 2,
     },
 )
+# Laguna (XS.2's kind: hybrid windows every three of four layers, full layers first; more heads on the full
+# layers; a per-head softplus gate; its published numbers are not found here, so a shape of that kind)
+FROM_TINY["laguna-shape"] = (
+    "laguna-moe.gguf",
+    {
+        "{arch}.block_count": 16,
+        "{arch}.embedding_length": 2048,
+        "{arch}.feed_forward_length": 8192,
+        "{arch}.attention.head_count": [32 if i % 4 == 0 else 16 for i in range(16)],
+        "{arch}.attention.head_count_kv": [8 if i % 4 == 0 else 4 for i in range(16)],
+        "{arch}.attention.key_length": 128,
+        "{arch}.attention.value_length": 128,
+        "{arch}.attention.key_length_swa": 128,
+        "{arch}.attention.value_length_swa": 128,
+        "{arch}.rope.dimension_count": 128,
+        "{arch}.rope.dimension_count_swa": 128,
+        "{arch}.attention.sliding_window": 4096,
+        "{arch}.attention.sliding_window_pattern": [0 if i % 4 == 0 else 1 for i in range(16)],
+        "{arch}.expert_count": 64,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 1024,
+        "{arch}.expert_shared_feed_forward_length": 1024,
+        "{arch}.leading_dense_block_count": 1,
+        "{arch}.context_length": 131072,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -86,6 +86,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
                 _int(kv, f"{arch}.hrm.h_cycles", 0),
                 _int(kv, f"{arch}.hrm.l_cycles", 0),
             ),
+            gate_width=_dim(tensor_shapes.get("blk.0.attn_gate.weight"), 1),
             rms_eps_missing=f"{arch}.attention.layer_norm_rms_epsilon" not in kv,
             rope_pattern_off=_has_zero(kv.get(f"{arch}.attention.rope_pattern")),
             tensors=frozenset(present),
@@ -103,6 +104,11 @@ _SCALE_DEFAULTS = {"minicpm": {"logit_scale", "embedding_scale", "residual_scale
 def _scale(kv: Mapping[str, object], arch: str, name: str) -> bool:
     on = name in _SCALE_DEFAULTS.get(arch, ())
     return kv.get(f"{arch}.{name}", 1.0 if on else None) not in (None, 0, 0.0)
+
+
+def _dim(shape: tuple[int, ...] | None, i: int) -> int:
+    """A tensor's dimension i, 0 without the tensor or the dimension."""
+    return shape[i] if shape is not None and len(shape) > i else 0
 
 
 def _has_zero(v: object) -> bool:

@@ -142,6 +142,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         layer_norm=g.rms_eps_missing,
         layer_heads=tuple((la.n_head, la.n_head_kv) for la in layers) if per_layer else (),
         hrm=g.hrm,
+        gate_width=g.gate_width,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -156,7 +157,7 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
 _TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe"})
 #: architectures whose layers each have their own query and KV heads (Dims.layer_heads)
-_PER_LAYER_HEADS = frozenset({"deci"})
+_PER_LAYER_HEADS = frozenset({"deci", "laguna"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)
@@ -201,6 +202,8 @@ def _not_built(p: MemoryPlan) -> str | None:
         return (
             "HRM-Text's stacks must fill its blocks: layers_per_stack × h_cycles × (l_cycles + 1) (llama.cpp asserts)"
         )
+    if m.arch == "laguna" and g is not None and g.n_expert and g.expert_gating not in (1, 2, 3):
+        return f"Laguna's expert gating function {g.expert_gating} is none llama.cpp's build_moe_ffn builds (it aborts)"
     if m.arch == "grovemoe" and g is not None and not 0 < g.experts_per_group <= max(g.n_expert, 1):
         return "GroveMoE's experts_per_group must be from 1 to its expert count (llama.cpp's loader asserts it)"
     if m.arch in ("deepseek32", "glm-dsa") and g is not None and min(g.indexer_heads, g.indexer_top_k,

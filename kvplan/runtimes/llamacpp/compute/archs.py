@@ -68,6 +68,7 @@ class Dims:
     #: without attention, 0 KV heads its "linear attention")
     layer_heads: tuple[tuple[int, int], ...] = ()
     hrm: tuple[int, int, int] = (0, 0, 0)  # HRM-Text: layers per stack, high cycles, low cycles
+    gate_width: int = 0  # layer 0's attn_gate width in the file (0: none stored; Laguna's gate per head or element)
 
 
 @dataclass(frozen=True, slots=True)
@@ -2442,6 +2443,51 @@ def build_hrm_text(d: Dims, r: Reserve, w: Weights) -> Graph:
     return g.gf
 
 
+def build_laguna(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_laguna::graph (src/models/laguna.cpp, Poolside Laguna): afmoe's shape without its scalings —
+    each layer's own heads, Q/K normed per head, RoPE, attention through the iSWA pair where the file has a window
+    (else one cache) without its output projection, gated by the softplus of a projection of the layer's norm —
+    per head (the gate one value per head, as a file without the tensor has it) or per element (the stored gate
+    as wide as the attention) — then the output projection; dense lead layers, then experts routed by the file's
+    gating function with their probability bias, plus one always-on shared expert; no post norms."""
+    g = GraphContext(r, w)
+    has_swa = any(d.swa)
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, has_swa)
+    n_shexp = d.n_ff_shexp or d.n_ff_exp * max(d.n_expert_shared, 1)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        n_head, n_head_kv = d.layer_heads[il] if d.layer_heads else (d.n_head, d.n_head_kv)
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, n_head, n_head_kv, d.head_v)
+        per_head = d.gate_width in (0, n_head)
+        gate = g.lora_mm(g.wt(d.n_embd, n_head if per_head else d.head_k * n_head, name="attn_gate"), cur)
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        cache = kv_swa if has_swa and d.swa[il] else kv
+        cur = g.attn_kv(cache, il, None, None, None, q, k, v, n_head_kv, d.head_k, d.head_v, iswa=has_swa)
+        gate = ggml.unary(gate, kind="softplus")
+        if per_head:
+            cur = ggml.reshape(cur, d.head_k, n_head, r.n_tokens)
+            cur = ggml.binary("MUL", cur, ggml.reshape(gate, 1, n_head, r.n_tokens))
+            cur = ggml.reshape(cur, d.head_k * n_head, r.n_tokens)
+        else:
+            cur = ggml.binary("MUL", cur, gate)
+        cur = g.lora_mm(g.wt(d.head_k * n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il >= d.n_layer_dense_lead:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING[d.expert_gating],
+                            norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale, exp_probs_b=True,
+                            scales=False)  # fmt: skip
+            cur = ggml.binary("ADD", moe, g.ffn_par(cur, d.n_embd, n_shexp, bias=False, scale=False, suffix="_shexp"))
+        else:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -2829,6 +2875,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "openelm": build_openelm,
     "deci": build_deci,
     "hrm_text": build_hrm_text,
+    "laguna": build_laguna,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)
