@@ -240,6 +240,8 @@ class GraphFacts:
     #: layer 0's attention gate width as stored (blk.0.attn_gate.weight's second dimension; 0 without one): Laguna
     #: gates per head or per element by it
     gate_width: int = 0
+    #: the attention output scaled by the file's attention.value_scale (MiMo-V2: a value other than 0 and 1)
+    attn_value_scale: bool = False
     #: no layer_norm_rms_epsilon in the file: a class that reads either norm takes LLM_NORM (Cohere2-MoE)
     rms_eps_missing: bool = False
     #: some layer attends without RoPE by the file's attention.rope_pattern (Granite-SWA)

@@ -1040,6 +1040,31 @@ FROM_TINY["laguna-shape"] = (
         "{arch}.context_length": 131072,
     },
 )
+# MiMo-V2 (Flash's kind: windows of 128 on five of six layers, K heads 192 and V heads 128 wide, more KV heads on
+# the window layers, 256 experts, the attention output scaled; not a published config — none was found here)
+FROM_TINY["mimo2-shape"] = (
+    "mimo2-moe.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 4096,
+        "{arch}.feed_forward_length": 16384,
+        "{arch}.attention.head_count": 64,
+        "{arch}.attention.head_count_kv": [4 if i % 6 == 0 else 8 for i in range(12)],
+        "{arch}.attention.key_length": 192,
+        "{arch}.attention.value_length": 128,
+        "{arch}.attention.key_length_swa": 192,
+        "{arch}.attention.value_length_swa": 128,
+        "{arch}.rope.dimension_count": 64,
+        "{arch}.rope.dimension_count_swa": 64,
+        "{arch}.attention.sliding_window": 128,
+        "{arch}.attention.sliding_window_pattern": [0 if i % 6 == 0 else 1 for i in range(12)],
+        "{arch}.attention.value_scale": 0.707,
+        "{arch}.expert_count": 256,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 2048,
+        "{arch}.context_length": 262144,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -87,6 +87,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
                 _int(kv, f"{arch}.hrm.l_cycles", 0),
             ),
             gate_width=_dim(tensor_shapes.get("blk.0.attn_gate.weight"), 1),
+            attn_value_scale=kv.get(f"{arch}.attention.value_scale") not in (None, 0, 0.0, 1, 1.0),
             rms_eps_missing=f"{arch}.attention.layer_norm_rms_epsilon" not in kv,
             rope_pattern_off=_has_zero(kv.get(f"{arch}.attention.rope_pattern")),
             tensors=frozenset(present),
@@ -117,8 +118,8 @@ def _has_zero(v: object) -> bool:
 
 
 def _dense_layers(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int, ...]], arch: str) -> frozenset[int]:
-    """Jamba's layers without a router, where the file's tensors say (a metadata-only file: none)."""
-    if arch != "jamba" or not tensor_shapes or not _int(kv, f"{arch}.expert_count", 0):
+    """Jamba's and MiMo-V2's layers without a router, where the file's tensors say (a metadata-only file: none)."""
+    if arch not in ("jamba", "mimo2") or not tensor_shapes or not _int(kv, f"{arch}.expert_count", 0):
         return frozenset()
     n = min(_int(kv, f"{arch}.block_count", 0), 1 << 16)
     return frozenset(i for i in range(n) if f"blk.{i}.ffn_gate_inp.weight" not in tensor_shapes)

@@ -23,3 +23,24 @@ def test_openelm_width_is_the_converters_make_divisible() -> None:
 @pytest.mark.parametrize("bad", [["x"], [True], [float("nan")], [], "abc", [1e300], [-1.0], None])
 def test_openelm_multipliers_that_are_not_numbers_give_no_facts(bad: object) -> None:
     assert graph_facts_from_config({**_OPENELM, "ffn_multipliers": bad}) is None
+
+
+def test_gguf_facts_for_the_newer_builders() -> None:
+    """From a GGUF's keys and tensor infos: MiMo-V2's value scale (0 and 1 mean none, as its loader reads them)
+    and its layers without a router; Laguna's stored gate width; HRM-Text's stacks."""
+    from kvplan.sources.graph_facts import graph_facts
+
+    base = {"general.architecture": "mimo2", "mimo2.embedding_length": 256, "mimo2.vocab_size": 100,
+            "mimo2.block_count": 3, "mimo2.expert_count": 4, "mimo2.feed_forward_length": 64}  # fmt: skip
+    shapes = {"token_embd.weight": (256, 100), "blk.1.ffn_gate_inp.weight": (256, 4),
+              "blk.2.ffn_gate_inp.weight": (256, 4), "blk.0.attn_gate.weight": (256, 8)}  # fmt: skip
+    for scale, on in ((0.0, False), (1.0, False), (0.707, True)):
+        facts = graph_facts({**base, "mimo2.attention.value_scale": scale}, shapes)
+        assert facts is not None and facts.attn_value_scale is on
+    facts = graph_facts(base, shapes)
+    assert facts is not None and facts.dense_layers == frozenset({0}) and facts.gate_width == 8
+    assert graph_facts(base, {}).dense_layers == frozenset()  # type: ignore[union-attr]  # (metadata only: every layer routed)
+    hrm = graph_facts({"general.architecture": "hrm_text", "hrm_text.embedding_length": 64, "hrm_text.vocab_size": 10,
+                       "hrm_text.feed_forward_length": 128, "hrm_text.hrm.layers_per_stack": 2,
+                       "hrm_text.hrm.h_cycles": 3, "hrm_text.hrm.l_cycles": 1}, {})  # fmt: skip
+    assert hrm is not None and hrm.hrm == (2, 3, 1)

@@ -143,6 +143,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         layer_heads=tuple((la.n_head, la.n_head_kv) for la in layers) if per_layer else (),
         hrm=g.hrm,
         gate_width=g.gate_width,
+        attn_value_scale=g.attn_value_scale,
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -155,9 +156,9 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 
 
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
-_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe"})
+_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe", "mimo2"})
 #: architectures whose layers each have their own query and KV heads (Dims.layer_heads)
-_PER_LAYER_HEADS = frozenset({"deci", "laguna"})
+_PER_LAYER_HEADS = frozenset({"deci", "laguna", "mimo2"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)

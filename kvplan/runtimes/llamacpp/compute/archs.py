@@ -69,6 +69,7 @@ class Dims:
     layer_heads: tuple[tuple[int, int], ...] = ()
     hrm: tuple[int, int, int] = (0, 0, 0)  # HRM-Text: layers per stack, high cycles, low cycles
     gate_width: int = 0  # layer 0's attn_gate width in the file (0: none stored; Laguna's gate per head or element)
+    attn_value_scale: bool = False  # MiMo-V2: the attention output scaled (attention.value_scale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -2488,6 +2489,44 @@ def build_laguna(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_mimo2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_mimo2::graph (src/models/mimo2.cpp, Xiaomi MiMo-V2): iSWA attention with each layer's own heads,
+    the projections without biases or scales (the fused QKV where the file has one), K and V heads of their own
+    widths, attention sinks where the file has them, the output scaled by attention.value_scale where it says;
+    then a dense SwiGLU (with biases) on the layers without a router, else sigmoid-routed experts with their bias
+    and normalised weights; the trunk only (the MTP block is the draft's)."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, True)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        n_head, n_head_kv = d.layer_heads[il] if d.layer_heads else (d.n_head, d.n_head_kv)
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if "attn_qkv" in w.present and not w.all_optional:
+            q, k, v = g.qkv(cur, d.n_embd, d.head_k, n_head, n_head_kv, d.head_v)
+        else:
+            q, k, v = (
+                ggml.reshape(ggml.mul_mat(g.wt(d.n_embd, head * heads, name=name), cur), head, heads, r.n_tokens)
+                for name, heads, head in (("attn_q", n_head, d.head_k), ("attn_k", n_head_kv, d.head_k),
+                                          ("attn_v", n_head_kv, d.head_v))
+            )  # fmt: skip
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_v * n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv_swa if d.swa[il] else kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, n_head_kv,
+                        d.head_k, d.head_v, sinks=g.opt("attn_sinks", n_head), iswa=True)  # fmt: skip
+        if d.attn_value_scale:
+            cur = ggml.unary(cur, "SCALE")
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il in d.dense_layers:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=True, scale=False)
+        else:
+            cur = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating="sigmoid", norm_w=True,
+                            w_scale=d.expert_weights_scale, exp_probs_b=True, scales=False)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -2876,6 +2915,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "deci": build_deci,
     "hrm_text": build_hrm_text,
     "laguna": build_laguna,
+    "mimo2": build_mimo2,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)
