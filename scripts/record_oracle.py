@@ -1065,6 +1065,22 @@ FROM_TINY["mimo2-shape"] = (
         "{arch}.context_length": 262144,
     },
 )
+# PLaMo 2 (its 1B's kind: Mamba layers with an attention layer every fourth, 2,048 wide; not a published config)
+FROM_TINY["plamo2-shape"] = (
+    "plamo2-dense.gguf",
+    {
+        "{arch}.block_count": 16,
+        "{arch}.embedding_length": 2048,
+        "{arch}.feed_forward_length": 8192,
+        "{arch}.attention.head_count": [16 if i % 4 == 3 else 0 for i in range(16)],
+        "{arch}.attention.head_count_kv": [4 if i % 4 == 3 else 0 for i in range(16)],
+        "{arch}.ssm.inner_size": 4096,
+        "{arch}.ssm.state_size": 64,
+        "{arch}.ssm.time_step_rank": 32,
+        "{arch}.ssm.conv_kernel": 4,
+        "{arch}.context_length": 32768,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

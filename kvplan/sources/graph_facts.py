@@ -255,7 +255,30 @@ def _class_keys(facts: GraphFacts, c: Mapping[str, object], model_type: str, arc
         return _hunyuan_moe(facts, c)
     if "Cohere2MoeForCausalLM" in archs:
         return _cohere2_moe(facts, c)
+    if any(a.startswith("MiMoV2") for a in archs):
+        return _mimo2(facts, c)
     return facts
+
+
+def _mimo2(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:
+    """MiMoV2Model's keys (conversion/mimo.py): the experts' count, use and width only — no dense lead, shared
+    experts, weight norm or scale — and attention_value_scale; the layers the checkpoint builds without experts
+    (moe_layer_freq's zeros, else the first first_k_dense_replace) are stored without a router, which is how
+    llama.cpp's graph tells them."""
+    n = c.get("num_hidden_layers", 0)
+    n = n if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 1 << 16 else 0
+    freq, lead = c.get("moe_layer_freq"), c.get("first_k_dense_replace", 0)
+    if isinstance(freq, list):
+        dense = frozenset(i for i, f in enumerate(freq[:n]) if f in (0, False))
+    else:
+        k = lead if isinstance(lead, int) and not isinstance(lead, bool) else 0
+        dense = frozenset(range(min(max(k, 0), n)))
+    scale = c.get("attention_value_scale")
+    return dataclasses.replace(
+        facts, n_layer_dense_lead=0, n_expert_shared=0, expert_weights_norm=False, expert_weights_scale=0.0,
+        dense_layers=dense if facts.n_expert else frozenset(),
+        attn_value_scale=isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale not in (0, 1),
+    )  # fmt: skip
 
 
 def _cohere2_moe(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:

@@ -18,6 +18,9 @@ from kvplan.sources.values import T_U32, VALUE_TYPE_NAMES, ArrayValue
 
 LLAMA_MAX_LAYERS = 512
 #: the architectures whose memory layout depends on a layer's feed-forward width (Nemotron-H routes by it)
+#: architectures whose own hparams loader reads attention.key_length / value_length after llama_model's generic
+#: pass, which leaves them 0 where layer 0 has no heads (PLaMo 2's first layers are Mamba: src/models/plamo2.cpp)
+_OWN_HEAD_SIZE = frozenset({"plamo2"})
 _N_FF_ARCHS = frozenset({"nemotron_h", "nemotron_h_moe", "openelm", "deci"})
 
 
@@ -239,6 +242,9 @@ def describe(  # noqa: C901 - load_hparams: one branch per architecture rule, as
         head_v_full = keys.uint("attention.value_length", head_v_full)
     else:
         head_k_full = head_v_full = 0
+    if arch in _OWN_HEAD_SIZE:  # its load_arch_hparams reads the head sizes again, whatever layer 0 is
+        head_k_full = keys.uint("attention.key_length", head_k_full)
+        head_v_full = keys.uint("attention.value_length", head_v_full)
     head_k_swa = keys.uint("attention.key_length_swa", head_k_full)
     head_v_swa = keys.uint("attention.value_length_swa", head_v_full)
     if arch in ("gemma4", "gemma4-assistant"):

@@ -69,3 +69,13 @@ def test_deepseek_v2_lite_mla_is_k_only() -> None:
     assert p.caches[0].v_bytes == 0 and p.caches[0].type_v is None
     with pytest.raises(RefusedConfigError, match="different K"):
         plan(load_model("deepseek-v2-lite"), LlamaCppSettings(n_ctx=4096, type_k="q8_0", type_v="f16"))
+
+
+def test_plamo2_whose_first_layer_is_mamba_keeps_its_head_size() -> None:
+    """PLaMo 2's loader reads attention.key_length itself, after llama.cpp's generic pass left it 0 (layer 0 has no
+    heads: a Mamba layer). The shape's 4 attention layers × 4 KV heads × 128 × (K + V) × 2 B × 4,096 cells =
+    33,554,432 B (it was planned as 0 B before; llama.cpp's own run agrees: compute_graph.json's context bytes)."""
+    model = load_model(str(Path(__file__).parents[2] / "fixtures" / "oracle" / "real" / "plamo2-shape.gguf"))
+    p = plan(model, LlamaCppSettings(n_ctx=4096))
+    attention = next(c for c in p.caches if c.name == "attention")
+    assert attention.k_bytes + attention.v_bytes == 4 * 4 * 128 * 2 * 2 * 4096 == 33_554_432

@@ -2527,6 +2527,97 @@ def build_mimo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def _plamo2_mamba(g: GraphContext, d: Dims, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
+    """llama_model_plamo2::graph::build_plamo2_mamba_layer (src/models/plamo2.cpp): Mamba-2's heads without groups —
+    in_proj's z and x interleaved per head (permuted, made contiguous, split), the conv state and depthwise conv
+    with SiLU and no bias, x_proj into B, C and dt (max(64, n_embd / 16) wide), each RMS-normed by its own weight,
+    dt_proj with its bias, the scan over head_dim-wide heads, the new state stored, D skip, the gate, out_proj."""
+    r = g.r
+    d_conv, d_inner, d_state, _n_group, n_heads = d.ssm
+    head_dim = d_inner // n_heads
+    ns, nst = r.n_seqs, r.n_tokens // r.n_seqs
+    dt_dim = max(64, d.n_embd // 16)
+    n_embd_r, n_embd_s = (d_conv - 1) * d_inner, d_state * d_inner
+    conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
+    ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
+    conv = ggml.reshape(g.rs(rs, conv_all, n_embd_r), d_conv - 1, d_inner, ns)
+    cur = ggml.reshape(cur, cur.ne[0], nst, ns)
+    zx = ggml.mul_mat(g.wt(d.n_embd, 2 * d_inner, name="ssm_in"), cur)
+    zx = ggml.cont(ggml.permute(zx, 0, 2, 1, 3), head_dim * 2, n_heads, nst, ns)
+    nb = (zx.nb[1], zx.nb[2], zx.nb[3])
+    x = ggml.cont(ggml.view(zx, (head_dim, n_heads, nst, ns), nb, head_dim * 4), head_dim * n_heads, nst, ns)
+    z = ggml.view(zx, (head_dim, n_heads, nst, ns), nb, 0)
+    conv_x = ggml.concat(conv, ggml.transpose(x), 0)
+    last = ggml.view(conv_x, (d_conv - 1, d_inner, ns), (conv_x.nb[1], conv_x.nb[2]), nst * conv_x.nb[0])
+    g.gf.expand(ggml.cpy(last, ggml.view(conv_all, ((d_conv - 1) * d_inner * ns,), (), 0)))
+    x = ggml.unary(ggml.ssm_conv(conv_x, g.wt(d_conv, d_inner, name="ssm_conv1d")), kind="silu")
+    x_bcdt = ggml.mul_mat(g.wt(d_inner, dt_dim + 2 * d_state, name="ssm_x"), x)
+    nb2 = (x_bcdt.nb[1], x_bcdt.nb[2])
+    b = ggml.view(x_bcdt, (d_state, nst, ns), nb2, 0)
+    c = ggml.view(x_bcdt, (d_state, nst, ns), nb2, 4 * d_state)
+    dt = ggml.view(x_bcdt, (dt_dim, nst, ns), nb2, 4 * 2 * d_state)
+    b = g.norm(b, g.wt(d_state, name="ssm_b_norm"))
+    c = g.norm(c, g.wt(d_state, name="ssm_c_norm"))
+    dt = g.norm(dt, g.wt(dt_dim, name="ssm_dt_norm"))
+    dt = ggml.binary("ADD", ggml.mul_mat(g.wt(dt_dim, n_heads, name="ssm_dt"), dt), g.wt(n_heads, name="ssm_dt.bias"))
+    a = ggml.reshape(g.wt(n_heads, name="ssm_a", type_="f32"), 1, n_heads)
+    x = ggml.view(x, (head_dim, n_heads, nst, ns), (head_dim * 4, d_inner * 4, d_inner * nst * 4), 0)
+    b = ggml.view(b, (d_state, 1, nst, ns), (d_state * b.nb[0], b.nb[1], b.nb[2]), 0)
+    c = ggml.view(c, (d_state, 1, nst, ns), (d_state * c.nb[0], c.nb[1], c.nb[2]), 0)
+
+    def scan(states: Tensor, ids: Tensor) -> Tensor:
+        return ggml.ssm_scan(ggml.reshape(states, d_state, head_dim, n_heads, r.rs_size), x, dt, a, b, c, ids, 1)
+
+    y_ssm = g.rs(rs, ssm_all, n_embd_s, scan)
+    g.gf.expand(ggml.cpy(ggml.view(y_ssm, (n_embd_s * ns,), (), d_inner * nst * ns * 4),
+                         ggml.view(ssm_all, (n_embd_s * ns,), (), 0)))  # fmt: skip
+    y = ggml.view(y_ssm, (head_dim, n_heads, nst, ns), (head_dim * 4, d_inner * 4, d_inner * nst * 4), 0)
+    y = ggml.binary("ADD", y, ggml.binary("MUL", x, ggml.reshape(g.wt(n_heads, name="ssm_d", type_="f32"), 1, n_heads)))
+    y = ggml.glu_split(ggml.cont(z), y)
+    y = ggml.view(y, (d_inner, nst, ns), (y.nb[2], y.nb[3]), 0)
+    cur = ggml.mul_mat(g.wt(d_inner, d.n_embd, name="ssm_out"), y)
+    return ggml.reshape(cur, cur.ne[0], nst * ns)
+
+
+def build_plamo2(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_plamo2::graph (src/models/plamo2.cpp, PLaMo 2): a hybrid — the layers without KV heads are its
+    Mamba mixer (_plamo2_mamba), the others attention over the fused QKV viewed per head, Q and K each normed per
+    head by a [head, heads] weight before RoPE; every layer's mixer and feed-forward (up → SwiGLU → down, n_ff wide)
+    framed by pre and post norms."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    rs = g.rs_inp()
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv) if not all(d.recurrent) else None
+    out_ids = g.inp_out_ids()
+    h, hv = d.head_k, d.head_v
+    for il in g.layers(d.n_layer):
+        g.il = il
+        residual = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if d.recurrent[il] or kv is None:
+            cur = _plamo2_mamba(g, d, rs, cur, il)
+        else:
+            n_q, n_k = h * d.n_head, h * d.n_head_kv
+            qkv = ggml.mul_mat(g.wt(d.n_embd, n_q + n_k + hv * d.n_head_kv, name="attn_qkv"), cur)
+            q = ggml.view(qkv, (h, d.n_head, r.n_tokens), (h * 4, qkv.nb[1]), 0)
+            k = ggml.view(qkv, (h, d.n_head_kv, r.n_tokens), (h * 4, qkv.nb[1]), n_q * 4)
+            v = ggml.view(qkv, (hv, d.n_head_kv, r.n_tokens), (hv * 4, qkv.nb[1]), (n_q + n_k) * 4)
+            q = ggml.rope(g.norm(q, g.wt(h, d.n_head, name="attn_q_norm")), pos, None)
+            k = ggml.rope(g.norm(k, g.wt(h, d.n_head_kv, name="attn_k_norm")), pos, None)
+            wo = g.wt(hv * d.n_head, d.n_embd, name="attn_output")
+            cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, h, hv)
+        cur, residual = _last_outputs(d, il, out_ids, cur, residual)
+        cur = g.norm(cur, g.wt(d.n_embd, name="post_attention_norm"))
+        residual = ggml.binary("ADD", cur, residual)
+        cur = g.norm(residual, g.wt(d.n_embd, name="ffn_norm"))
+        cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"),
+                           ggml.glu(ggml.mul_mat(g.wt(d.n_embd, 2 * d.n_ff, name="ffn_up"), cur)))  # fmt: skip
+        cur = g.norm(cur, g.wt(d.n_embd, name="post_ffw_norm"))
+        inp_l = ggml.binary("ADD", cur, residual)
+    return _lm_head(g, d, inp_l)
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -2916,6 +3007,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "hrm_text": build_hrm_text,
     "laguna": build_laguna,
     "mimo2": build_mimo2,
+    "plamo2": build_plamo2,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)

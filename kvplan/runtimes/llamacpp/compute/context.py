@@ -122,9 +122,9 @@ class GraphContext:
 
     # --- weights
 
-    def wt(self, ne0: int, ne1: int = 1, ne2: int = 1, name: str = "") -> Tensor:
-        """A weight of the layer being built."""
-        t = ggml.weight("f16", (ne0, ne1, ne2), name)
+    def wt(self, ne0: int, ne1: int = 1, ne2: int = 1, name: str = "", type_: str = "f16") -> Tensor:
+        """A weight of the layer being built (f16 unless its type matters: an f32 one a view keeps)."""
+        t = ggml.weight(type_, (ne0, ne1, ne2), name)
         t.usage, t.layer = USAGE_WEIGHTS, self.il
         return t
 
