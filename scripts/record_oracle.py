@@ -1081,6 +1081,25 @@ FROM_TINY["plamo2-shape"] = (
         "{arch}.context_length": 32768,
     },
 )
+# Hy V3 (a shape of its kind: Q/K norms, 64 sigmoid-routed experts with a shared one; no published config here)
+FROM_TINY["hy-v3-shape"] = (
+    "hy_v3-moe.gguf",
+    {
+        "{arch}.block_count": 16,
+        "{arch}.embedding_length": 4096,
+        "{arch}.feed_forward_length": 12288,
+        "{arch}.attention.head_count": 32,
+        "{arch}.attention.head_count_kv": 8,
+        "{arch}.attention.key_length": 128,
+        "{arch}.attention.value_length": 128,
+        "{arch}.rope.dimension_count": 128,
+        "{arch}.expert_count": 64,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 1536,
+        "{arch}.expert_shared_feed_forward_length": 1536,
+        "{arch}.context_length": 131072,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -118,8 +118,9 @@ def _has_zero(v: object) -> bool:
 
 
 def _dense_layers(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int, ...]], arch: str) -> frozenset[int]:
-    """Jamba's and MiMo-V2's layers without a router, where the file's tensors say (a metadata-only file: none)."""
-    if arch not in ("jamba", "mimo2") or not tensor_shapes or not _int(kv, f"{arch}.expert_count", 0):
+    """Jamba's, MiMo-V2's and Hy V3's layers without a router, where the file's tensors say (a metadata-only file:
+    none)."""
+    if arch not in ("jamba", "mimo2", "hy_v3") or not tensor_shapes or not _int(kv, f"{arch}.expert_count", 0):
         return frozenset()
     n = min(_int(kv, f"{arch}.block_count", 0), 1 << 16)
     return frozenset(i for i in range(n) if f"blk.{i}.ffn_gate_inp.weight" not in tensor_shapes)

@@ -156,7 +156,7 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 
 
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
-_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe", "mimo2"})
+_TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe", "mimo2", "hy_v3"})
 #: architectures whose layers each have their own query and KV heads (Dims.layer_heads)
 _PER_LAYER_HEADS = frozenset({"deci", "laguna", "mimo2"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)

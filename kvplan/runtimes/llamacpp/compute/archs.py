@@ -2618,6 +2618,45 @@ def build_plamo2(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def build_hy_v3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_hy_v3::graph (src/models/hy-v3.cpp, Tencent Hy V3): llama's attention with Q and K normed per head
+    (both norms, then both RoPEs); a dense SwiGLU with biases and scales on the layers stored without a router,
+    else experts routed by the file's gating function (sigmoid where it says none) with their bias, scales and the
+    merged gate_up where the file has it, plus the always-on shared expert; every token through the last layer,
+    the output rows taken after the final norm (embeddings_nextn_masked off); the trunk only."""
+    g = GraphContext(r, w)
+    inp_l, pos, (kv, _), out_ids = _inputs(g, d, False)
+    o = Decoder(qk_norm=True, qk_order="norms_first")
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q, k = _qk_norm_rope(g, d, o, q, k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il in d.dense_layers:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=True, scale=True)
+        else:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING.get(d.expert_gating or 2,
+                            "sigmoid"), norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale,
+                            exp_probs_b=True, gate_up=w.has("ffn_gate_up_exps"))  # fmt: skip
+            shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp, bias=False, scale=True, suffix="_shexp")
+            cur = ggml.binary("ADD", moe, shexp)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    g.il = OUTPUT_LAYER
+    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
+    ggml.set_output(cur)  # res->t_h_nextn
+    cur = ggml.get_rows(cur, out_ids)
+    ggml.set_output(cur)  # res->t_embd
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    ggml.set_output(cur)
+    g.gf.expand(cur)
+    return g.gf
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -3008,6 +3047,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "laguna": build_laguna,
     "mimo2": build_mimo2,
     "plamo2": build_plamo2,
+    "hy_v3": build_hy_v3,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)
