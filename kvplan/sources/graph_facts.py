@@ -258,7 +258,28 @@ def _class_keys(facts: GraphFacts, c: Mapping[str, object], model_type: str, arc
         return _cohere2_moe(facts, c)
     if any(a.startswith("MiMoV2") for a in archs):
         return _mimo2(facts, c)
+    if "HYV3ForCausalLM" in archs:
+        return _hy_v3(facts, c)
     return facts
+
+
+def _hy_v3(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:
+    """HYV3Model's keys (conversion/hunyuan.py): the shared expert moe_intermediate_size × num_shared_experts wide
+    (no count written), the weight norm from route_norm (true unless it says), the scale from router_scaling_factor
+    (1.0 unless it says), no dense lead — the first first_k_dense_replace layers are stored without a router."""
+    n = c.get("num_hidden_layers", 0)
+    n = n if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 1 << 16 else 0
+    lead = c.get("first_k_dense_replace", 0)
+    lead = lead if isinstance(lead, int) and not isinstance(lead, bool) else 0
+    shared = c.get("num_shared_experts", 1)
+    shared = shared if isinstance(shared, int) and not isinstance(shared, bool) and shared >= 0 else 1
+    scale = c.get("router_scaling_factor", 1.0)
+    return dataclasses.replace(
+        facts, n_layer_dense_lead=0, n_expert_shared=0, n_ff_shexp=facts.n_ff_exp * shared,
+        expert_weights_norm=c.get("route_norm", True) is True,
+        expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) else 1.0,
+        dense_layers=frozenset(range(min(max(lead, 0), n))) if facts.n_expert else frozenset(),
+    )  # fmt: skip
 
 
 def _mimo2(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:
