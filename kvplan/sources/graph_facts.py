@@ -25,12 +25,14 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
     if not isinstance(arch, str):
         return None
     try:
+        tokens = kv.get("tokenizer.ggml.tokens")
         if "token_embd.weight" in tensor_shapes:
             n_vocab = tensor_shapes["token_embd.weight"][1]
+        elif isinstance(tokens, ArrayValue) and kv.get("tokenizer.ggml.model") not in (None, "no_vocab"):
+            n_vocab = tokens.count  # llama_vocab::load reads vocab_size only for a "no_vocab" tokenizer
         elif f"{arch}.vocab_size" in kv:
             n_vocab = _int(kv, f"{arch}.vocab_size")
         else:
-            tokens = kv.get("tokenizer.ggml.tokens")
             n_vocab = tokens.count if isinstance(tokens, ArrayValue) else 0
         lead = _int(kv, f"{arch}.leading_dense_block_count", 0)
         present = set()

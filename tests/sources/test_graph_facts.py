@@ -44,3 +44,16 @@ def test_gguf_facts_for_the_newer_builders() -> None:
                        "hrm_text.feed_forward_length": 128, "hrm_text.hrm.layers_per_stack": 2,
                        "hrm_text.hrm.h_cycles": 3, "hrm_text.hrm.l_cycles": 1}, {})  # fmt: skip
     assert hrm is not None and hrm.hrm == (2, 3, 1)
+
+
+def test_the_vocabulary_as_llama_cpp_loads_it() -> None:
+    """The token embeddings' rows where the file has them; else the tokenizer's token count — llama_vocab::load
+    reads <arch>.vocab_size only for a "no_vocab" tokenizer (the harness's metadata-only files)."""
+    from kvplan.sources.graph_facts import graph_facts
+    from kvplan.sources.values import ArrayValue
+
+    kv = {"general.architecture": "llama", "llama.embedding_length": 64, "llama.feed_forward_length": 128,
+          "llama.vocab_size": 50304, "tokenizer.ggml.tokens": ArrayValue(8, 128, None)}  # fmt: skip
+    assert graph_facts({**kv, "tokenizer.ggml.model": "gpt2"}, {}).n_vocab == 128  # type: ignore[union-attr]
+    assert graph_facts({**kv, "tokenizer.ggml.model": "no_vocab"}, {}).n_vocab == 50304  # type: ignore[union-attr]
+    assert graph_facts(kv, {"token_embd.weight": (64, 32000)}).n_vocab == 32000  # type: ignore[union-attr]

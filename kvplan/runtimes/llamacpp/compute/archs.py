@@ -191,15 +191,22 @@ def _lm_head(
     output_bias: bool = False,
     softcap: bool = False,
     norm_weight: bool = True,
+    out_ids: Tensor | None = None,
+    output_scale: bool = True,
 ) -> Graph:
     """The output layer most model classes end with: the final norm (res->t_embd; with its bias where the file has
-    one and the class reads it), the LM head (res->t_logits), its bias where read (qwen2, phi3), the logits scaled
-    where the model says so (Granite, Command-R) or soft-capped (Gemma 2, 3 and 3n: cap · tanh(logits / cap))."""
+    one and the class reads it; `out_ids`: the classes that keep every token through the last layer and take the
+    output rows after the norm, res->t_h_nextn then res->t_embd), the LM head (res->t_logits; with output.scale
+    where the class passes it), its bias where read (qwen2, phi3), the logits scaled where the model says so
+    (Granite, Command-R) or soft-capped (Gemma 2, 3 and 3n: cap · tanh(logits / cap))."""
     g.il = OUTPUT_LAYER
     nb = g.opt("output_norm.bias", d.n_embd) if norm_bias else None
     cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm") if norm_weight else None, nb, rms=rms)
     ggml.set_output(cur)
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+    if out_ids is not None:  # (embeddings_nextn_masked is false)
+        cur = ggml.get_rows(cur, out_ids)
+        ggml.set_output(cur)
+    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale() if output_scale else None)
     if scale:
         cur = ggml.unary(cur, "SCALE")
     if softcap:
@@ -1167,15 +1174,7 @@ class _Qwen3Next:
             cur = g.norm(cur, g.wt(d.n_embd, name="attn_post_norm"))
             cur = self.ffn(cur)
             inp_l = ggml.binary("ADD", cur, ffn_residual)
-        g.il = OUTPUT_LAYER
-        cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), with_il=False)
-        ggml.set_output(cur)  # res->t_h_nextn
-        cur = ggml.get_rows(cur, out_ids)  # embeddings_nextn_masked is false
-        ggml.set_output(cur)  # res->t_embd
-        cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-        ggml.set_output(cur)
-        g.gf.expand(cur)
-        return g.gf
+        return _lm_head(g, d, inp_l, out_ids=out_ids)
 
     def attn(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
         """build_layer_attn: Q and its gate from one projection, Q/K norms, RoPE, attention, the sigmoid gate."""
@@ -1404,15 +1403,7 @@ def build_nemotron_h(d: Dims, r: Reserve, w: Weights) -> Graph:
         else:
             cur = g.ffn_relu_sqr(cur, d.n_embd, d.n_ff_layers[il])
         inp_l = ggml.binary("ADD", cur, inp_sa)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)  # res->t_h_nextn
-    cur = ggml.get_rows(cur, out_ids)
-    ggml.set_output(cur)  # res->t_embd
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, out_ids=out_ids)
 
 
 def _lightning(g: GraphContext, d: Dims, rs: RSInputs, la: tuple[Tensor, Tensor, Tensor, Tensor], cur: Tensor,
@@ -2646,15 +2637,7 @@ def build_hy_v3(d: Dims, r: Reserve, w: Weights) -> Graph:
             shexp = g.ffn_par(cur, d.n_embd, d.n_ff_shexp, bias=False, scale=True, suffix="_shexp")
             cur = ggml.binary("ADD", moe, shexp)
         inp_l = ggml.binary("ADD", cur, ffn_inp)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"))
-    ggml.set_output(cur)  # res->t_h_nextn
-    cur = ggml.get_rows(cur, out_ids)
-    ggml.set_output(cur)  # res->t_embd
-    cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, out_ids=out_ids)
 
 
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -2749,17 +2732,7 @@ def build_cohere2moe(d: Dims, r: Reserve, w: Weights) -> Graph:
                 shexp = g.ffn_par(ffn_inp, d.n_embd, d.n_ff_shexp, bias=False, scale=True, suffix="_shexp")
                 cur = ggml.unary(ggml.binary("ADD", cur, shexp), "SCALE")
         inp_l = ggml.binary("ADD", ggml.binary("ADD", cur, inp_l), attn_out)
-    g.il = OUTPUT_LAYER
-    cur = g.norm(inp_l, g.wt(d.n_embd, name="output_norm"), rms=rms)
-    ggml.set_output(cur)  # res->t_h_nextn
-    cur = ggml.get_rows(cur, out_ids)
-    ggml.set_output(cur)  # res->t_embd
-    cur = ggml.mul_mat(g.wt(d.n_embd, d.n_vocab, name="output"), cur)
-    if d.logit_scale:
-        cur = ggml.unary(cur, "SCALE")
-    ggml.set_output(cur)
-    g.gf.expand(cur)
-    return g.gf
+    return _lm_head(g, d, inp_l, rms=rms, scale=d.logit_scale, out_ids=out_ids, output_scale=False)
 
 
 def build_granite_swa(d: Dims, r: Reserve, w: Weights) -> Graph:
