@@ -41,7 +41,8 @@ def _mib(n: int) -> str:
 
 def settings_of(log: LlamaCppLog, model: ModelDescription | None = None) -> LlamaCppSettings:
     """The context parameters the log states (llama_context's block, the caches' types, --swa-full), and the
-    buffer rules of the devices it names (CUDA where a CUDA buffer is printed). Two caches of one size are
+    buffer rules of the devices it names (CUDA where a CUDA buffer is printed; ROCm, Metal, Vulkan by their
+    buffers' names: backend_of). Two caches of one size are
     --swa-full unless the log says otherwise or, with the `model`, the window capped at the context explains
     them."""
     s = _stated(log)

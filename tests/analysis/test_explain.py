@@ -160,3 +160,19 @@ def test_public_cuda_logs_with_the_reconstructed_file(name: str) -> None:
     assert left == {"CPU_Mapped model buffer, MiB"} | differs, [(f.what, f.logged, f.kvplan) for f in e.figures]
     gpu = next(f for f in e.figures if f.what == "CUDA0 model buffer, MiB")
     assert f"-ncmoe {entry['n_cpu_moe']}: the first" in gpu.why
+
+
+@pytest.mark.parametrize(
+    ("device", "host", "backend"),
+    [("CUDA0", "CUDA_Host", Backend.CUDA), ("ROCm0", "ROCm_Host", Backend.ROCM), ("MTL0", "CPU", Backend.METAL),
+     ("Vulkan0", "Vulkan_Host", Backend.VULKAN), ("RPC0[127.0.0.1:50052]", "CPU", Backend.CPU)],
+)  # fmt: skip
+def test_a_logs_buffers_name_its_backends_rules(device: str, host: str, backend: Backend) -> None:
+    """The buffer names llama.cpp prints pick the rules kvplan re-plans with (ggml's buffer type names: CUDA0,
+    ROCm0, MTL0, Vulkan0; an RPC device keeps the CPU backend's); the same public CUDA log renamed."""
+    from kvplan.analysis.explain import backend_of
+
+    text = (FIXTURES / "logs" / "llamacpp" / "public" / "mcgyvr-gpt-oss-20b-rtx3060-c8192-np8.log").read_text()
+    log = parse_lines(text.replace("CUDA_Host", host).replace("CUDA0", device).splitlines())
+    assert backend_of(log) is backend
+    assert settings_of(log, model_of("file/gpt-oss-20b-mxfp4.meta.gguf")).backend is backend
