@@ -242,6 +242,9 @@ class GraphFacts:
     gate_width: int = 0
     #: the attention output scaled by the file's attention.value_scale (MiMo-V2: a value other than 0 and 1)
     attn_value_scale: bool = False
+    #: the layers whose experts' / shared experts' SwiGLU is clamped (swiglu_clamp_exp / _shexp above 1e-6)
+    clamp_exp: frozenset[int] = frozenset()
+    clamp_shexp: frozenset[int] = frozenset()
     #: no layer_norm_rms_epsilon in the file: a class that reads either norm takes LLM_NORM (Cohere2-MoE)
     rms_eps_missing: bool = False
     #: some layer attends without RoPE by the file's attention.rope_pattern (Granite-SWA)

@@ -1100,6 +1100,26 @@ FROM_TINY["hy-v3-shape"] = (
         "{arch}.context_length": 131072,
     },
 )
+# BailingMoE 3 (its 7.9B-A1.3B's kind: 24 layers 1,536 wide, 128 experts, KDA layers with an MLA layer every
+# fourth, clamped SwiGLUs after the first layer; the other numbers are not published here)
+FROM_TINY["bailingmoe3-shape"] = (
+    "bailingmoe3-moe.gguf",
+    {
+        "{arch}.block_count": 24,
+        "{arch}.embedding_length": 1536,
+        "{arch}.feed_forward_length": 4096,
+        "{arch}.attention.head_count": 16,
+        "{arch}.attention.head_count_kv": [1 if i % 4 == 3 else 0 for i in range(24)],  # (MLA: one latent head)
+        "{arch}.attention.recurrent_layers": [0 if i % 4 == 3 else 1 for i in range(24)],
+        "{arch}.expert_count": 128,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 512,
+        "{arch}.expert_shared_feed_forward_length": 512,
+        "{arch}.swiglu_clamp_exp": [0.0] + [7.0] * 23,
+        "{arch}.swiglu_clamp_shexp": [0.0] + [7.0] * 23,
+        "{arch}.context_length": 32768,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

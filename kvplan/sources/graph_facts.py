@@ -90,6 +90,8 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             ),
             gate_width=_dim(tensor_shapes.get("blk.0.attn_gate.weight"), 1),
             attn_value_scale=kv.get(f"{arch}.attention.value_scale") not in (None, 0, 0.0, 1, 1.0),
+            clamp_exp=_clamped(kv.get(f"{arch}.swiglu_clamp_exp")),
+            clamp_shexp=_clamped(kv.get(f"{arch}.swiglu_clamp_shexp")),
             rms_eps_missing=f"{arch}.attention.layer_norm_rms_epsilon" not in kv,
             rope_pattern_off=_has_zero(kv.get(f"{arch}.attention.rope_pattern")),
             tensors=frozenset(present),
@@ -107,6 +109,15 @@ _SCALE_DEFAULTS = {"minicpm": {"logit_scale", "embedding_scale", "residual_scale
 def _scale(kv: Mapping[str, object], arch: str, name: str) -> bool:
     on = name in _SCALE_DEFAULTS.get(arch, ())
     return kv.get(f"{arch}.{name}", 1.0 if on else None) not in (None, 0, 0.0)
+
+
+def _clamped(v: object) -> frozenset[int]:
+    """The layers a swiglu_clamp_* key clamps (above llama.cpp's 1e-6; one value: every layer, up to 4,096)."""
+    if isinstance(v, ArrayValue):
+        return frozenset(i for i, x in enumerate(v.values or ()) if isinstance(x, (int, float)) and x > 1e-6)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 1e-6:
+        return frozenset(range(4096))
+    return frozenset()
 
 
 def _dim(shape: tuple[int, ...] | None, i: int) -> int:

@@ -57,3 +57,16 @@ def test_the_vocabulary_as_llama_cpp_loads_it() -> None:
     assert graph_facts({**kv, "tokenizer.ggml.model": "gpt2"}, {}).n_vocab == 128  # type: ignore[union-attr]
     assert graph_facts({**kv, "tokenizer.ggml.model": "no_vocab"}, {}).n_vocab == 50304  # type: ignore[union-attr]
     assert graph_facts(kv, {"token_embd.weight": (64, 32000)}).n_vocab == 32000  # type: ignore[union-attr]
+
+
+def test_clamped_swiglu_layers() -> None:
+    """swiglu_clamp_exp / _shexp: the layers whose limit is above llama.cpp's 1e-6 (BailingMoE 3's first layer has
+    none); a single value clamps every layer."""
+    from kvplan.sources.graph_facts import graph_facts
+    from kvplan.sources.values import ArrayValue
+
+    kv = {"general.architecture": "bailingmoe3", "bailingmoe3.embedding_length": 64, "bailingmoe3.vocab_size": 10,
+          "bailingmoe3.feed_forward_length": 128, "bailingmoe3.swiglu_clamp_exp": ArrayValue(6, 3, (0.0, 4.0, 1e-7)),
+          "bailingmoe3.swiglu_clamp_shexp": 5.0}  # fmt: skip
+    facts = graph_facts(kv, {})
+    assert facts is not None and facts.clamp_exp == frozenset({1}) and 2 in facts.clamp_shexp

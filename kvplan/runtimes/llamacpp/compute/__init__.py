@@ -144,6 +144,9 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         hrm=g.hrm,
         gate_width=g.gate_width,
         attn_value_scale=g.attn_value_scale,
+        kda_head=m.recurrent_params.kda_head if m.recurrent_params else 0,
+        clamp_exp=g.clamp_exp if m.arch in _CLAMPED_OP_BY_OP else frozenset(),
+        clamp_shexp=g.clamp_shexp if m.arch in _CLAMPED_OP_BY_OP else frozenset(),
     )
     return d, Weights(g.tensors, all_optional=g.all_optional)
 
@@ -159,6 +162,9 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 _TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe", "mimo2", "hy_v3"})
 #: architectures whose layers each have their own query and KV heads (Dims.layer_heads)
 _PER_LAYER_HEADS = frozenset({"deci", "laguna", "mimo2"})
+#: architectures whose loader reads swiglu_clamp_* and whose clamp llama.cpp builds op by op (build_ffn /
+#: build_moe_ffn; Maple, DeepSeek-V4, GLM-5-Next and Hy V4 take ggml_swiglu_clamp, one op the size of SwiGLU's)
+_CLAMPED_OP_BY_OP = frozenset({"bailingmoe3", "step35"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)

@@ -70,6 +70,9 @@ class Dims:
     hrm: tuple[int, int, int] = (0, 0, 0)  # HRM-Text: layers per stack, high cycles, low cycles
     gate_width: int = 0  # layer 0's attn_gate width in the file (0: none stored; Laguna's gate per head or element)
     attn_value_scale: bool = False  # MiMo-V2: the attention output scaled (attention.value_scale)
+    kda_head: int = 0  # the KDA linear attention's head size (kda.head_dim: BailingMoE 3, Kimi-Linear)
+    clamp_exp: frozenset[int] = frozenset()  # layers whose experts' SwiGLU is clamped (swiglu_clamp_exp)
+    clamp_shexp: frozenset[int] = frozenset()  # ... and whose shared experts' is (swiglu_clamp_shexp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1133,6 +1136,21 @@ def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+def _delta_net(g: GraphContext, ssm_all: Tensor, n_embd_s: int, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
+               beta: Tensor, state: Tensor) -> Tensor:  # fmt: skip
+    """build_recurrent_attn without kept snapshots (delta-net-base.cpp): the fused delta net (a gate per head:
+    Gated DeltaNet; per channel: KDA), its new state stored."""
+    s_v, h_v, n_tok, ns = v.ne
+    res = ggml.gated_delta_net(q, k, v, gate, beta, state, 1)
+    f = 4
+    out = ggml.view(res, (s_v, h_v, n_tok, ns), (f * s_v, f * s_v * h_v, f * s_v * h_v * n_tok), 0)
+    new_state = ggml.view(res, (s_v, s_v, h_v, ns), (f * s_v, f * s_v * s_v, f * s_v * s_v * h_v),
+                          f * s_v * h_v * n_tok * ns)  # fmt: skip
+    dst = ggml.view(ssm_all, (n_embd_s, ns), (ssm_all.nb[1],), 0)
+    g.gf.expand(ggml.cpy(new_state, dst))
+    return out
+
+
 def _l2_norm(x: Tensor) -> Tensor:
     """build_gdn_l2_norm: a scaled RMS norm (no weight, no callback)."""
     return ggml.unary(ggml.unary(x, "RMS_NORM"), "SCALE")
@@ -1279,16 +1297,7 @@ class _Qwen3Next:
 
     def recurrent_attn(self, ssm_all: Tensor, q: Tensor, k: Tensor, v: Tensor, gate: Tensor, beta: Tensor,
                        state: Tensor) -> Tensor:  # fmt: skip
-        """build_recurrent_attn without kept snapshots: the fused delta net, its new state stored."""
-        s_v, h_v, n_tok, ns = v.ne
-        res = ggml.gated_delta_net(q, k, v, gate, beta, state, 1)
-        f = 4
-        out = ggml.view(res, (s_v, h_v, n_tok, ns), (f * s_v, f * s_v * h_v, f * s_v * h_v * n_tok), 0)
-        new_state = ggml.view(res, (s_v, s_v, h_v, ns), (f * s_v, f * s_v * s_v, f * s_v * s_v * h_v),
-                              f * s_v * h_v * n_tok * ns)  # fmt: skip
-        dst = ggml.view(ssm_all, (self.n_embd_s, ns), (ssm_all.nb[1],), 0)
-        self.g.gf.expand(ggml.cpy(new_state, dst))
-        return out
+        return _delta_net(self.g, ssm_all, self.n_embd_s, q, k, v, gate, beta, state)
 
     def ffn(self, cur: Tensor) -> Tensor:
         """build_layer_ffn: the routed experts plus the shared expert gated by a sigmoid."""
@@ -2640,6 +2649,115 @@ def build_hy_v3(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, out_ids=out_ids)
 
 
+def build_bailingmoe3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_bailingmoe3::graph (src/models/bailingmoe3.cpp, Ling / Ring 3): a hybrid of KDA linear attention
+    — Q, K and V each projected and run through its own short causal conv (one conv state of the three, the new
+    one stored), a gate per channel (sigmoid of the projection plus bias times A, scaled), beta, Q and K L2-normed,
+    the fused delta net, the output normed per head and gated — and MLA attention over a K-only cache (the low-rank
+    Q where the file has it, K absorbed by wk_b, V decompressed by wv_b) gated per head by a sigmoid; dense lead
+    layers, then routed experts with their bias plus the shared experts; the output rows after the final norm."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    rs = g.rs_inp()
+    kv = g.attn_inp_k(r.kv_size)
+    pos = g.inp_pos(4 if d.mrope else 1)
+    out_ids = g.inp_out_ids()
+    n_head, hd, d_conv = d.n_head, d.kda_head, d.ssm[0]
+    d_inner, ns, nst = n_head * hd, r.n_seqs, r.n_tokens // r.n_seqs
+    conv_size = (d_conv - 1) * d_inner
+    n_embd_r, n_embd_s = 3 * conv_size, hd * hd * n_head
+    hk, hv, n_rot, rank = d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank
+    nope = hk - n_rot
+    n_tok = r.n_tokens
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        if d.recurrent[il]:
+            conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
+            conv_state_all = g.rs(rs, conv_all, n_embd_r)
+
+            def conv1d(which: int, name: str, x: Tensor, conv_all: Tensor = conv_all,
+                       conv_state_all: Tensor = conv_state_all) -> Tensor:  # fmt: skip
+                f = 4
+                state = ggml.view(conv_state_all, (d_conv - 1, d_inner, ns), ((d_conv - 1) * f, n_embd_r * f),
+                                  which * conv_size * f)  # fmt: skip
+                proj = ggml.reshape(ggml.mul_mat(g.wt(d.n_embd, d_inner, name=name), x), d_inner, nst, ns)
+                conv_x = ggml.concat(state, ggml.transpose(proj), 0)
+                snap = ggml.view(conv_x, (d_conv - 1, d_inner, ns), (conv_x.nb[1], conv_x.nb[2]),
+                                 (conv_x.ne[0] - (d_conv - 1)) * conv_x.nb[0])  # fmt: skip
+                dst = ggml.view(conv_all, (d_conv - 1, d_inner, ns), ((d_conv - 1) * f, n_embd_r * f),
+                                which * conv_size * f)  # fmt: skip
+                g.gf.expand(ggml.cpy(snap, dst))
+                weight = ggml.reshape(
+                    g.wt(d_conv, 1, d_inner, name=f"ssm_conv1d_{'qkv'[which]}", type_="f32"), d_conv, d_inner
+                )
+                out = ggml.unary(ggml.reshape(ggml.ssm_conv(conv_x, weight), d_inner, n_tok), kind="silu")
+                return ggml.reshape(out, hd, n_head, nst, ns)
+
+            q = conv1d(0, "attn_q", cur)
+            k = conv1d(1, "attn_k", cur)
+            v = conv1d(2, "attn_v", cur)
+            gate = ggml.binary("ADD", ggml.mul_mat(g.wt(d.n_embd, d_inner, name="ssm_f_a"), cur),
+                               g.wt(d_inner, name="ssm_dt.bias"))  # fmt: skip
+            gate = ggml.reshape(gate, hd, n_head, n_tok)
+            a = ggml.reshape(g.wt(1, n_head, name="ssm_a", type_="f32"), 1, n_head, 1)
+            gate = ggml.unary(ggml.unary(ggml.binary("MUL", gate, a), kind="sigmoid"), "SCALE")
+            gate = ggml.reshape(gate, hd, n_head, nst, ns)
+            beta = ggml.mul_mat(g.wt(d.n_embd, n_head, name="ssm_beta"), cur)
+            beta = ggml.unary(ggml.reshape(beta, 1, n_head, nst, ns), kind="sigmoid")
+            q, k = _l2_norm(q), _l2_norm(k)
+            ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
+            state = ggml.reshape(g.rs(rs, ssm_all, n_embd_s), hd, hd, n_head, ns)
+            out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, gate, beta, state))
+            out_gate = ggml.reshape(ggml.mul_mat(g.wt(d.n_embd, d_inner, name="ssm_g_a"), cur), hd, n_head, n_tok)
+            out = g.norm(ggml.reshape(out, hd, n_head, n_tok), g.wt(hd, name="ssm_norm"))
+            out = ggml.binary("MUL", out, ggml.unary(out_gate, kind="sigmoid"))
+            cur = ggml.mul_mat(g.wt(d_inner, d.n_embd, name="attn_output"), ggml.cont(out, d_inner, n_tok))
+        else:
+            attn_inp = cur
+            if d.q_lora_rank:
+                q_all = g.norm(ggml.mul_mat(g.wt(d.n_embd, d.q_lora_rank, name="attn_q_a"), cur),
+                               g.wt(d.q_lora_rank, name="attn_q_a_norm"))  # fmt: skip
+                q_all = ggml.mul_mat(g.wt(d.q_lora_rank, n_head * hk, name="attn_q_b"), q_all)
+            else:
+                q_all = ggml.mul_mat(g.wt(d.n_embd, n_head * hk, name="attn_q"), cur)
+            row = ggml.row_size(q_all.type, hk)
+            q_nope = ggml.view(q_all, (nope, n_head, n_tok), (row, row * n_head), 0)
+            q_pe = ggml.view(q_all, (n_rot, n_head, n_tok), (row, row * n_head), ggml.row_size(q_all.type, nope))
+            kv_all = ggml.mul_mat(g.wt(d.n_embd, rank + n_rot, name="attn_kv_a_mqa"), cur)
+            krow = ggml.row_size(kv_all.type, rank + n_rot)
+            kv_c = ggml.view(kv_all, (rank, n_tok), (krow,), 0)
+            k_pe = ggml.view(kv_all, (n_rot, 1, n_tok), (krow, krow), ggml.row_size(kv_all.type, rank))
+            q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
+            kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+            q_nope = ggml.permute(ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"),
+                                               ggml.permute(q_nope, 0, 2, 1, 3)), 0, 2, 1, 3)  # fmt: skip
+            q = ggml.concat(q_nope, q_pe, 0)
+            kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+            k = ggml.concat(kv_c, k_pe, 0)
+            v_mla = g.wt(rank, hv, n_head, name="attn_v_b")
+            cur = g.attn_k(kv, il, None, None, q, k, kv_c, v_mla, rank + n_rot, 1)
+            gate = ggml.mul_mat(g.wt(d.n_embd, n_head, name="attn_gate"), attn_inp)
+            gate = ggml.unary(ggml.reshape(gate, 1, n_head, n_tok), kind="sigmoid")
+            cur = ggml.binary("MUL", ggml.reshape(cur, hv, n_head, n_tok), gate)
+            cur = ggml.mul_mat(g.wt(hv * n_head, d.n_embd, name="attn_output"), ggml.cont(cur, hv * n_head, n_tok))
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:  # (build_ffn clamps by swiglu_clamp_shexp whichever FFN it builds)
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False, clamp=il in d.clamp_shexp)
+        else:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING[d.expert_gating],
+                            norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale, exp_probs_b=True,
+                            scales=False, clamp=il in d.clamp_exp)  # fmt: skip
+            n_shexp = d.n_ff_shexp or d.n_ff_exp * max(d.n_expert_shared, 1)
+            shexp = g.ffn_par(cur, d.n_embd, n_shexp, bias=False, scale=False, suffix="_shexp",
+                              clamp=il in d.clamp_shexp)  # fmt: skip
+            cur = ggml.binary("ADD", moe, shexp)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, out_ids=out_ids, output_scale=False)
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -3021,6 +3139,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "mimo2": build_mimo2,
     "plamo2": build_plamo2,
     "hy_v3": build_hy_v3,
+    "bailingmoe3": build_bailingmoe3,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)

@@ -262,7 +262,7 @@ class GraphContext:
         self,
         kv: KVInputs,
         layer: int,
-        wo: Tensor,
+        wo: Tensor | None,
         wo_s: Tensor | None,
         q: Tensor,
         k: Tensor,
@@ -286,7 +286,8 @@ class GraphContext:
         kk = self.get_k(cache_k, head_k, n_head_kv)
         vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
         n_kv_max = top_k.ne[0] if top_k is not None else 0
-        return self.lora_mm(wo, self.attn_mha(q, kk, vv, None, mask, None, v_mla, n_kv_max=n_kv_max), wo_s)
+        cur = self.attn_mha(q, kk, vv, None, mask, None, v_mla, n_kv_max=n_kv_max)
+        return self.lora_mm(wo, cur, wo_s) if wo is not None else cur
 
     def _cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
         """One layer's K or V cache tensor: [n_embd, cells, streams], in the layer's cache buffer."""
@@ -566,12 +567,14 @@ class GraphContext:
         select_logits: bool = False,
         logits: Tensor | None = None,
         select_sigmoid: bool = False,
+        clamp: bool = False,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
         mul_mat_id, weighting and the sum over the selected experts (`weight_before`: Llama 4 weights the input
         repeated per expert instead of the experts' output; `select_logits`: Llama 4 selects by the logits;
         `logits`: the router's logits computed by the caller, probs_in; act "relu_sqr": up only, ReLU²;
-        `select_sigmoid`: the experts picked by the sigmoid of the logits, GroveMoE)."""
+        `select_sigmoid`: the experts picked by the sigmoid of the logits, GroveMoE; `clamp`: the layer's
+        swiglu_clamp_exp, which the classes outside ggml_swiglu_clamp's list apply op by op)."""
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
         if logits is None:
             logits = self.lora_mm(self.wt(n_embd, n_expert, name="ffn_gate_inp"), cur)
@@ -639,7 +642,10 @@ class GraphContext:
             g = self.lora_mm_id(gate_w, cur, selected, self.opt("ffn_gate_exps.scale", n_expert) if scales else None)
             if expert_bias:
                 g = ggml.add_id(g, self.wt(n_ff, n_expert, name="ffn_gate_exps.bias"), selected)
-        if act in ("silu", "gelu", "relu") or act == "swiglu_oai":
+        if act == "silu" and clamp:  # swiglu_clamp_exp: up clamped, SiLU of the gate clamped, their product
+            up = ggml.unary(up, "CLAMP")
+            cur = ggml.binary("MUL", ggml.unary(ggml.unary(g, kind="silu"), "CLAMP"), up)
+        elif act in ("silu", "gelu", "relu") or act == "swiglu_oai":
             cur = ggml.glu_split(g, up)
         elif act != "relu_sqr":
             raise NotImplementedError(f"expert activation {act}")
@@ -709,10 +715,12 @@ class GraphContext:
         return self.ffn_tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd, bias, scale)
 
     def ffn_par(
-        self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True, suffix: str = ""
-    ) -> Tensor:
+        self, cur: Tensor, n_embd: int, n_ff: int, bias: bool = True, scale: bool = True, suffix: str = "",
+        clamp: bool = False,
+    ) -> Tensor:  # fmt: skip
         """build_ffn with up, gate (parallel) and down, SiLU (SwiGLU): each with the bias and scale the
-        architecture passes when the model has them (`suffix` "_shexp": the shared experts' tensors)."""
+        architecture passes when the model has them (`suffix` "_shexp": the shared experts' tensors; `clamp`: the
+        layer's swiglu_clamp_shexp, applied op by op)."""
 
         def tail(t: Tensor, name: str, n: int) -> Tensor:
             return self.ffn_tail(t, name, n, bias, scale)
@@ -720,7 +728,11 @@ class GraphContext:
         up, gate, down = "ffn_up" + suffix, "ffn_gate" + suffix, "ffn_down" + suffix
         tmp = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=up), cur), up, n_ff)
         g = tail(ggml.mul_mat(self.wt(n_embd, n_ff, name=gate), cur), gate, n_ff)
-        cur = ggml.glu_split(g, tmp)
+        if clamp:
+            tmp = ggml.unary(tmp, "CLAMP")
+            cur = ggml.binary("MUL", ggml.unary(ggml.unary(g, kind="silu"), "CLAMP"), tmp)
+        else:
+            cur = ggml.glu_split(g, tmp)
         return tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd)
 
 
