@@ -1120,6 +1120,23 @@ FROM_TINY["bailingmoe3-shape"] = (
         "{arch}.context_length": 32768,
     },
 )
+# Kimi-Linear (48B-A3B's widths as llama.cpp's kimi-linear.cpp comments give them: 2,304 wide, 32 KDA heads of 128,
+# the MLA latent 512 + 64; three KDA layers to each MLA layer, 12 layers here; 256 experts)
+FROM_TINY["kimi-linear-shape"] = (
+    "kimi-linear-moe.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 2304,
+        "{arch}.feed_forward_length": 9216,
+        "{arch}.attention.head_count": 32,
+        "{arch}.attention.head_count_kv": [1 if i % 4 == 3 else 0 for i in range(12)],
+        "{arch}.attention.recurrent_layers": [0 if i % 4 == 3 else 1 for i in range(12)],
+        "{arch}.expert_count": 256,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 1024,
+        "{arch}.context_length": 131072,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -238,7 +238,7 @@ def _from_config(cfg: Mapping[str, object]) -> GraphFacts | None:
         n_vocab=vocab,
         n_ff=ff,
         n_expert=experts or num("num_local_experts", "num_experts", "n_routed_experts"),
-        n_expert_used=used or num("num_experts_per_tok"),
+        n_expert_used=used or num("num_experts_per_tok", "num_experts_per_token", "top_k_experts"),
         # gpt-oss's intermediate_size is its experts' width (the converter writes expert_feed_forward_length)
         n_ff_exp=expert_ff,
         expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and deepseek_like else 0.0,
@@ -273,7 +273,25 @@ def _class_keys(facts: GraphFacts, c: Mapping[str, object], model_type: str, arc
         return _mimo2(facts, c)
     if "HYV3ForCausalLM" in archs:
         return _hy_v3(facts, c)
+    if "KimiLinearForCausalLM" in archs or "KimiLinearModel" in archs:
+        return _kimi_linear(facts, c)
     return facts
+
+
+def _kimi_linear(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:
+    """KimiLinearModel's keys (conversion/kimi_linear.py): the shared experts' count, the dense lead from
+    first_k_dense_replace and the scale from routed_scaling_factor, whatever else the config says; no weight norm."""
+
+    def whole(key: str) -> int:
+        v = c.get(key, 0)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+    scale = c.get("routed_scaling_factor", 0.0)
+    return dataclasses.replace(
+        facts, n_expert_shared=whole("num_shared_experts"), n_layer_dense_lead=whole("first_k_dense_replace"),
+        expert_weights_scale=float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) else 0.0,
+        expert_weights_norm=False,
+    )  # fmt: skip
 
 
 def _hy_v3(facts: GraphFacts, c: Mapping[str, object]) -> GraphFacts:

@@ -209,6 +209,8 @@ def _not_built(p: MemoryPlan) -> str | None:
         return (
             "HRM-Text's stacks must fill its blocks: layers_per_stack × h_cycles × (l_cycles + 1) (llama.cpp asserts)"
         )
+    if m.arch == "kimi-linear" and g is not None and "attn_kv_b" in g.tensors and not g.all_optional:
+        return "no graph yet for Kimi-Linear files with the legacy unsplit attn_kv_b (MLA's cache off)"
     if m.arch == "laguna" and g is not None and g.n_expert and g.expert_gating not in (1, 2, 3):
         return f"Laguna's expert gating function {g.expert_gating} is none llama.cpp's build_moe_ffn builds (it aborts)"
     if m.arch == "grovemoe" and g is not None and not 0 < g.experts_per_group <= max(g.n_expert, 1):

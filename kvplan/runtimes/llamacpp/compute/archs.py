@@ -1137,16 +1137,18 @@ def build_llama4(d: Dims, r: Reserve, w: Weights) -> Graph:
 
 
 def _delta_net(g: GraphContext, ssm_all: Tensor, n_embd_s: int, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
-               beta: Tensor, state: Tensor) -> Tensor:  # fmt: skip
+               beta: Tensor, state: Tensor, flat: bool = False) -> Tensor:  # fmt: skip
     """build_recurrent_attn without kept snapshots (delta-net-base.cpp): the fused delta net (a gate per head:
-    Gated DeltaNet; per channel: KDA), its new state stored."""
+    Gated DeltaNet; per channel: KDA), its new state stored (`flat`: into a 1-d view, as kimi-linear.cpp does)."""
     s_v, h_v, n_tok, ns = v.ne
     res = ggml.gated_delta_net(q, k, v, gate, beta, state, 1)
     f = 4
     out = ggml.view(res, (s_v, h_v, n_tok, ns), (f * s_v, f * s_v * h_v, f * s_v * h_v * n_tok), 0)
     new_state = ggml.view(res, (s_v, s_v, h_v, ns), (f * s_v, f * s_v * s_v, f * s_v * s_v * h_v),
                           f * s_v * h_v * n_tok * ns)  # fmt: skip
-    dst = ggml.view(ssm_all, (n_embd_s, ns), (ssm_all.nb[1],), 0)
+    dst = (
+        ggml.view(ssm_all, (n_embd_s * ns,), (), 0) if flat else ggml.view(ssm_all, (n_embd_s, ns), (ssm_all.nb[1],), 0)
+    )
     g.gf.expand(ggml.cpy(new_state, dst))
     return out
 
@@ -2758,6 +2760,114 @@ def build_bailingmoe3(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, out_ids=out_ids, output_scale=False)
 
 
+def _kda_conv(
+    g: GraphContext, d: Dims, conv_all: Tensor, conv_state_all: Tensor, which: int, x: Tensor, proj: str | None,
+    n_head: int, n_embd_r: int,
+) -> Tensor:  # fmt: skip
+    """kimi-linear.cpp's and bailingmoe3.cpp's causal_conv1d: one of Q, K, V (`which`) projected (`proj`; None: the
+    input already is, a fused QKV's view), concatenated to its part of the conv state, the last d_conv − 1 columns
+    stored back, the depthwise conv over it, SiLU, viewed as heads."""
+    r, f = g.r, 4
+    hd, d_conv = d.kda_head, d.ssm[0]
+    d_inner, ns, nst = hd * n_head, r.n_seqs, r.n_tokens // r.n_seqs
+    conv_size = (d_conv - 1) * d_inner
+    state = ggml.view(
+        conv_state_all, (d_conv - 1, d_inner, ns), ((d_conv - 1) * f, n_embd_r * f), which * conv_size * f
+    )
+    if proj is not None:
+        x = ggml.mul_mat(g.wt(d.n_embd, d_inner, name=proj), x)
+    conv_x = ggml.concat(state, ggml.transpose(ggml.reshape(x, d_inner, nst, ns)), 0)
+    snap = ggml.view(conv_x, (d_conv - 1, d_inner, ns), (conv_x.nb[1], conv_x.nb[2]), nst * conv_x.nb[0])
+    dst = ggml.view(conv_all, (d_conv - 1, d_inner, ns), ((d_conv - 1) * f, n_embd_r * f), which * conv_size * f)
+    g.gf.expand(ggml.cpy(snap, dst))
+    weight = ggml.reshape(g.wt(d_conv, 1, d_inner, name=f"ssm_conv1d_{'qkv'[which]}", type_="f32"), d_conv, d_inner)
+    out = ggml.unary(ggml.reshape(ggml.ssm_conv(conv_x, weight), d_inner, r.n_tokens), kind="silu")
+    return ggml.reshape(out, hd, n_head, nst, ns)
+
+
+def build_kimi_linear(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_kimi_linear::graph (src/models/kimi-linear.cpp, Kimi-Linear): KDA layers — Q, K and V through
+    their own short causal convs (the fused QKV's views where the file has one), the gate from the low-rank f_a · f_b
+    plus bias through softplus times A, beta, Q and K L2-normed, the fused delta net (its new state stored flat),
+    the output normed and gated by the sigmoid of the low-rank g_a · g_b — and MLA layers over a K-only cache without
+    RoPE (no positions at all); dense lead layers, then experts routed by the file's gating function with their
+    bias and normalised weights, plus the shared experts."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    rs = g.rs_inp()
+    kv = g.attn_inp_k(r.kv_size)
+    out_ids = g.inp_out_ids()
+    n_head, hd = d.n_head, d.kda_head
+    d_inner, ns, nst, n_tok = n_head * hd, r.n_seqs, r.n_tokens // r.n_seqs, r.n_tokens
+    n_embd_r, n_embd_s = 3 * (d.ssm[0] - 1) * d_inner, hd * hd * n_head
+    hk, hv, n_rot, rank = d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank
+    nope = hk - n_rot
+    fused = "attn_qkv" in w.present and not w.all_optional
+    n_shexp = d.n_ff_exp * (d.n_expert_shared if d.n_expert_shared > 0 else 1)
+    for il in g.layers(d.n_layer):
+        g.il = il
+        inp_sa = inp_l
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        g.gf.expand(cur)
+        if d.recurrent[il]:
+            conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
+            conv_state_all = g.rs(rs, conv_all, n_embd_r)
+            if fused:
+                qkv = ggml.mul_mat(g.wt(d.n_embd, 3 * d_inner, name="attn_qkv"), cur)
+                ins = [ggml.cont(ggml.view(qkv, (d_inner, n_tok), (qkv.nb[1],), i * d_inner * 4)) for i in range(3)]
+                q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, ins[i], None, n_head, n_embd_r)
+                           for i in range(3))  # fmt: skip
+            else:
+                q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, cur, name, n_head, n_embd_r)
+                           for i, name in enumerate(("attn_q", "attn_k", "attn_v")))  # fmt: skip
+            g1 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_f_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_f_a"), cur))
+            g1 = ggml.unary(ggml.binary("ADD", g1, g.wt(d_inner, name="ssm_dt.bias")), kind="softplus")
+            g1 = ggml.binary("MUL", ggml.reshape(g1, hd, n_head, n_tok),
+                             ggml.reshape(g.wt(1, n_head, name="ssm_a", type_="f32"), 1, n_head, 1))  # fmt: skip
+            g1 = ggml.reshape(g1, hd, n_head, nst, ns)
+            beta = ggml.mul_mat(g.wt(d.n_embd, n_head, name="ssm_beta"), cur)
+            beta = ggml.unary(ggml.reshape(beta, 1, n_head, nst, ns), kind="sigmoid")
+            cur = ggml.reshape(cur, cur.ne[0], nst, ns)
+            ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
+            state = ggml.reshape(g.rs(rs, ssm_all, n_embd_s), hd, hd, n_head, ns)
+            q, k = _l2_norm(q), _l2_norm(k)
+            out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, g1, beta, state, flat=True))
+            cur2 = ggml.reshape(cur, cur.ne[0], nst * ns)
+            g2 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_g_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_g_a"), cur2))
+            g2 = ggml.reshape(g2, hd, n_head, nst * ns)
+            normed = g.norm(ggml.reshape(out, hd, n_head, nst * ns), g.wt(hd, name="ssm_norm"))
+            gated = ggml.binary("MUL", normed, ggml.unary(g2, kind="sigmoid"))
+            cur = ggml.mul_mat(g.wt(d_inner, d.n_embd, name="attn_output"), ggml.cont(gated, d_inner, n_tok))
+        else:
+            q_all = ggml.mul_mat(g.wt(d.n_embd, n_head * hk, name="attn_q"), cur)
+            kv_all = ggml.mul_mat(g.wt(d.n_embd, rank + n_rot, name="attn_kv_a_mqa"), cur)
+            krow = ggml.row_size(kv_all.type, rank + n_rot)
+            kv_c = ggml.view(kv_all, (rank, n_tok), (krow,), 0)
+            k_pe = ggml.view(kv_all, (n_rot, 1, n_tok), (krow, krow), ggml.row_size(kv_all.type, rank))
+            kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+            row = ggml.row_size(q_all.type, hk)
+            q_nope = ggml.view(q_all, (nope, n_head, n_tok), (row, row * n_head), 0)
+            q_pe = ggml.view(q_all, (n_rot, n_head, n_tok), (row, row * n_head), ggml.row_size(q_all.type, nope))
+            q_nope = ggml.permute(ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"),
+                                               ggml.permute(q_nope, 0, 2, 1, 3)), 0, 2, 1, 3)  # fmt: skip
+            q = ggml.concat(q_nope, q_pe, 0)
+            kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+            k = ggml.concat(kv_c, k_pe, 0)
+            wo, v_b = g.wt(hv * n_head, d.n_embd, name="attn_output"), g.wt(rank, hv, n_head, name="attn_v_b")
+            cur = g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q, k, kv_c, v_b, rank + n_rot, 1)
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING[d.expert_gating],
+                            norm_w=True, w_scale=d.expert_weights_scale, exp_probs_b=True, scales=False)  # fmt: skip
+            cur = ggml.binary("ADD", moe, g.ffn_par(cur, d.n_embd, n_shexp, bias=False, scale=False, suffix="_shexp"))
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l, output_scale=False)
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -3140,6 +3250,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "plamo2": build_plamo2,
     "hy_v3": build_hy_v3,
     "bailingmoe3": build_bailingmoe3,
+    "kimi-linear": build_kimi_linear,
     "grovemoe": build_grovemoe,
     "cohere2moe": build_cohere2moe,
     # granite-swa.cpp's dense graph; with experts, deepstack inputs or a RoPE pattern there is no graph (_not_built)

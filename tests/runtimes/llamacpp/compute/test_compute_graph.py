@@ -85,6 +85,11 @@ def test_granite_swa_parts_without_a_graph_say_so() -> None:
         ("tiny/hrm_text-dense.gguf", {"hrm": (1, 2, 0)}, "HRM-Text's stacks must fill its blocks"),
         ("tiny/hrm_text-dense.gguf", {"hrm": (2, 2, 2)}, "HRM-Text's stacks must fill its blocks"),
         ("tiny/laguna-moe.gguf", {"expert_gating": 0}, "Laguna's expert gating function 0 is none llama.cpp"),
+        (
+            "tiny/kimi-linear-moe.gguf",
+            {"tensors": frozenset({"attn_kv_b"}), "all_optional": False},
+            "legacy unsplit attn_kv_b",
+        ),
     ],
 )
 def test_facts_llama_cpp_refuses_give_no_graph(gguf: str, change: dict[str, object], reason: str) -> None:
