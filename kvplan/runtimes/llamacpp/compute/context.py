@@ -123,8 +123,9 @@ class GraphContext:
     # --- weights
 
     def wt(self, ne0: int, ne1: int = 1, ne2: int = 1, name: str = "", type_: str = "f16") -> Tensor:
-        """A weight of the layer being built (f16 unless its type matters: an f32 one a view keeps)."""
-        t = ggml.weight(type_, (ne0, ne1, ne2), name)
+        """A weight of the layer being built (f16 unless its type matters: an f32 one a view keeps, and the
+        per-tensor `.scale`s, f32 in every file, whose repeats take compute memory)."""
+        t = ggml.weight("f32" if name.endswith(".scale") else type_, (ne0, ne1, ne2), name)
         t.usage, t.layer = USAGE_WEIGHTS, self.il
         return t
 
@@ -132,7 +133,7 @@ class GraphContext:
         """An optional tensor: a leaf when the model has it."""
         if not self.w.has(name):
             return None
-        t = ggml.weight("f16", ne, name)
+        t = ggml.weight("f32" if name.endswith(".scale") else "f16", ne, name)
         t.usage, t.layer = USAGE_WEIGHTS, self.il
         return t
 
