@@ -295,7 +295,7 @@ class Target:
         basis (None where kvplan has no graph for the architecture)."""
         from kvplan.runtimes.llamacpp.compute import Placement as Devices
         from kvplan.runtimes.llamacpp.compute import device_compute_buffers
-        from kvplan.runtimes.llamacpp.compute.sched import CUDA, METAL, ROCM, RPC, VULKAN
+        from kvplan.runtimes.llamacpp.compute.sched import RULES
 
         if self.draft is not None or self.mtp or self.split_none:
             return None
@@ -310,11 +310,9 @@ class Target:
             pins=not self.fit_projection,
         )
         backend = p.context.backend
-        backend_rules = {Backend.CPU: RPC, Backend.CUDA: CUDA, Backend.ROCM: ROCM, Backend.METAL: METAL,
-                         Backend.VULKAN: VULKAN}[backend]  # fmt: skip
         w = self.weights
         extra = w.cuda_extra_by_name if backend.cuda_like else None
-        got = device_compute_buffers(p, devices, backend_rules, w.bytes_by_name, extra)
+        got = device_compute_buffers(p, devices, RULES[backend], w.bytes_by_name, extra)
         if got is None:
             return None
         for i, c in enumerate(got):

@@ -295,11 +295,17 @@ _Classes = tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]
 _CLASSES: dict[tuple[int, Reserve], tuple[ModelDescription, _Classes]] = {}
 
 
+def _model_key(p: MemoryPlan) -> tuple[int, Reserve]:
+    """The model and its reserve up to the cache sizes, which every layer of a cache shares (a solver's contexts):
+    what the layers' likeness, and a shortening's proof, depend on."""
+    return id(p.model), replace(reserve_for(p), kv_size=0, kv_size_swa=0, n_ctx_seq=0)
+
+
 def _layer_classes(p: MemoryPlan) -> _Classes | None:
     """Which layers' graphs are alike (layers.structure), the graph's weight names, and each layer's, or None
     without a graph; kept per model and reserve up to the cache sizes, which every layer of a cache shares (a
     solver's contexts)."""
-    key = (id(p.model), replace(reserve_for(p), kv_size=0, kv_size_swa=0, n_ctx_seq=0))
+    key = _model_key(p)
     hit = _CLASSES.get(key)
     if hit is not None and hit[0] is p.model:
         return hit[1]
@@ -330,7 +336,7 @@ def _proven(
 ) -> _R | None:
     """`reserve` run on the shortest graph whose shortening its probe proves exact (or on the whole graph), or
     None where kvplan has no graph for the architecture."""
-    base = (id(p.model), replace(reserve_for(p), kv_size=0, kv_size_swa=0, n_ctx_seq=0))
+    base = _model_key(p)
     for attempt in (*ATTEMPTS, None):
         if attempt is not None and _UNPROVEN.get((*base, attempt)) is p.model:
             continue
@@ -350,9 +356,9 @@ def _proven(
 
 def _shortened(
     p: MemoryPlan,
-    placement: Placement | None = None,
-    weight_bytes: Mapping[str, int] | None = None,
-    attempt: tuple[int, int] | None = ATTEMPTS[0],
+    placement: Placement | None,
+    weight_bytes: Mapping[str, int] | None,
+    attempt: tuple[int, int] | None,
 ) -> tuple[Graph, Probe | None] | None:
     """The graph with its repeating layers shortened as `attempt` says (layers.py; None: the whole graph): where
     they repeat, and where a `placement` is given, where their placement repeats too; with the probe that can

@@ -1931,10 +1931,7 @@ def build_spark2_5(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_spark2_5::graph (src/models/spark2-5.cpp): iSWA attention whose output each head gates by a
     sigmoid of a projection of the layer's norm before the output projection, a GELU-gated feed-forward."""
     g = GraphContext(r, w)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, kv_swa = _kv_inputs(g, d, True)
-    out_ids = g.inp_out_ids()
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, True)
     for il in g.layers(d.n_layer):
         g.il = il
         inp_sa = inp_l
@@ -1983,10 +1980,7 @@ def build_exaone_moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     head, RoPE (with the RoPE factors the file has) on the window layers only, dense lead layers, then experts
     routed by the file's gating function (with the probability bias where it has one) plus a shared expert."""
     g = GraphContext(r, w)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, kv_swa = _kv_inputs(g, d, True)
-    out_ids = g.inp_out_ids()
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, True)
     for il in g.layers(d.n_layer):
         g.il = il
         factors = g.opt("rope_freqs", d.head_k // 2)
@@ -2251,10 +2245,7 @@ def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_maple::graph (src/models/maple.cpp): iSWA inputs, Q/K normed per head, RoPE on the window
     layers only, softmax-routed experts (normalised, no scales) in every layer."""
     g = GraphContext(r, w)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, kv_swa = _kv_inputs(g, d, True)
-    out_ids = g.inp_out_ids()
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, True)
     for il in g.layers(d.n_layer):
         g.il = il
         ffn_inp, cur = _window_rope_block(g, d, (kv, kv_swa), inp_l, pos, il, out_ids, None)
@@ -2935,10 +2926,7 @@ def build_cohere2moe(d: Dims, r: Reserve, w: Weights) -> Graph:
     by the file's gating function (sigmoid where it says none) plus the shared experts, their sum halved; the rows
     kept for the outputs only after the final norm; the logits scaled where the model says."""
     g = GraphContext(r, w)
-    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
-    pos = g.inp_pos()
-    kv, kv_swa = _kv_inputs(g, d, True)
-    out_ids = g.inp_out_ids()
+    inp_l, pos, (kv, kv_swa), out_ids = _inputs(g, d, True)
     rms = not d.layer_norm
     for il in g.layers(d.n_layer):
         g.il = il

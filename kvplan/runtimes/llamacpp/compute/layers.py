@@ -170,13 +170,6 @@ def shortening(
     return tuple(out), tuple(runs)
 
 
-def kept(
-    signatures: Sequence[Hashable], kept_periods: int = KEPT, max_period: int = MAX_PERIOD, dropped_in: int = DROPPED_IN
-) -> tuple[int, ...]:
-    """The layers to build (shortening's)."""
-    return shortening(signatures, kept_periods, max_period, dropped_in)[0]
-
-
 class Probe:
     """The proof that a shortened graph allocates as the whole one does. ggml's allocator walks the graph in
     order, so within a stretch each period maps the allocator's state at its first node to the state at the next

@@ -40,6 +40,7 @@ from kvplan.runtimes.llamacpp.compute.tensor import (
     USAGE_WEIGHTS,
     Tensor,
 )
+from kvplan.runtimes.llamacpp.plan import Backend
 
 if TYPE_CHECKING:
     from kvplan.runtimes.llamacpp.compute.layers import Probe
@@ -107,6 +108,8 @@ METAL = DeviceRules("MTL", METAL_BUFFER_ALIGNMENT, 32, offload_ops=frozenset({"M
 #: (ggml_backend_vk_device_offload_op with CUDA's batch sizes), buffers of at most the 1 GiB suballocation block
 #: (ggml_backend_vk_buffer_type_get_max_size); not recorded
 VULKAN = DeviceRules("Vulkan", VULKAN_BUFFER_ALIGNMENT, 32, max_size=VULKAN_MAX_BUFFER_SIZE)
+#: each backend's device rules (the CPU backend's devices: the oracle's RPC servers)
+RULES = {Backend.CPU: RPC, Backend.CUDA: CUDA, Backend.ROCM: ROCM, Backend.METAL: METAL, Backend.VULKAN: VULKAN}
 
 
 def op_batch_size(t: Tensor) -> int:

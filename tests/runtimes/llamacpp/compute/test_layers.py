@@ -19,28 +19,27 @@ import kvplan
 import kvplan.runtimes.llamacpp.compute as compute
 from kvplan.model import ModelDescription
 from kvplan.runtimes.llamacpp.compute import layers
-from kvplan.runtimes.llamacpp.compute.layers import kept
 
 
 def test_a_run_keeps_its_first_periods_and_drops_whole_multiples() -> None:
     # one odd first layer, 29 alike, the last: 29 = 5 kept + 24 dropped (a multiple of 12) + the last
     sigs = ["a", *["b"] * 29, "z"]
-    assert kept(sigs) == (0, 1, 2, 3, 4, 5, 30)
+    assert layers.shortening(sigs)[0] == (0, 1, 2, 3, 4, 5, 30)
     # a period of three (a Q4_K_M's mix) over 45 layers: 15 periods, 3 kept, 12 dropped
     sigs = [*["x", "x", "y"] * 15, "z"]
-    assert kept(sigs) == (*range(9), 45)
+    assert layers.shortening(sigs)[0] == (*range(9), 45)
     # over 30 layers, 10 periods: fewer than 3 + 12, so every layer is built
-    assert kept([*["x", "x", "y"] * 10, "z"]) == tuple(range(31))
+    assert layers.shortening([*["x", "x", "y"] * 10, "z"])[0] == tuple(range(31))
     # nothing repeats often enough: every layer
-    assert kept(["a", "b", "a", "b", "a", "b", "c"]) == tuple(range(7))
+    assert layers.shortening(["a", "b", "a", "b", "a", "b", "c"])[0] == tuple(range(7))
     # the last layer is never dropped, even where it looks like the others
-    assert kept(["a"] * 10)[-1] == 9
+    assert layers.shortening(["a"] * 10)[0][-1] == 9
 
 
 def test_kept_periods_and_multiples_are_parameters() -> None:
     sigs = ["a", *["b"] * 29, "z"]
-    assert kept(sigs, kept_periods=2, dropped_in=1) == (0, 1, 2, 30)
-    assert kept(sigs, kept_periods=1, dropped_in=2) == (0, 1, 30)
+    assert layers.shortening(sigs, kept_periods=2, dropped_in=1)[0] == (0, 1, 2, 30)
+    assert layers.shortening(sigs, kept_periods=1, dropped_in=2)[0] == (0, 1, 30)
 
 
 _MODELS = [
