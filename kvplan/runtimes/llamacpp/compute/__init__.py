@@ -211,6 +211,10 @@ def _not_built(p: MemoryPlan) -> str | None:
         )
     if m.arch == "kimi-linear" and g is not None and "attn_kv_b" in g.tensors and not g.all_optional:
         return "no graph yet for Kimi-Linear files with the legacy unsplit attn_kv_b (MLA's cache off)"
+    if m.arch == "laguna" and g is not None and m.layers and g.gate_width not in (
+        0, m.layers[0].n_head, m.layers[0].n_head * m.layers[0].head_k
+    ):  # fmt: skip
+        return f"llama.cpp aborts on Laguna's attention gate {g.gate_width} wide (neither per head nor per element)"
     if m.arch == "laguna" and g is not None and g.n_expert and g.expert_gating not in (1, 2, 3):
         return f"Laguna's expert gating function {g.expert_gating} is none llama.cpp's build_moe_ffn builds (it aborts)"
     if m.arch == "grovemoe" and g is not None and not 0 < g.experts_per_group <= max(g.n_expert, 1):

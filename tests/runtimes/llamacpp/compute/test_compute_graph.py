@@ -85,6 +85,7 @@ def test_granite_swa_parts_without_a_graph_say_so() -> None:
         ("tiny/hrm_text-dense.gguf", {"hrm": (1, 2, 0)}, "HRM-Text's stacks must fill its blocks"),
         ("tiny/hrm_text-dense.gguf", {"hrm": (2, 2, 2)}, "HRM-Text's stacks must fill its blocks"),
         ("tiny/laguna-moe.gguf", {"expert_gating": 0}, "Laguna's expert gating function 0 is none llama.cpp"),
+        ("tiny/laguna-moe.gguf", {"gate_width": 7}, "attention gate 7 wide (neither per head nor per element)"),
         (
             "tiny/kimi-linear-moe.gguf",
             {"tensors": frozenset({"attn_kv_b"}), "all_optional": False},
