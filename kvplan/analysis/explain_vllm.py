@@ -149,12 +149,72 @@ def explain_vllm(log: VllmLog, model: ModelDescription, gpu: GpuFacts, gpu_assum
     blocks = _blocks(log, model, s, gpu, bb, figures)
     if blocks is not None:
         figures += _block_figures(log, model, s, gpu, blocks, bb)
+    refused_budget = None
+    if log.needed_gib is not None:
+        refused, refused_budget = _refusal_figures(log, probe, bb)
+        figures += refused
     if not figures:
         raise BadInputError("the vLLM log prints no KV cache figure (GPU KV cache size, # GPU blocks)")
-    budget = blocks * bb if blocks is not None else _available(log)
+    budget = blocks * bb if blocks is not None else refused_budget or _available(log)
     changes = _changes(model, s, gpu, budget, log) if budget else ()
     tokens = _capacity(model, s, gpu, budget).tokens if budget else None
     return VllmExplanation(log, s, gpu.name, tuple(figures), tuple(notes), blocks, bb, budget, tokens, changes, max_len)
+
+
+def _gib_printed(shown: str) -> tuple[int, int]:
+    """The bytes that vLLM prints as ``shown`` GiB (two decimals): [low, high)."""
+    value = float(shown)
+    return max(0, int((value - 0.005) * GIB)), int((value + 0.005) * GIB)
+
+
+def _refusal_figures(log: VllmLog, cap: Capacity, bb: int) -> tuple[list[Figure], int | None]:
+    """V1's refusal (vLLM check_enough_kv_cache_memory): the KV memory one request of the max seq len needs — each
+    KV layer's max_memory_usage_bytes summed, which is the blocks one request holds × a block id's bytes — against
+    the memory it had, and vLLM's estimate of the longest context that fits (estimate_max_model_len: the largest
+    length whose need is within that memory, found by bisection). vLLM prints both memories rounded to 0.01 GiB,
+    so the estimate is checked against every memory that prints as the log's. Also the KV memory kvplan re-plans
+    the log with: the least for which vLLM's estimate is the log's (need(M) + the block the pool holds back), else
+    the memory the refusal prints plus that block; None where the refusal is not kvplan's."""
+    assert log.needed_gib is not None and log.refusal_available_gib is not None
+    lay, n = cap.layout, log.refused_len or cap.max_model_len
+    out: list[Figure] = []
+    if n != cap.max_model_len:
+        out.append(Figure("max seq len (the refusal's)", f"{n:,}", f"{cap.max_model_len:,}", False, "not explained"))
+        return out, None
+
+    def need(length: int) -> int:
+        return lay.request_blocks(length) * lay.block_bytes
+
+    needed = need(n)
+    mine = round(needed / GIB, 2)
+    equal = mine == float(log.needed_gib)
+    why = (f"{lay.request_blocks(n):,} blocks one request of {n:,} tokens holds × {lay.block_bytes:,} B a block id "
+           f"= {needed:,} B")  # fmt: skip
+    out.append(Figure(f"KV cache one request of {n:,} tokens needs, GiB", log.needed_gib, f"{mine:.2f}", equal,
+                      why if equal else f"not explained: kvplan's {why}", needed))  # fmt: skip
+
+    def estimate(memory: int) -> int:  # vLLM estimate_max_model_len
+        if need(1) > memory:
+            return 0
+        lo, hi = 1, n
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if need(mid) <= memory else (lo, mid - 1)
+        return lo
+
+    low, high = _gib_printed(log.refusal_available_gib)
+    fewest, most = estimate(low), estimate(high - 1)
+    got = log.estimated_len or 0
+    shown = f"{fewest:,}" if fewest == most else f"{fewest:,}–{most:,}"
+    equal = fewest <= got <= most
+    why = (f"the longest context whose KV need is within the {log.refusal_available_gib} GiB the check had (vLLM 0.33: "
+           f"the KV memory less the one block id its pool holds back, {bb:,} B)")  # fmt: skip
+    if fewest != most:
+        why += f"; {log.refusal_available_gib} GiB is any of {high - low:,} B, whose estimates run {shown}"
+    out.append(Figure("estimated maximum model length", f"{got:,}" if log.estimated_len is not None else "-", shown,
+                      equal, why if equal else f"not explained: {why}"))  # fmt: skip
+    budget = need(got) + bb if equal and got else int(float(log.refusal_available_gib) * GIB) + bb
+    return out, budget
 
 
 def _page(s: EngineSettings, bs: int, bb: int) -> str:

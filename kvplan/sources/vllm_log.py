@@ -5,8 +5,12 @@ Lines are matched wherever they sit in a line, so any prefix works (`INFO 07-06 
 `(EngineCore_DP0 pid=107)`, docker's and journald's timestamps, ANSI colours). vLLM's own words are matched:
 the engine's config line (`Initializing a V1 LLM engine (v0.x) with config: model='…', …`; V0's `Initializing an
 LLM engine`), the `non-default args: {…}` dump, `Available KV cache memory: X GiB`, `GPU KV cache size: N tokens`,
-`Maximum concurrency for M tokens per request: C x`, V0's and early V1's `# GPU blocks: N`, and the memory
-profile's `total_gpu_memory (X GiB) x gpu_memory_utilization (U)`. A file with several runs keeps the last."""
+`Maximum concurrency for M tokens per request: C x`, V0's and early V1's `# GPU blocks: N`, the memory
+profile's `total_gpu_memory (X GiB) x gpu_memory_utilization (U)`, and the refusals: V0's (`… larger than the
+maximum number of tokens that can be stored in KV cache (N)`) and V1's (`To serve at least one request with the
+model's max seq len (N), (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB).
+Based on the available memory, the estimated maximum model length is M.`, also as a terminal or an issue wrapped
+it over a few lines). A file with several runs keeps the last."""
 
 from __future__ import annotations
 
@@ -31,6 +35,17 @@ _V0_KV = re.compile(r"kv_cache_size=([\d.]+)GiB")
 _V0_REFUSAL = re.compile(
     r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
 )
+#: V1's refusal (vLLM check_enough_kv_cache_memory; "model's" / 0.6-0.10's "models's"; 0.33 prints GiB by
+#: format_gib, "16.0", older builds "16.00")
+_V1_REFUSAL = re.compile(
+    r"max seq len \((\d+)\),?\s*\(?([\d.]+) GiB (?:KV cache )?is needed, which is larger than the available KV cache "
+    r"memory \(([\d.]+) GiB\)"
+)
+_ESTIMATE = re.compile(r"estimated maximum model length is (\d+)")
+#: V1's refusal wrapped over lines: how many lines (and characters) of it are joined at most
+_REFUSAL_LINES, _REFUSAL_CHARS = 5, 4096
+#: what a quoted paste puts before each line (Markdown's ">", a quote bar)
+_QUOTE = "▎>│| \t"
 _COMMAND = re.compile(r"(?:^|[\s$>])vllm serve (.*)$")
 #: a pasted `vllm serve` line's flags kvplan reads, under vLLM's argument names
 _FLAGS = {"--tensor-parallel-size": "tensor_parallel_size", "-tp": "tensor_parallel_size",
@@ -83,6 +98,11 @@ class VllmLog:
     gpu_blocks: int | None = None  # "# GPU blocks: N" (V0, early V1)
     stored_tokens: int | None = None  # V0's refusal: "…tokens that can be stored in KV cache (N)" (blocks × size)
     refused_len: int | None = None  # … and the max seq len it refused
+    needed_gib: str | None = None  # V1's refusal: the KV memory one request of the max seq len needs, as printed
+    refusal_available_gib: str | None = None  # … the memory it had (0.33: less the one block the pool holds back)
+    estimated_len: int | None = None  # … and "the estimated maximum model length is M" (absent where none fits)
+    refusal_text: str = ""  # a V1 refusal's lines joined while it is read (wrapped pastes)
+    refusal_lines: int = 0
     total_gib: str | None = None  # the memory profile's total GPU memory
     utilization: str | None = None  # … and its gpu_memory_utilization
     command: dict[str, str] = field(default_factory=dict)  # a pasted `vllm serve` line's flags
@@ -91,7 +111,7 @@ class VllmLog:
 
     @property
     def found(self) -> bool:
-        figures = (self.kv_tokens, self.gpu_blocks, self.stored_tokens, self.available_gib)
+        figures = (self.kv_tokens, self.gpu_blocks, self.stored_tokens, self.available_gib, self.needed_gib)
         return any(f is not None for f in figures)
 
     @property
@@ -164,6 +184,8 @@ def take(log: VllmLog, line: str) -> VllmLog:
     elif log.command_continues:  # the pasted command goes on (a shell line continuation)
         log.command.update({k: v for k, v in _command("- " + line).items() if k != "model"})
         log.command_continues = line.rstrip().endswith("\\")
+    if "To serve at least one request" in line or log.refusal_text:
+        _v1_refusal(log, line)
     for marker, pattern, store in _FIGURES:  # a line may state several (0.33: tokens and concurrency in one)
         if marker in line and (m := pattern.search(line)):
             store(log, m)
@@ -182,6 +204,21 @@ def _set(name: str, convert: Callable[[str], object] = str) -> Callable[[VllmLog
 
 def _concurrency(log: VllmLog, m: re.Match[str]) -> None:
     log.concurrency_len, log.concurrency = _number(m.group(1)), m.group(2)
+
+
+def _v1_refusal(log: VllmLog, line: str) -> None:
+    """V1's refusal, read from its first line and from up to a few more where it was wrapped."""
+    if "To serve at least one request" in line:
+        log.refusal_text, log.refusal_lines = "", 0
+    part = line.strip().lstrip(_QUOTE) if log.refusal_text else line.strip()  # a continuation as a reply quotes it
+    log.refusal_text = f"{log.refusal_text} {part}".strip()[:_REFUSAL_CHARS]
+    log.refusal_lines += 1
+    if m := _V1_REFUSAL.search(log.refusal_text):
+        log.refused_len, log.needed_gib, log.refusal_available_gib = int(m.group(1)), m.group(2), m.group(3)
+        if e := _ESTIMATE.search(log.refusal_text):
+            log.estimated_len = int(e.group(1))
+    if log.estimated_len is not None or "Try increasing" in log.refusal_text or log.refusal_lines >= _REFUSAL_LINES:
+        log.refusal_text, log.refusal_lines = "", 0
 
 
 def _refusal(log: VllmLog, m: re.Match[str]) -> None:

@@ -11,7 +11,7 @@ from helpers import FIXTURES, gpu_facts, kv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.analysis.explain_vllm import engine_model_for, explain_vllm
+from kvplan.analysis.explain_vllm import _capacity, engine_model_for, explain_vllm
 from kvplan.errors import BadInputError, UsageError
 from kvplan.sources import load_model
 from kvplan.sources.llamacpp_log import read_log, read_server_log
@@ -155,7 +155,7 @@ RECORDED = LOGS / "recorded"
 RECORDED_INDEX = json.loads((RECORDED / "index.json").read_text())["logs"] if (RECORDED / "index.json").exists() else {}
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED_INDEX))
+@pytest.mark.parametrize("name", sorted(n for n in RECORDED_INDEX if not n.startswith("r")))
 def test_every_log_vllm_wrote_is_explained(name: str) -> None:
     """The startup lines vLLM 0.33.0's own code logs for a recorded planning case (scripts/engines/
     record_vllm_logs.py): non-default args, the engine's config line, the KV memory, the capacity line. kvplan
@@ -173,9 +173,59 @@ def test_every_log_vllm_wrote_is_explained(name: str) -> None:
     assert e.budget_bytes is not None and e.budget_bytes <= budget < e.budget_bytes + e.block_bytes
 
 
+REFUSED = sorted(n for n in RECORDED_INDEX if n.startswith("r"))
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_every_refusal_vllm_wrote_is_explained(name: str) -> None:
+    """Runs vLLM 0.33.0 refused to start (scripts/engines/record_vllm_logs.py --refusals: its own
+    check_enough_kv_cache_memory raising `To serve at least one request …`): the KV memory one request of the
+    max seq len needs, to vLLM's two decimals, and vLLM's estimate of the longest context that fits within the
+    range of every memory that prints as the log's; kvplan's suggested --max-model-len is vLLM's estimate."""
+    case = RECORDED_INDEX[name]
+    log = read_server_log(str(RECORDED / name))
+    assert isinstance(log, VllmLog) and log.needed_gib is not None and log.kv_tokens is None
+    model = engine_model_for(log.model, name, None)
+    e = explain_vllm(log, model, gpu_facts(case["gpu"]["preset"]), False)
+    assert e.explained, [(f.what, f.logged, f.kvplan, f.why) for f in e.figures if not f.equal]
+    by = {f.what.split(" of ")[0].split(" one request")[0]: f for f in e.figures}
+    assert set(by) == {"KV cache", "estimated maximum model length"}
+    spread = by["estimated maximum model length"].kvplan.replace(",", "").split("–")
+    assert int(spread[-1]) - int(spread[0]) < log.refused_len / 20  # the 0.01 GiB vLLM prints, no wider
+    # kvplan re-plans with the least KV memory for which vLLM's estimate is the log's: at most the case's, and the
+    # case's own memory gives the same longest context (kvplan's suggestion is vLLM's estimate)
+    budget = case["kv_cache_memory_bytes"]
+    assert e.budget_bytes is not None and budget - e.budget_bytes >= 0
+    longest = [c for c in e.changes if c.flags.endswith("(the longest that fits)")]
+    assert longest and int(longest[0].flags.split()[1]) == log.estimated_len
+    cap = _capacity(model, e.settings, gpu_facts(case["gpu"]["preset"]), budget)
+    assert cap.max_context(1, cap.max_model_len) == log.estimated_len
+
+
+def test_a_refusal_wrapped_over_lines_as_pasted_is_read_whole() -> None:
+    """A refusal as a terminal or an issue wraps it (0.10's "models's", older builds' "13.60"): the joined lines
+    give the same figures as one line; a refusal cut short gives none and stops joining after five lines."""
+    wrapped = ("ValueError: To serve at least one request with the models's max seq len (202752),\n"
+               "(13.6 GiB KV cache is needed, which is larger than the available KV cache memory\n"
+               "(4.51 GiB). Based on the available memory, the estimated maximum model length is\n"
+               "67200. Try increasing gpu_memory_utilization or decreasing max_model_len.\n")  # fmt: skip
+    log = _parse(wrapped)
+    assert (log.refused_len, log.needed_gib, log.refusal_available_gib, log.estimated_len) == (
+        202752, "13.6", "4.51", 67200
+    )  # fmt: skip
+    assert log.refusal_text == "" and log.found
+    quoted = _parse("▎ ValueError: To serve at least one request with the model's max seq len (196608),\n"
+                    "▎ 23.25 GiB KV cache is needed, which is larger than the available KV cache memory (22.5 GiB).\n"
+                    "▎ Based on the available memory, the estimated maximum model length is 190272.\n")  # fmt: skip
+    assert (quoted.refused_len, quoted.needed_gib, quoted.estimated_len) == (196608, "23.25", 190272)
+    cut = _parse("To serve at least one request with the model's max seq len (4096),\n" + "noise\n" * 6
+                 + "GPU KV cache size: 1,000 tokens\n")  # fmt: skip
+    assert cut.needed_gib is None and cut.refusal_text == "" and cut.kv_tokens == 1000
+
+
 def test_the_recorded_logs_cover_the_families() -> None:
     models = {c["model"] for c in RECORDED_INDEX.values()}
-    assert len(RECORDED_INDEX) >= 40 and len(models) >= 25
+    assert len(RECORDED_INDEX) >= 40 and len(models) >= 25 and len(REFUSED) >= 12
     assert {"gpt-oss-20b", "deepseek-v3", "gemma-3-27b", "qwen3-next-80b-a3b", "jamba-1.5-mini"} <= models
 
 
