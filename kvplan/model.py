@@ -198,6 +198,9 @@ class GraphFacts:
     kv_lora_rank: int = 0
     head_k_mla: int = 0
     head_v_mla: int = 0
+    #: the sliding-window layers' MLA shape where it differs (dots.llm3-note): kv_lora_rank_swa, key_length_mla_swa,
+    #: value_length_mla_swa (0: the full layers')
+    mla_swa: tuple[int, int, int] = (0, 0, 0)
     q_lora_rank: int = 0
     #: expert groups (n_expert_groups, n_group_used: DeepSeek-V3's node-limited routing)
     expert_groups: tuple[int, int] = (0, 0)

@@ -1137,6 +1137,40 @@ FROM_TINY["kimi-linear-shape"] = (
         "{arch}.context_length": 131072,
     },
 )
+# dots.llm3-note (its kind as dots3note.cpp reads it: DSA-indexed MLA on the full layers, narrower MLA on the
+# sliding-window layers, a head-wise output gate; the 288B-A19B's numbers are not published here): 12 layers, one
+# full layer in four, the window layers with fewer query heads and a smaller latent, 64 experts
+FROM_TINY["dots3note-shape"] = (
+    "dots3note-moe.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 2048,
+        "{arch}.feed_forward_length": 8192,
+        "{arch}.attention.head_count": [32 if i % 4 == 0 else 16 for i in range(12)],
+        "{arch}.attention.head_count_kv": 1,
+        "{arch}.attention.q_lora_rank": 1024,
+        "{arch}.attention.kv_lora_rank": 512,
+        "{arch}.attention.key_length": 576,
+        "{arch}.attention.value_length": 512,
+        "{arch}.attention.key_length_mla": 192,
+        "{arch}.attention.value_length_mla": 128,
+        "{arch}.attention.kv_lora_rank_swa": 256,
+        "{arch}.attention.key_length_swa": 320,
+        "{arch}.attention.value_length_swa": 256,
+        "{arch}.attention.key_length_mla_swa": 128,
+        "{arch}.attention.value_length_mla_swa": 96,
+        "{arch}.attention.sliding_window": 1024,
+        "{arch}.attention.sliding_window_pattern": [0 if i % 4 == 0 else 1 for i in range(12)],
+        "{arch}.attention.indexer.types": [1 if i % 4 == 0 else 0 for i in range(12)],
+        "{arch}.attention.indexer.head_count": 32,
+        "{arch}.attention.indexer.key_length": 128,
+        "{arch}.attention.indexer.top_k": 1024,
+        "{arch}.expert_count": 64,
+        "{arch}.expert_used_count": 6,
+        "{arch}.expert_feed_forward_length": 768,
+        "{arch}.context_length": 131072,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -85,6 +85,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
     if any(
         (la.n_head, la.n_head_kv, la.head_k, la.head_v) != shape
         and (not per_layer or (la.head_k, la.head_v) != shape[2:])
+        and (m.arch not in _MLA_SWA or la.n_head_kv != first.n_head_kv)
         for la in attending
     ):
         return None
@@ -118,6 +119,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         head_k_mla=g.head_k_mla,
         head_v_mla=g.head_v_mla,
         q_lora_rank=g.q_lora_rank,
+        mla_swa=g.mla_swa,
         expert_groups=g.expert_groups,
         recurrent=tuple(la.recurrent for la in layers),
         ssm=_ssm(m),
@@ -161,7 +163,9 @@ def _ssm(m: ModelDescription) -> tuple[int, int, int, int, int]:
 #: architectures whose trunk graph kvplan builds with a nextn (MTP) block in the file
 _TRUNK_ONLY = frozenset({"glm4moe", "deepseek2", "qwen3next", "qwen35", "qwen35moe", "mimo2", "hy_v3"})
 #: architectures whose layers each have their own query and KV heads (Dims.layer_heads)
-_PER_LAYER_HEADS = frozenset({"deci", "laguna", "mimo2"})
+_PER_LAYER_HEADS = frozenset({"deci", "laguna", "mimo2", "dots3note"})
+#: architectures whose window layers have their own MLA widths (GraphFacts.mla_swa) and per-layer query heads
+_MLA_SWA = frozenset({"dots3note"})
 #: architectures whose loader reads swiglu_clamp_* and whose clamp llama.cpp builds op by op (build_ffn /
 #: build_moe_ffn; Maple, DeepSeek-V4, GLM-5-Next and Hy V4 take ggml_swiglu_clamp, one op the size of SwiGLU's)
 _CLAMPED_OP_BY_OP = frozenset({"bailingmoe3", "step35"})

@@ -41,6 +41,8 @@ class Dims:
     head_k_mla: int = 0
     head_v_mla: int = 0
     q_lora_rank: int = 0
+    #: the sliding-window layers' kv_lora_rank, key_length_mla and value_length_mla (dots.llm3-note; 0: as full)
+    mla_swa: tuple[int, int, int] = (0, 0, 0)
     expert_groups: tuple[int, int] = (0, 0)
     recurrent: tuple[bool, ...] = ()  # per layer: a recurrent (state) layer of a hybrid
     #: the recurrent layers' hparams: ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_dt_rank
@@ -2241,6 +2243,62 @@ def build_deepseek32(d: Dims, r: Reserve, w: Weights, glm: bool = False) -> Grap
     return _deepseek_lm_head(g, d, inp_l)
 
 
+def build_dots3note(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_dots3note::graph (src/models/dots3note.cpp, dots.llm3-note): DeepSeek-V3.2's absorbed MLA with
+    sliding windows (build_attn_inp_k_dsa_iswa: the DSA cache's inputs and the indexer's, then the window cache's).
+    The full layers run the lightning indexer and attend to its top-k keys; the window layers have their own MLA
+    widths (kv_lora_rank_swa, key/value_length_mla_swa) and no indexer. The shared RoPE key is RMS-normed before
+    RoPE; the attention leaves build_attn undecompressed by wo and is gated per head by a sigmoid of a projection
+    of the layer's norm, then wo (with its scale); DeepSeek's dense lead and routed plus shared experts."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv = g.attn_inp_k(r.kv_size)
+    lid = g.attn_inp_lid(r.kv_size, d.indexer[1])
+    kv_swa = g.attn_inp_k(r.kv_size_swa)
+    out_ids = g.inp_out_ids()
+    rope, qr_rank, n_tok = d.n_rot, d.q_lora_rank, r.n_tokens
+    for il in g.layers(d.n_layer):
+        g.il = il
+        swa = bool(d.swa) and d.swa[il]
+        n_head = d.layer_heads[il][0] if d.layer_heads else d.n_head
+        rank, hk, hv = d.mla_swa if swa and d.mla_swa[0] else (d.kv_lora_rank, d.head_k_mla, d.head_v_mla)
+        nope = hk - rope
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        attn_inp = cur
+        qr = g.norm(ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur), g.wt(qr_rank, name="attn_q_a_norm"))
+        top_k = None if swa else _lightning_indexer(g, d, lid, pos, cur, qr, il)
+        q = ggml.mul_mat(g.wt(qr_rank, n_head * hk, name="attn_q_b"), qr)
+        row_q = ggml.row_size(q.type, hk)
+        q_nope = ggml.view(q, (nope, n_head, n_tok), (row_q, row_q * n_head), 0)
+        q_pe = ggml.view(q, (rope, n_head, n_tok), (row_q, row_q * n_head), ggml.row_size(q.type, nope))
+        kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
+        row = ggml.row_size(kv_pe.type, rank + rope)
+        kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
+        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
+        k_pe = g.norm(k_pe, g.wt(rope, name="attn_k_norm"))
+        q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
+        kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+        q_abs = ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"), ggml.permute(q_nope, 0, 2, 1, 3))
+        q_cur = ggml.concat(ggml.permute(q_abs, 0, 2, 1, 3), q_pe, 0)
+        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+        k_cur = ggml.concat(kv_c, k_pe, 0)
+        v_mla = g.wt(rank, hv, n_head, name="attn_v_b")
+        cur = g.attn_k(kv_swa if swa else kv, il, None, None, q_cur, k_cur, kv_c, v_mla, rank + rope, 1, top_k=top_k)
+        gate = ggml.unary(g.lora_mm(g.wt(d.n_embd, n_head, name="attn_gate"), attn_inp), kind="sigmoid")
+        cur = ggml.binary("MUL", ggml.reshape(cur, hv, n_head, n_tok), ggml.reshape(gate, 1, n_head, n_tok))
+        cur = ggml.reshape(cur, hv * n_head, n_tok)
+        cur = g.lora_mm(g.wt(hv * n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        gating = _GATING.get(d.expert_gating, "softmax")
+        cur = _dense_or_shared_moe(g, d, il, cur, d.n_ff_exp or d.n_ff, ffn_scales=True, gating=gating,
+                                   exp_probs_b=w.has("exp_probs_b.bias"), scales=True)  # fmt: skip
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _deepseek_lm_head(g, d, inp_l)
+
+
 def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_maple::graph (src/models/maple.cpp): iSWA inputs, Q/K normed per head, RoPE on the window
     layers only, softmax-routed experts (normalised, no scales) in every layer."""
@@ -3224,6 +3282,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "minicpm3": build_minicpm3,
     "deepseek32": build_deepseek32,
     "glm-dsa": lambda d, r, w: build_deepseek32(d, r, w, glm=True),
+    "dots3note": build_dots3note,
     "paddleocr": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, PADDLEOCR),
     "maple": build_maple,
     "plamo3": build_plamo3,
