@@ -201,6 +201,8 @@ class GraphFacts:
     #: the sliding-window layers' MLA shape where it differs (dots.llm3-note): kv_lora_rank_swa, key_length_mla_swa,
     #: value_length_mla_swa (0: the full layers')
     mla_swa: tuple[int, int, int] = (0, 0, 0)
+    #: the residual streams of a hyper-connection model (hyper_connection.count: Hy V4; 0: none)
+    hc_count: int = 0
     q_lora_rank: int = 0
     #: expert groups (n_expert_groups, n_group_used: DeepSeek-V3's node-limited routing)
     expert_groups: tuple[int, int] = (0, 0)

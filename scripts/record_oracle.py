@@ -1171,6 +1171,31 @@ FROM_TINY["dots3note-shape"] = (
         "{arch}.context_length": 131072,
     },
 )
+# Tencent Hy V4 (its kind as hy-v4.cpp reads it: 4 hyper-connection streams, absorbed MLA with sinks and an
+# element-wise output gate, DSA whose indexer layer 0 owns and later layers share; the released sizes are not
+# published here): 12 layers 4,096 wide, an indexer every third layer, top-k 2,048; and the same without DSA
+# (indexer.top_k 0: the all-full-attention checkpoints)
+FROM_TINY["hy-v4-shape"] = (
+    "hy_v4-moe.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 4096,
+        "{arch}.feed_forward_length": 12288,
+        "{arch}.attention.head_count": 32,
+        "{arch}.attention.q_lora_rank": 1536,
+        "{arch}.attention.indexer.head_count": 32,
+        "{arch}.attention.indexer.top_k": 2048,
+        "{arch}.attention.indexer.types": [1 if i % 3 == 0 else 0 for i in range(12)],
+        "{arch}.expert_count": 64,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 1024,
+        "{arch}.context_length": 131072,
+    },
+)
+FROM_TINY["hy-v4-dense-attention-shape"] = (
+    "hy_v4-moe.gguf",
+    {**FROM_TINY["hy-v4-shape"][1], "{arch}.attention.indexer.top_k": 0, "{arch}.attention.indexer.head_count": 0},
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

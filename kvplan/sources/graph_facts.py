@@ -65,6 +65,7 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             head_k_mla=_int(kv, f"{arch}.attention.key_length_mla", 0),
             head_v_mla=_int(kv, f"{arch}.attention.value_length_mla", 0),
             q_lora_rank=_int(kv, f"{arch}.attention.q_lora_rank", 0),
+            hc_count=_int(kv, f"{arch}.hyper_connection.count", 0),
             mla_swa=(
                 _int(kv, f"{arch}.attention.kv_lora_rank_swa", 0),
                 _int(kv, f"{arch}.attention.key_length_mla_swa", 0),

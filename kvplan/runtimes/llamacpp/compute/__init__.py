@@ -120,6 +120,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         head_v_mla=g.head_v_mla,
         q_lora_rank=g.q_lora_rank,
         mla_swa=g.mla_swa,
+        hc=g.hc_count,
         expert_groups=g.expert_groups,
         recurrent=tuple(la.recurrent for la in layers),
         ssm=_ssm(m),

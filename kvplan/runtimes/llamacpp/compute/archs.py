@@ -43,6 +43,7 @@ class Dims:
     q_lora_rank: int = 0
     #: the sliding-window layers' kv_lora_rank, key_length_mla and value_length_mla (dots.llm3-note; 0: as full)
     mla_swa: tuple[int, int, int] = (0, 0, 0)
+    hc: int = 0  # hyper-connection residual streams (Hy V4)
     expert_groups: tuple[int, int] = (0, 0)
     recurrent: tuple[bool, ...] = ()  # per layer: a recurrent (state) layer of a hybrid
     #: the recurrent layers' hparams: ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_dt_rank
@@ -2165,11 +2166,12 @@ def build_minicpm3(d: Dims, r: Reserve, w: Weights) -> Graph:
 
 
 def _lightning_indexer(
-    g: GraphContext, d: Dims, lid: KVInputs, pos: Tensor, cur: Tensor, qr: Tensor, il: int
+    g: GraphContext, d: Dims, lid: KVInputs, pos: Tensor, cur: Tensor, qr: Tensor, il: int, rotate: bool = True
 ) -> Tensor:
     """deepseek32.cpp's lightning indexer of one layer: the indexer's Q (from the low-rank Q) and one K head
-    (layer-normed), both RoPEd and Hadamard-rotated, the K stored in the indexer's own cache, the score
-    (ggml_lightning_indexer: the CPU supports it, so llama.cpp fuses it) and its top-k cells per query."""
+    (layer-normed), both RoPEd and Hadamard-rotated (not `rotate`: hy-v4.cpp skips the rotation), the K stored in
+    the indexer's own cache, the score (ggml_lightning_indexer: the CPU supports it, so llama.cpp fuses it) and
+    its top-k cells per query."""
     n_ih, ihead, top = d.indexer
     n_tok, qr_rank = g.r.n_tokens, d.q_lora_rank
     iq = ggml.mul_mat(g.wt(qr_rank, n_ih * ihead, name="indexer.attn_q_b"), qr)
@@ -2177,8 +2179,9 @@ def _lightning_indexer(
     ik = ggml.mul_mat(g.wt(d.n_embd, ihead, name="indexer.attn_k"), cur)
     ik = g.norm(ik, g.wt(ihead, name="indexer.k_norm"), g.wt(ihead, name="indexer.k_norm.bias"), rms=False)
     ik = ggml.rope(ggml.reshape(ik, ihead, 1, n_tok), pos, None)
-    assert lid.k_rot is not None
-    iq, ik = ggml.mul_mat(lid.k_rot, iq), ggml.mul_mat(lid.k_rot, ik)
+    if rotate:
+        assert lid.k_rot is not None
+        iq, ik = ggml.mul_mat(lid.k_rot, iq), ggml.mul_mat(lid.k_rot, ik)
     cache_lid = g.lid_cache(ihead, g.r.kv_size, il)
     g.gf.expand(g.cpy_k(cache_lid, ik, lid.k_idxs))
     weights = ggml.mul_mat(g.wt(d.n_embd, n_ih, name="indexer.proj"), cur)
@@ -2297,6 +2300,120 @@ def build_dots3note(d: Dims, r: Reserve, w: Weights) -> Graph:
                                    exp_probs_b=w.has("exp_probs_b.bias"), scales=True)  # fmt: skip
         inp_l = ggml.binary("ADD", cur, ffn_inp)
     return _deepseek_lm_head(g, d, inp_l)
+
+
+def _hc_reduce(x: Tensor, w: Tensor, hc: int, out_type: str) -> Tensor:
+    """hy_v4_hc_reduce: the hc streams of x ([n_embd, hc, n_tokens]) summed weighted by w's rows, in f32."""
+    n_embd, nt = x.ne[0], x.ne[2]
+    x32 = ggml.cast(x, "f32")
+    out: Tensor | None = None
+    for ih in range(hc):
+        xh = ggml.view(x32, (n_embd, nt), (x32.nb[2],), ih * x32.nb[1])
+        wh = ggml.view(w, (1, nt), (w.nb[1],), ih * w.nb[0])
+        cur = ggml.binary("MUL", xh, wh)
+        out = cur if out is None else ggml.binary("ADD", out, cur)
+    assert out is not None
+    return ggml.cast(out, out_type)
+
+
+def _hc_pre(g: GraphContext, d: Dims, x: Tensor, stage: str) -> tuple[Tensor, Tensor]:
+    """llama_model_hy_v4::graph::build_hc_pre: the streams flattened and RMS-normed, 2·hc mixes, the pre weights
+    (sigmoid of scaled and biased mixes, plus eps) reducing the streams, and the post gate for build_hc_post."""
+    hc, nt = d.hc, x.ne[2]
+    flat = ggml.unary(ggml.reshape(x, hc * d.n_embd, nt), "RMS_NORM")
+    mixes = ggml.mul_mat(g.wt(hc * d.n_embd, 2 * hc, name=f"hc_{stage}_fn"), flat)
+    scale, base = g.wt(2, name=f"hc_{stage}_scale", type_="f32"), g.wt(2 * hc, name=f"hc_{stage}_base", type_="f32")
+    row = ggml.row_size(scale.type, 1)
+    scale_pre, scale_post = ggml.view(scale, (1,), (), 0), ggml.view(scale, (1,), (), row)
+    base_pre, base_post = ggml.view(base, (hc,), (), 0), ggml.view(base, (hc,), (), hc * row)
+    pre = ggml.view(mixes, (hc, nt), (mixes.nb[1],), 0)
+    pre = ggml.unary(ggml.binary("ADD", ggml.binary("MUL", pre, scale_pre), base_pre), kind="sigmoid")
+    pre = ggml.unary(pre, "SCALE")  # ggml_scale_bias: + eps
+    post = ggml.view(mixes, (hc, nt), (mixes.nb[1],), ggml.row_size(mixes.type, hc))
+    post = ggml.unary(ggml.binary("ADD", ggml.binary("MUL", post, scale_post), base_post), kind="sigmoid")
+    post = ggml.unary(ggml.unary(post, "SCALE"), "SCALE")  # × magnitude, + eps
+    return _hc_reduce(x, pre, hc, x.type), post
+
+
+def _hc_post(d: Dims, x: Tensor, residual: Tensor, post: Tensor) -> Tensor:
+    """llama_model_hy_v4::graph::build_hc_post: each stream's residual plus x weighted by its post gate, in f32,
+    concatenated back into [n_embd, hc, n_tokens]."""
+    nt = x.ne[1]
+    x32, post32, res32 = ggml.cast(x, "f32"), ggml.cast(post, "f32"), ggml.cast(residual, "f32")
+    out: Tensor | None = None
+    for i in range(d.hc):
+        res_i = ggml.view(res32, (d.n_embd, nt), (res32.nb[2],), i * res32.nb[1])
+        post_i = ggml.view(post32, (1, nt), (post32.nb[1],), i * post32.nb[0])
+        cur = ggml.reshape(ggml.binary("ADD", res_i, ggml.binary("MUL", x32, post_i)), d.n_embd, 1, nt)
+        out = cur if out is None else ggml.concat(out, cur, 1)
+    assert out is not None
+    return ggml.cast(out, residual.type)
+
+
+def build_hy_v4(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_hy_v4::graph (src/models/hy-v4.cpp, Tencent Hy V4): hc parallel residual streams (independent
+    hyper-connections: each block's input a weighted reduce of the streams, its output distributed back by a
+    post gate, all in f32); DeepSeek's absorbed MLA with attention sinks, where the file has an indexer
+    (indexer.top_k > 0) through the DSA cache — the layers whose indexer is full run it without the Hadamard
+    rotation, the others reuse the last top-k; the attention gated element-wise by a sigmoid before its output
+    projection; DeepSeek's dense lead and routed plus shared experts without scales; the output rows kept once
+    after the last layer, the streams reduced by the head's own weights before the final norm."""
+    g = GraphContext(r, w)
+    dsa = d.indexer[2] > 0
+    inp = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    kv = g.attn_inp_k(r.kv_size)
+    lid = g.attn_inp_lid(r.kv_size, d.indexer[1]) if dsa else None
+    out_ids = g.inp_out_ids()
+    hk, hv, rope, rank, qr_rank, n_tok = d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank, d.q_lora_rank, r.n_tokens
+    nope = hk - rope
+    inp_l = ggml.repeat(ggml.reshape(inp, d.n_embd, 1, n_tok), d.n_embd, d.hc, n_tok, 1)
+    top_k: Tensor | None = None
+    for il in g.layers(d.n_layer):
+        g.il = il
+        residual = inp_l
+        cur, post = _hc_pre(g, d, inp_l, "attn")
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_norm"))
+        qr = g.norm(ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur), g.wt(qr_rank, name="attn_q_a_norm"))
+        if lid is not None and (not d.indexer_layers or d.indexer_layers[il] or top_k is None):
+            top_k = _lightning_indexer(g, d, lid, pos, cur, qr, il, rotate=False)
+        q = ggml.mul_mat(g.wt(qr_rank, d.n_head * hk, name="attn_q_b"), qr)
+        row_q = ggml.row_size(q.type, hk)
+        q_nope = ggml.view(q, (nope, d.n_head, n_tok), (row_q, row_q * d.n_head), 0)
+        q_pe = ggml.view(q, (rope, d.n_head, n_tok), (row_q, row_q * d.n_head), ggml.row_size(q.type, nope))
+        kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
+        row = ggml.row_size(kv_pe.type, rank + rope)
+        kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
+        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
+        q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
+        kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+        q_abs = ggml.mul_mat(g.wt(nope, rank, d.n_head, name="attn_k_b"), ggml.permute(q_nope, 0, 2, 1, 3))
+        q_cur = ggml.concat(ggml.permute(q_abs, 0, 2, 1, 3), q_pe, 0)
+        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+        k_cur = ggml.concat(kv_c, k_pe, 0)
+        sinks = g.wt(d.n_head, name="attn_sinks", type_="f32")
+        v_mla = g.wt(rank, hv, d.n_head, name="attn_v_b")
+        attn = g.attn_k(kv, il, None, None, q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv,
+                        top_k=top_k if dsa else None, sinks=sinks)  # fmt: skip
+        gate = ggml.unary(ggml.mul_mat(g.wt(d.n_embd, d.n_head * hv, name="attn_gate"), cur), kind="sigmoid")
+        cur = ggml.mul_mat(g.wt(d.n_head * hv, d.n_embd, name="attn_output"), ggml.binary("MUL", attn, gate))
+        inp_l = _hc_post(d, cur, residual, post)
+        residual = inp_l
+        cur, post = _hc_pre(g, d, inp_l, "ffn")
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"))
+        gating = _GATING.get(d.expert_gating, "softmax")
+        cur = _dense_or_shared_moe(g, d, il, cur, d.n_ff_exp or d.n_ff, gating=gating,
+                                   exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
+        inp_l = _hc_post(d, cur, residual, post)
+    g.il = OUTPUT_LAYER
+    flat = ggml.get_rows(ggml.reshape(inp_l, d.n_embd * d.hc, n_tok), out_ids)
+    inp_l = ggml.reshape(flat, d.n_embd, d.hc, r.n_outputs)
+    flat = ggml.unary(ggml.reshape(inp_l, d.hc * d.n_embd, inp_l.ne[2]), "RMS_NORM")
+    mixes = ggml.mul_mat(g.wt(d.hc * d.n_embd, d.hc, name="hc_head_fn"), flat)
+    pre = ggml.binary("MUL", mixes, g.wt(1, name="hc_head_scale", type_="f32"))
+    pre = ggml.unary(ggml.binary("ADD", pre, g.wt(d.hc, name="hc_head_base", type_="f32")), kind="sigmoid")
+    cur = _hc_reduce(inp_l, ggml.unary(pre, "SCALE"), d.hc, inp_l.type)
+    return _deepseek_lm_head(g, d, cur)
 
 
 def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -3283,6 +3400,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "deepseek32": build_deepseek32,
     "glm-dsa": lambda d, r, w: build_deepseek32(d, r, w, glm=True),
     "dots3note": build_dots3note,
+    "hy_v4": build_hy_v4,
     "paddleocr": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, PADDLEOCR),
     "maple": build_maple,
     "plamo3": build_plamo3,

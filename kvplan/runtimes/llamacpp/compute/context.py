@@ -272,6 +272,7 @@ class GraphContext:
         head_k: int,
         n_head_kv: int,
         top_k: Tensor | None = None,
+        sinks: Tensor | None = None,
     ) -> Tensor:
         """build_attn over llm_graph_input_attn_k: Q, V then K expanded, K stored, V read as K's first
         v.ne[0] columns, attention decompressed by v_mla; with `top_k` (llm_graph_input_attn_k_dsa) the KQ mask
@@ -287,7 +288,7 @@ class GraphContext:
         kk = self.get_k(cache_k, head_k, n_head_kv)
         vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
         n_kv_max = top_k.ne[0] if top_k is not None else 0
-        cur = self.attn_mha(q, kk, vv, None, mask, None, v_mla, n_kv_max=n_kv_max)
+        cur = self.attn_mha(q, kk, vv, None, mask, sinks, v_mla, n_kv_max=n_kv_max)
         return self.lora_mm(wo, cur, wo_s) if wo is not None else cur
 
     def _cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
