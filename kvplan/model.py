@@ -203,6 +203,13 @@ class GraphFacts:
     mla_swa: tuple[int, int, int] = (0, 0, 0)
     #: the residual streams of a hyper-connection model (hyper_connection.count: Hy V4; 0: none)
     hc_count: int = 0
+    #: Kimi K3: the cross-layer residual attention's block (attn_res.block_size; 0: none), the situ activation's
+    #: transform of the up branch (activation.situ_linear_beta > 0), the KDA gate's lower bound (kda.gate_lower_bound
+    #: set: a sigmoid gate instead of softplus) and the experts' latent width (expert_latent_length)
+    attn_res_block: int = 0
+    situ_linear: bool = False
+    kda_lower_bound: bool = False
+    expert_latent: int = 0
     q_lora_rank: int = 0
     #: expert groups (n_expert_groups, n_group_used: DeepSeek-V3's node-limited routing)
     expert_groups: tuple[int, int] = (0, 0)

@@ -1196,6 +1196,38 @@ FROM_TINY["hy-v4-dense-attention-shape"] = (
     "hy_v4-moe.gguf",
     {**FROM_TINY["hy-v4-shape"][1], "{arch}.attention.indexer.top_k": 0, "{arch}.attention.indexer.head_count": 0},
 )
+# Kimi K3 (its kind as kimi-k3.cpp reads it: Kimi-Linear's three KDA layers to one MLA layer, a cross-layer
+# residual attention banking every block_size layers, situ activations, experts in a latent width; the 2.8T's
+# numbers are not published here): 12 layers 2,048 wide, a bank every 4 layers, 64 experts with a 1,024 latent;
+# and a variant without the residual attention, the latent, situ's up transform and the gate's lower bound
+FROM_TINY["kimi-k3-shape"] = (
+    "kimi-k3-moe.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 2048,
+        "{arch}.feed_forward_length": 8192,
+        "{arch}.attention.head_count": 32,
+        "{arch}.attention.head_count_kv": [1 if i % 4 == 3 else 0 for i in range(12)],
+        "{arch}.attention.recurrent_layers": [0 if i % 4 == 3 else 1 for i in range(12)],
+        "{arch}.attention.q_lora_rank": 1024,
+        "{arch}.expert_count": 64,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 512,
+        "{arch}.expert_latent_length": 1024,
+        "{arch}.attn_res.block_size": 4,
+        "{arch}.context_length": 131072,
+    },
+)
+FROM_TINY["kimi-k3-plain-shape"] = (
+    "kimi-k3-moe.gguf",
+    {
+        **FROM_TINY["kimi-k3-shape"][1],
+        "{arch}.expert_latent_length": 0,
+        "{arch}.attn_res.block_size": 0,
+        "{arch}.activation.situ_linear_beta": 0.0,
+        "{arch}.kda.gate_lower_bound": float("-inf"),
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -19,6 +19,12 @@ def _int(kv: Mapping[str, object], key: str, default: int | None = None) -> int:
     return v
 
 
+def _float(kv: Mapping[str, object], key: str) -> float:
+    """A float key (-inf where absent: llama.cpp's default for the bounds and betas read here)."""
+    v = kv.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("-inf")
+
+
 def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int, ...]]) -> GraphFacts | None:
     """The compute graph's facts from a GGUF's metadata and tensor infos (None without an embedding length)."""
     arch = kv.get("general.architecture")
@@ -66,6 +72,10 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             head_v_mla=_int(kv, f"{arch}.attention.value_length_mla", 0),
             q_lora_rank=_int(kv, f"{arch}.attention.q_lora_rank", 0),
             hc_count=_int(kv, f"{arch}.hyper_connection.count", 0),
+            attn_res_block=_int(kv, f"{arch}.attn_res.block_size", 0),
+            situ_linear=_float(kv, f"{arch}.activation.situ_linear_beta") > 0.0,
+            kda_lower_bound=_float(kv, f"{arch}.kda.gate_lower_bound") > float("-inf"),
+            expert_latent=_int(kv, f"{arch}.expert_latent_length", 0),
             mla_swa=(
                 _int(kv, f"{arch}.attention.kv_lora_rank_swa", 0),
                 _int(kv, f"{arch}.attention.key_length_mla_swa", 0),

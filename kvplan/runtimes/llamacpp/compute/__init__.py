@@ -121,6 +121,10 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         q_lora_rank=g.q_lora_rank,
         mla_swa=g.mla_swa,
         hc=g.hc_count,
+        attn_res_block=g.attn_res_block,
+        situ_linear=g.situ_linear,
+        kda_lower_bound=g.kda_lower_bound,
+        expert_latent=g.expert_latent,
         expert_groups=g.expert_groups,
         recurrent=tuple(la.recurrent for la in layers),
         ssm=_ssm(m),
@@ -173,7 +177,7 @@ _CLAMPED_OP_BY_OP = frozenset({"bailingmoe3", "step35"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)
-_NO_SNAPSHOTS = frozenset({"qwen3next", "qwen35", "qwen35moe"})
+_NO_SNAPSHOTS = frozenset({"qwen3next", "qwen35", "qwen35moe", "kimi-k3"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 
@@ -214,8 +218,9 @@ def _not_built(p: MemoryPlan) -> str | None:
         return (
             "HRM-Text's stacks must fill its blocks: layers_per_stack × h_cycles × (l_cycles + 1) (llama.cpp asserts)"
         )
-    if m.arch == "kimi-linear" and g is not None and "attn_kv_b" in g.tensors and not g.all_optional:
-        return "no graph yet for Kimi-Linear files with the legacy unsplit attn_kv_b (MLA's cache off)"
+    if m.arch in ("kimi-linear", "kimi-k3") and g is not None and "attn_kv_b" in g.tensors and not g.all_optional:
+        name = "Kimi-Linear" if m.arch == "kimi-linear" else "Kimi K3"
+        return f"no graph yet for {name} files with the unsplit attn_kv_b (MLA without absorption)"
     if m.arch == "laguna" and g is not None and m.layers and g.gate_width not in (
         0, m.layers[0].n_head, m.layers[0].n_head * m.layers[0].head_k
     ):  # fmt: skip

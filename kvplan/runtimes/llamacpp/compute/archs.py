@@ -44,6 +44,11 @@ class Dims:
     #: the sliding-window layers' kv_lora_rank, key_length_mla and value_length_mla (dots.llm3-note; 0: as full)
     mla_swa: tuple[int, int, int] = (0, 0, 0)
     hc: int = 0  # hyper-connection residual streams (Hy V4)
+    #: Kimi K3: attn_res.block_size, situ's up transform, the KDA gate's lower bound, the experts' latent width
+    attn_res_block: int = 0
+    situ_linear: bool = False
+    kda_lower_bound: bool = False
+    expert_latent: int = 0
     expert_groups: tuple[int, int] = (0, 0)
     recurrent: tuple[bool, ...] = ()  # per layer: a recurrent (state) layer of a hybrid
     #: the recurrent layers' hparams: ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_dt_rank
@@ -3034,6 +3039,159 @@ def build_kimi_linear(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l, output_scale=False)
 
 
+def _situ(g_: Tensor, up: Tensor, linear: bool) -> Tensor:
+    """kimi_k3_situ / build_moe_ffn's LLM_FFN_SITU: β·tanh(gate/β)·sigmoid(gate) times the up branch (through its
+    own scaled tanh where situ_linear_beta > 0)."""
+    act = ggml.unary(ggml.unary(ggml.unary(g_, "SCALE"), kind="tanh"), "SCALE")
+    act = ggml.binary("MUL", act, ggml.unary(g_, kind="sigmoid"))
+    if linear:
+        up = ggml.unary(ggml.unary(ggml.unary(up, "SCALE"), kind="tanh"), "SCALE")
+    return ggml.binary("MUL", act, up)
+
+
+class _KimiK3:
+    """llama_model_kimi_k3::graph (src/models/kimi-k3.cpp): the cross-layer residual attention's checkpoint stack
+    (res_push / res_mix) and the layers of one graph."""
+
+    def __init__(self, g: GraphContext, d: Dims) -> None:
+        self.g, self.d = g, d
+        self.stack: Tensor | None = None
+
+    def push(self, cur: Tensor) -> None:
+        ckpt = ggml.reshape(cur, self.d.n_embd, 1, cur.ne[1])
+        self.stack = ckpt if self.stack is None else ggml.concat(self.stack, ckpt, 1)
+
+    def mix(self, cur: Tensor, score: str) -> Tensor:
+        """res_mix: the banked checkpoints and the current stream scored by one RMS norm each against the score
+        weight, softmaxed together, the stack summed by ggml_dsv4_hc_pre and the stream added by its share."""
+        if self.stack is None:
+            return cur
+        src, n_tok = self.stack, cur.ne[1]
+        n_ckpt = src.ne[1]
+        w = self.g.wt(self.d.n_embd, name=score, type_="f32")
+        sc_src = ggml.sum_rows(ggml.binary("MUL", ggml.unary(src, "RMS_NORM"), w))
+        sc_src = ggml.reshape(sc_src, n_ckpt, n_tok)
+        sc_cur = ggml.sum_rows(ggml.binary("MUL", ggml.unary(cur, "RMS_NORM"), w))
+        probs = ggml.soft_max(ggml.concat(sc_src, sc_cur, 0), None)
+        p_src = ggml.cont(ggml.view(probs, (n_ckpt, n_tok), (probs.nb[1],), 0))
+        p_cur = ggml.cont(ggml.view(probs, (1, n_tok), (probs.nb[1],), probs.nb[0] * n_ckpt))
+        out = ggml.new("f32", (src.ne[0], src.ne[2]), "DSV4_HC_PRE", (src, p_src))
+        return ggml.binary("ADD", out, ggml.binary("MUL", cur, p_cur))
+
+
+def build_kimi_k3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_kimi_k3::graph (src/models/kimi-k3.cpp, Kimi K3): Kimi-Linear's KDA layers with one full-rank
+    output gate and, where the file sets kda.gate_lower_bound, a bounded sigmoid decay gate; MLA layers without RoPE
+    absorbed through wk_b / wv_b and gated by a sigmoid before wo; a cross-layer residual attention (every
+    attn_res.block_size layers the raw layer input is banked, and each block's input mixes the bank with the stream:
+    _KimiK3); the situ activation in every feed-forward; routed experts in a latent width (down-projected, normed,
+    up-projected) scored on the full-width input, plus shared experts; the output rows kept after the final mix."""
+    g = GraphContext(r, w)
+    k3 = _KimiK3(g, d)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    rs = g.rs_inp()
+    kv = g.attn_inp_k(r.kv_size)
+    out_ids = g.inp_out_ids()
+    n_head, hd = d.n_head, d.kda_head
+    d_inner, ns, nst, n_tok = n_head * hd, r.n_seqs, r.n_tokens // r.n_seqs, r.n_tokens
+    n_embd_r, n_embd_s = 3 * (d.ssm[0] - 1) * d_inner, hd * hd * n_head
+    hk, hv, n_rot, rank, qr_rank = d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank, d.q_lora_rank
+    nope = hk - n_rot
+    latent = d.expert_latent or d.n_embd
+    use_res = d.attn_res_block > 0
+    for il in g.layers(d.n_layer):
+        g.il = il
+        prefix = inp_l
+        cur = k3.mix(prefix, "attn_res_score") if use_res else prefix
+        banked = use_res and il % d.attn_res_block == 0
+        if banked:
+            k3.push(prefix)
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_norm"))
+        g.gf.expand(cur)
+        if d.recurrent[il]:
+            conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
+            conv_state_all = g.rs(rs, conv_all, n_embd_r)
+            q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, cur, name, n_head, n_embd_r)
+                       for i, name in enumerate(("attn_q", "attn_k", "attn_v")))  # fmt: skip
+            g1 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_f_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_f_a"), cur))
+            g1 = ggml.binary("ADD", g1, g.wt(d_inner, name="ssm_dt.bias"))
+            a = ggml.reshape(g.wt(n_head, name="ssm_a", type_="f32"), 1, n_head, 1)
+            if d.kda_lower_bound:
+                g1 = ggml.binary("MUL", ggml.reshape(g1, hd, n_head, n_tok), a)
+                g1 = ggml.unary(ggml.unary(ggml.unary(g1, "SCALE"), kind="sigmoid"), "SCALE")
+            else:
+                g1 = ggml.binary("MUL", ggml.reshape(ggml.unary(g1, kind="softplus"), hd, n_head, n_tok), a)
+            g1 = ggml.reshape(g1, hd, n_head, nst, ns)
+            beta = ggml.mul_mat(g.wt(d.n_embd, n_head, name="ssm_beta"), cur)
+            beta = ggml.unary(ggml.reshape(beta, 1, n_head, nst, ns), kind="sigmoid")
+            cur3 = ggml.reshape(cur, cur.ne[0], nst, ns)
+            ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
+            state = ggml.reshape(g.rs(rs, ssm_all, n_embd_s), hd, hd, n_head, ns)
+            q, k = _l2_norm(q), _l2_norm(k)
+            out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, g1, beta, state))
+            g2 = ggml.mul_mat(g.wt(d.n_embd, d_inner, name="ssm_g"), ggml.reshape(cur3, cur3.ne[0], nst * ns))
+            g2 = ggml.reshape(g2, hd, n_head, nst * ns)
+            normed = g.norm(ggml.reshape(out, hd, n_head, nst * ns), g.wt(hd, name="ssm_norm"))
+            gated = ggml.binary("MUL", normed, ggml.unary(g2, kind="sigmoid"))
+            cur = ggml.mul_mat(g.wt(d_inner, d.n_embd, name="attn_output"), ggml.cont(gated, d_inner, n_tok))
+        else:
+            inp_gate = cur
+            if w.has("attn_q_a_norm"):
+                q_all = ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur)
+                q_all = g.norm(q_all, g.wt(qr_rank, name="attn_q_a_norm"))
+                q_all = ggml.mul_mat(g.wt(qr_rank, n_head * hk, name="attn_q_b"), q_all)
+            else:
+                q_all = ggml.mul_mat(g.wt(d.n_embd, n_head * hk, name="attn_q"), cur)
+            kv_all = ggml.mul_mat(g.wt(d.n_embd, rank + n_rot, name="attn_kv_a_mqa"), cur)
+            krow = ggml.row_size(kv_all.type, rank + n_rot)
+            kv_c = ggml.view(kv_all, (rank, n_tok), (krow,), 0)
+            k_pe = ggml.view(kv_all, (n_rot, 1, n_tok), (krow, krow), ggml.row_size(kv_all.type, rank))
+            kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+            row = ggml.row_size(q_all.type, hk)
+            q_nope = ggml.view(q_all, (nope, n_head, n_tok), (row, row * n_head), 0)
+            q_pe = ggml.view(q_all, (n_rot, n_head, n_tok), (row, row * n_head), ggml.row_size(q_all.type, nope))
+            q_nope = ggml.permute(ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"),
+                                               ggml.permute(q_nope, 0, 2, 1, 3)), 0, 2, 1, 3)  # fmt: skip
+            q = ggml.concat(q_nope, q_pe, 0)
+            kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+            k = ggml.concat(kv_c, k_pe, 0)
+            v_b = g.wt(rank, hv, n_head, name="attn_v_b")
+            cur = g.attn_k(kv, il, None, None, q, k, kv_c, v_b, rank + n_rot, 1)
+            if w.has("attn_gate"):
+                gate = ggml.unary(ggml.mul_mat(g.wt(d.n_embd, n_head * hv, name="attn_gate"), inp_gate), kind="sigmoid")
+                cur = ggml.binary("MUL", cur, gate)
+            cur = ggml.mul_mat(g.wt(hv * n_head, d.n_embd, name="attn_output"), cur)
+        prefix = cur if banked else ggml.binary("ADD", prefix, cur)
+        cur = k3.mix(prefix, "ffn_res_score") if use_res else prefix
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:
+            gate_, up = (ggml.mul_mat(g.wt(d.n_embd, d.n_ff, name=n), cur) for n in ("ffn_gate", "ffn_up"))
+            cur = ggml.mul_mat(g.wt(d.n_ff, d.n_embd, name="ffn_down"), _situ(gate_, up, d.situ_linear))
+        else:
+            identity = cur
+            routed = ggml.mul_mat(g.wt(d.n_embd, latent, name="ffn_routed_down"), cur) if d.expert_latent else cur
+            logits = ggml.mul_mat(g.wt(d.n_embd, d.n_expert, name="ffn_gate_inp"), identity)
+            moe = g.moe_ffn(routed, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=_GATING[d.expert_gating],
+                            norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale, exp_probs_b=True,
+                            scales=False, logits=logits, act="situ", situ_linear=d.situ_linear)  # fmt: skip
+            if d.expert_latent and w.has("ffn_routed_norm"):
+                moe = g.norm(moe, g.wt(latent, name="ffn_routed_norm"))
+            if d.expert_latent:
+                moe = ggml.mul_mat(g.wt(latent, d.n_embd, name="ffn_routed_up"), moe)
+            if w.has("ffn_gate_shexp"):
+                n_shexp = d.n_ff_exp * (d.n_expert_shared if d.n_expert_shared > 0 else 1)
+                gate_, up = (ggml.mul_mat(g.wt(d.n_embd, n_shexp, name=n), identity)
+                             for n in ("ffn_gate_shexp", "ffn_up_shexp"))  # fmt: skip
+                shared = ggml.mul_mat(g.wt(n_shexp, d.n_embd, name="ffn_down_shexp"), _situ(gate_, up, d.situ_linear))
+                moe = ggml.binary("ADD", moe, shared)
+            cur = moe
+        inp_l = ggml.binary("ADD", prefix, cur)
+    g.il = OUTPUT_LAYER
+    cur = k3.mix(inp_l, "output_res_score") if use_res else inp_l
+    cur = ggml.get_rows(cur, out_ids)
+    return _deepseek_lm_head(g, d, cur)
+
+
 def build_openelm(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_openelm::graph (src/models/openelm.cpp): the fused QKV without bias or scale reshaped to heads
     and viewed as Q, K and V, Q/K normed per head before RoPE, each layer's own feed-forward width (a model whose
@@ -3401,6 +3559,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "glm-dsa": lambda d, r, w: build_deepseek32(d, r, w, glm=True),
     "dots3note": build_dots3note,
     "hy_v4": build_hy_v4,
+    "kimi-k3": build_kimi_k3,
     "paddleocr": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, PADDLEOCR),
     "maple": build_maple,
     "plamo3": build_plamo3,

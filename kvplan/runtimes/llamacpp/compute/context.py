@@ -570,6 +570,7 @@ class GraphContext:
         logits: Tensor | None = None,
         select_sigmoid: bool = False,
         clamp: bool = False,
+        situ_linear: bool = False,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
         mul_mat_id, weighting and the sum over the selected experts (`weight_before`: Llama 4 weights the input
@@ -649,6 +650,12 @@ class GraphContext:
             cur = ggml.binary("MUL", ggml.unary(ggml.unary(g, kind="silu"), "CLAMP"), up)
         elif act in ("silu", "gelu", "relu") or act == "swiglu_oai":
             cur = ggml.glu_split(g, up)
+        elif act == "situ":  # LLM_FFN_SITU (Kimi K3): β·tanh(g/β)·sigmoid(g) · (the up branch, its own tanh)
+            a = ggml.unary(ggml.unary(ggml.unary(g, "SCALE"), kind="tanh"), "SCALE")
+            a = ggml.binary("MUL", a, ggml.unary(g, kind="sigmoid"))
+            if situ_linear:
+                up = ggml.unary(ggml.unary(ggml.unary(up, "SCALE"), kind="tanh"), "SCALE")
+            cur = ggml.binary("MUL", a, up)
         elif act != "relu_sqr":
             raise NotImplementedError(f"expert activation {act}")
         experts = self.lora_mm_id(

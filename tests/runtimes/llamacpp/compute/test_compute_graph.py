@@ -89,7 +89,12 @@ def test_granite_swa_parts_without_a_graph_say_so() -> None:
         (
             "tiny/kimi-linear-moe.gguf",
             {"tensors": frozenset({"attn_kv_b"}), "all_optional": False},
-            "legacy unsplit attn_kv_b",
+            "Kimi-Linear files with the unsplit attn_kv_b",
+        ),
+        (
+            "tiny/kimi-k3-moe.gguf",
+            {"tensors": frozenset({"attn_kv_b"}), "all_optional": False},
+            "Kimi K3 files with the unsplit attn_kv_b",
         ),
     ],
 )
