@@ -206,8 +206,8 @@ FORMATS = {
                 "a DeepseekV3ForCausalLM checkpoint, DeepSeek-V3's 128×128 block scales"},
     "minimax-m2": {"format": "fp8", "block": [128, 128], "source": "MiniMaxAI/MiniMax-M2: FP8 weights — its Hugging "
                    "Face card is tagged fp8 and its docs/vllm_deploy_guide.md states '220 GB for weights' for 230 B "
-                   "parameters (a byte each); float8_e4m3fn with 128×128 block scales as the same family's MiniMax-M2.5 "
-                   "config states (quant_method fp8), which shares M2's architecture"},
+                   "parameters (a byte each); float8_e4m3fn with 128×128 block scales as the same family's "
+                   "MiniMax-M2.5 config states (quant_method fp8), which shares M2's architecture"},
 }  # fmt: skip
 KEYS = (
     "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
