@@ -320,15 +320,17 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["gpt-oss-20b"]["weights"] == "mxfp4" and rows["deepseek-v3"]["weights"] == "fp8"
     assert rows["olmo-2-7b"]["weights"] == "fp32" and rows["llama-2-7b"]["weights"] == "fp16"
     assert rows["command-r-v01"]["params"] == 34_980_831_232 and rows["command-r-v01"]["params_exact"] is True
-    assert rows["falcon-h1-7b"]["params_exact"] is False
+    # Falcon-H1 7B: counted from the config a fact sheet quotes, equal to the Hub's own count of its safetensors
+    assert rows["falcon-h1-7b"]["params"] == 7_585_654_880 and rows["falcon-h1-7b"]["params_exact"]
+    assert rows["granite-4.0-h-small"]["params_exact"] is False
     assert rows["falcon-h1-34b"]["params"] == 33_642_516_224 and rows["falcon-h1-34b"]["params_exact"]
-    assert sum(r["params_exact"] for r in rows.values()) == 65
+    assert sum(r["params_exact"] for r in rows.values()) == 66
     assert rows["granite-4.0-h-tiny"]["params"] == 6_939_037_248 and rows["granite-4.0-h-tiny"]["params_exact"]
     # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
     assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
     assert rows["kimi-k2"]["weights"] == "fp8"
     table = kv("models").stdout
-    assert "≈7.00 B" in table and "34.98 B" in table and "20.91 B" in table
+    assert "≈32.00 B" in table and "34.98 B" in table and "20.91 B" in table and "7.59 B" in table
 
 
 def test_granite_h_tiny_config_is_what_its_gguf_dump_states() -> None:
