@@ -79,8 +79,8 @@ VERBATIM = {
     "jamba-1.5-mini": "sdpython/experimental-experiment:experimental_experiment/torch_models/llm_model_helper.py"
     "@04097e304004 (get_ai21_jamba_15_mini: ai21labs/AI21-Jamba-1.5-Mini's config.json as a dict)",
     "falcon-h1-7b": "written from the fields a public fact sheet quotes from tiiuae/Falcon-H1-7B-Instruct's "
-    "config.json (revision 41e72f27), the family's switches from Falcon-H1-34B's; its count is the Hub's safetensors count, "
-    "7,585,654,880, as two public records give it - tests/fixtures/checkpoints/falcon-h1-7b/SOURCES.md",
+    "config.json (revision 41e72f27), the family's switches from Falcon-H1-34B's; its count is the Hub's safetensors "
+    "count, 7,585,654,880, as two public records give it - tests/fixtures/checkpoints/falcon-h1-7b/SOURCES.md",
     "mistral-small-3.1-24b": "NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_mistral.py"
     "@0373e5a1d2d9 (mistral_small_3_1_24b_config, its 40 text layers restored as its comment states)",
     "llama-4-maverick": "NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py"
