@@ -396,11 +396,12 @@ class ModelDescription:
 
     @property
     def attention_summary(self) -> str:
-        """MHA / GQA / MQA / MLA, judged on the first layer that has attention."""
+        """MHA / GQA / MQA / MLA, judged on the first layer that has attention (a parallel hybrid's layers, Falcon-H1's,
+        are recurrent and attend)."""
         if self.mla:
             return "MLA"
         for layer in self.layers:
-            if layer.n_head_kv and not layer.recurrent:
+            if layer.n_head_kv and (not layer.recurrent or layer.has_kv):
                 if layer.n_head_kv == layer.n_head:
                     return "MHA"
                 return "MQA" if layer.n_head_kv == 1 else "GQA"

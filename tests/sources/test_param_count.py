@@ -359,3 +359,14 @@ def test_granite_h_tiny_config_is_what_its_gguf_dump_states() -> None:
     assert int(kv("GGUF.tensor_count")) == 9 * n + 8 * (n - attention) + 4 * attention + 2 == 666
     counted = count_params(cfg)
     assert counted is not None and counted.total == 6_939_037_248
+
+
+def test_the_listing_names_a_parallel_hybrids_attention() -> None:
+    """Falcon-H1's layers are Mamba-2 and attention at once (recurrent, with KV heads): the listing says GQA, as
+    for Jamba's attention layers, not "none" — and a hybrid whose recurrent layers hold no KV keeps its attention
+    layers' kind."""
+    from helpers import kv
+
+    rows = {r["name"]: r for r in kv("models", "-o", "json").json()["models"]}
+    assert rows["falcon-h1-7b"]["attention"] == rows["falcon-h1-34b"]["attention"] == "GQA (hybrid)"
+    assert rows["jamba-1.5-mini"]["attention"] == "GQA (hybrid)" and rows["falcon-mamba-7b"]["attention"] == "none (recurrent)"
