@@ -2956,6 +2956,74 @@ def _kda_conv(
     return ggml.reshape(out, hd, n_head, nst, ns)
 
 
+def _kda_layer(g: GraphContext, d: Dims, rs: RSInputs, il: int, cur: Tensor, k3: bool) -> Tensor:
+    """kimi-linear.cpp's KDA layer: Q, K and V through their own short causal convs (the fused QKV's views where the
+    file has one), the gate from the low-rank f_a · f_b plus bias through softplus times A, beta, Q and K L2-normed,
+    the fused delta net (its new state stored flat), the output normed and gated by the sigmoid of the low-rank
+    g_a · g_b. `k3` (kimi-k3.cpp): separate projections only, the gate a bounded sigmoid where the file sets
+    kda.gate_lower_bound, the new state stored as build_recurrent_attn does, one full-rank output gate."""
+    r = g.r
+    n_head, hd = d.n_head, d.kda_head
+    d_inner, ns, nst, n_tok = n_head * hd, r.n_seqs, r.n_tokens // r.n_seqs, r.n_tokens
+    n_embd_r, n_embd_s = 3 * (d.ssm[0] - 1) * d_inner, hd * hd * n_head
+    conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
+    conv_state_all = g.rs(rs, conv_all, n_embd_r)
+    if not k3 and "attn_qkv" in g.w.present and not g.w.all_optional:
+        qkv = ggml.mul_mat(g.wt(d.n_embd, 3 * d_inner, name="attn_qkv"), cur)
+        ins = [ggml.cont(ggml.view(qkv, (d_inner, n_tok), (qkv.nb[1],), i * d_inner * 4)) for i in range(3)]
+        q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, ins[i], None, n_head, n_embd_r) for i in range(3))
+    else:
+        q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, cur, name, n_head, n_embd_r)
+                   for i, name in enumerate(("attn_q", "attn_k", "attn_v")))  # fmt: skip
+    g1 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_f_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_f_a"), cur))
+    g1 = ggml.binary("ADD", g1, g.wt(d_inner, name="ssm_dt.bias"))
+    a_log = g.wt(n_head, name="ssm_a", type_="f32") if k3 else g.wt(1, n_head, name="ssm_a", type_="f32")
+    a = ggml.reshape(a_log, 1, n_head, 1)
+    if k3 and d.kda_lower_bound:
+        g1 = ggml.binary("MUL", ggml.reshape(g1, hd, n_head, n_tok), a)
+        g1 = ggml.unary(ggml.unary(ggml.unary(g1, "SCALE"), kind="sigmoid"), "SCALE")
+    else:
+        g1 = ggml.binary("MUL", ggml.reshape(ggml.unary(g1, kind="softplus"), hd, n_head, n_tok), a)
+    g1 = ggml.reshape(g1, hd, n_head, nst, ns)
+    beta = ggml.mul_mat(g.wt(d.n_embd, n_head, name="ssm_beta"), cur)
+    beta = ggml.unary(ggml.reshape(beta, 1, n_head, nst, ns), kind="sigmoid")
+    cur3 = ggml.reshape(cur, cur.ne[0], nst, ns)
+    ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
+    state = ggml.reshape(g.rs(rs, ssm_all, n_embd_s), hd, hd, n_head, ns)
+    q, k = _l2_norm(q), _l2_norm(k)
+    out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, g1, beta, state, flat=not k3))
+    cur2 = ggml.reshape(cur3, cur3.ne[0], nst * ns)
+    if k3:
+        g2 = ggml.mul_mat(g.wt(d.n_embd, d_inner, name="ssm_g"), cur2)
+    else:
+        g2 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_g_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_g_a"), cur2))
+    g2 = ggml.reshape(g2, hd, n_head, nst * ns)
+    normed = g.norm(ggml.reshape(out, hd, n_head, nst * ns), g.wt(hd, name="ssm_norm"))
+    gated = ggml.binary("MUL", normed, ggml.unary(g2, kind="sigmoid"))
+    return ggml.mul_mat(g.wt(d_inner, d.n_embd, name="attn_output"), ggml.cont(gated, d_inner, n_tok))
+
+
+def _kimi_mla(g: GraphContext, d: Dims, kv: KVInputs, il: int, cur: Tensor, q_all: Tensor) -> Tensor:
+    """kimi-linear.cpp's and kimi-k3.cpp's MLA without RoPE over a K-only cache, absorbed through wk_b and
+    decompressed by wv_b (q_all: the layer's query projection): the attention before its output projection."""
+    n_head, hk, hv, n_rot, rank, n_tok = d.n_head, d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank, g.n_tokens
+    nope = hk - n_rot
+    kv_all = ggml.mul_mat(g.wt(d.n_embd, rank + n_rot, name="attn_kv_a_mqa"), cur)
+    krow = ggml.row_size(kv_all.type, rank + n_rot)
+    kv_c = ggml.view(kv_all, (rank, n_tok), (krow,), 0)
+    k_pe = ggml.view(kv_all, (n_rot, 1, n_tok), (krow, krow), ggml.row_size(kv_all.type, rank))
+    kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+    row = ggml.row_size(q_all.type, hk)
+    q_nope = ggml.view(q_all, (nope, n_head, n_tok), (row, row * n_head), 0)
+    q_pe = ggml.view(q_all, (n_rot, n_head, n_tok), (row, row * n_head), ggml.row_size(q_all.type, nope))
+    q_nope = ggml.permute(ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"),
+                                       ggml.permute(q_nope, 0, 2, 1, 3)), 0, 2, 1, 3)  # fmt: skip
+    q = ggml.concat(q_nope, q_pe, 0)
+    kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+    k = ggml.concat(kv_c, k_pe, 0)
+    return g.attn_k(kv, il, None, None, q, k, kv_c, g.wt(rank, hv, n_head, name="attn_v_b"), rank + n_rot, 1)
+
+
 def build_kimi_linear(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_kimi_linear::graph (src/models/kimi-linear.cpp, Kimi-Linear): KDA layers — Q, K and V through
     their own short causal convs (the fused QKV's views where the file has one), the gate from the low-rank f_a · f_b
@@ -2968,12 +3036,7 @@ def build_kimi_linear(d: Dims, r: Reserve, w: Weights) -> Graph:
     rs = g.rs_inp()
     kv = g.attn_inp_k(r.kv_size)
     out_ids = g.inp_out_ids()
-    n_head, hd = d.n_head, d.kda_head
-    d_inner, ns, nst, n_tok = n_head * hd, r.n_seqs, r.n_tokens // r.n_seqs, r.n_tokens
-    n_embd_r, n_embd_s = 3 * (d.ssm[0] - 1) * d_inner, hd * hd * n_head
-    hk, hv, n_rot, rank = d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank
-    nope = hk - n_rot
-    fused = "attn_qkv" in w.present and not w.all_optional
+    n_head = d.n_head
     n_shexp = d.n_ff_exp * (d.n_expert_shared if d.n_expert_shared > 0 else 1)
     for il in g.layers(d.n_layer):
         g.il = il
@@ -2981,51 +3044,12 @@ def build_kimi_linear(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         g.gf.expand(cur)
         if d.recurrent[il]:
-            conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
-            conv_state_all = g.rs(rs, conv_all, n_embd_r)
-            if fused:
-                qkv = ggml.mul_mat(g.wt(d.n_embd, 3 * d_inner, name="attn_qkv"), cur)
-                ins = [ggml.cont(ggml.view(qkv, (d_inner, n_tok), (qkv.nb[1],), i * d_inner * 4)) for i in range(3)]
-                q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, ins[i], None, n_head, n_embd_r)
-                           for i in range(3))  # fmt: skip
-            else:
-                q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, cur, name, n_head, n_embd_r)
-                           for i, name in enumerate(("attn_q", "attn_k", "attn_v")))  # fmt: skip
-            g1 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_f_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_f_a"), cur))
-            g1 = ggml.unary(ggml.binary("ADD", g1, g.wt(d_inner, name="ssm_dt.bias")), kind="softplus")
-            g1 = ggml.binary("MUL", ggml.reshape(g1, hd, n_head, n_tok),
-                             ggml.reshape(g.wt(1, n_head, name="ssm_a", type_="f32"), 1, n_head, 1))  # fmt: skip
-            g1 = ggml.reshape(g1, hd, n_head, nst, ns)
-            beta = ggml.mul_mat(g.wt(d.n_embd, n_head, name="ssm_beta"), cur)
-            beta = ggml.unary(ggml.reshape(beta, 1, n_head, nst, ns), kind="sigmoid")
-            cur = ggml.reshape(cur, cur.ne[0], nst, ns)
-            ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
-            state = ggml.reshape(g.rs(rs, ssm_all, n_embd_s), hd, hd, n_head, ns)
-            q, k = _l2_norm(q), _l2_norm(k)
-            out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, g1, beta, state, flat=True))
-            cur2 = ggml.reshape(cur, cur.ne[0], nst * ns)
-            g2 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_g_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_g_a"), cur2))
-            g2 = ggml.reshape(g2, hd, n_head, nst * ns)
-            normed = g.norm(ggml.reshape(out, hd, n_head, nst * ns), g.wt(hd, name="ssm_norm"))
-            gated = ggml.binary("MUL", normed, ggml.unary(g2, kind="sigmoid"))
-            cur = ggml.mul_mat(g.wt(d_inner, d.n_embd, name="attn_output"), ggml.cont(gated, d_inner, n_tok))
+            cur = _kda_layer(g, d, rs, il, cur, k3=False)
         else:
-            q_all = ggml.mul_mat(g.wt(d.n_embd, n_head * hk, name="attn_q"), cur)
-            kv_all = ggml.mul_mat(g.wt(d.n_embd, rank + n_rot, name="attn_kv_a_mqa"), cur)
-            krow = ggml.row_size(kv_all.type, rank + n_rot)
-            kv_c = ggml.view(kv_all, (rank, n_tok), (krow,), 0)
-            k_pe = ggml.view(kv_all, (n_rot, 1, n_tok), (krow, krow), ggml.row_size(kv_all.type, rank))
-            kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
-            row = ggml.row_size(q_all.type, hk)
-            q_nope = ggml.view(q_all, (nope, n_head, n_tok), (row, row * n_head), 0)
-            q_pe = ggml.view(q_all, (n_rot, n_head, n_tok), (row, row * n_head), ggml.row_size(q_all.type, nope))
-            q_nope = ggml.permute(ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"),
-                                               ggml.permute(q_nope, 0, 2, 1, 3)), 0, 2, 1, 3)  # fmt: skip
-            q = ggml.concat(q_nope, q_pe, 0)
-            kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
-            k = ggml.concat(kv_c, k_pe, 0)
-            wo, v_b = g.wt(hv * n_head, d.n_embd, name="attn_output"), g.wt(rank, hv, n_head, name="attn_v_b")
-            cur = g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q, k, kv_c, v_b, rank + n_rot, 1)
+            q_all = ggml.mul_mat(g.wt(d.n_embd, n_head * d.head_k_mla, name="attn_q"), cur)
+            cur = _kimi_mla(g, d, kv, il, cur, q_all)
+            wo = g.wt(d.head_v_mla * n_head, d.n_embd, name="attn_output")
+            cur = g.lora_mm(wo, cur, g.opt("attn_output.scale", 1))
         cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_sa)
         ffn_inp = ggml.binary("ADD", cur, inp_sa)
         cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
@@ -3092,11 +3116,7 @@ def build_kimi_k3(d: Dims, r: Reserve, w: Weights) -> Graph:
     rs = g.rs_inp()
     kv = g.attn_inp_k(r.kv_size)
     out_ids = g.inp_out_ids()
-    n_head, hd = d.n_head, d.kda_head
-    d_inner, ns, nst, n_tok = n_head * hd, r.n_seqs, r.n_tokens // r.n_seqs, r.n_tokens
-    n_embd_r, n_embd_s = 3 * (d.ssm[0] - 1) * d_inner, hd * hd * n_head
-    hk, hv, n_rot, rank, qr_rank = d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank, d.q_lora_rank
-    nope = hk - n_rot
+    n_head, qr_rank = d.n_head, d.q_lora_rank
     latent = d.expert_latent or d.n_embd
     use_res = d.attn_res_block > 0
     for il in g.layers(d.n_layer):
@@ -3109,58 +3129,20 @@ def build_kimi_k3(d: Dims, r: Reserve, w: Weights) -> Graph:
         cur = g.norm(cur, g.wt(d.n_embd, name="attn_norm"))
         g.gf.expand(cur)
         if d.recurrent[il]:
-            conv_all = g.rs_cache(r.type_r, n_embd_r, f"cache_r_l{il}", il)
-            conv_state_all = g.rs(rs, conv_all, n_embd_r)
-            q, k, v = (_kda_conv(g, d, conv_all, conv_state_all, i, cur, name, n_head, n_embd_r)
-                       for i, name in enumerate(("attn_q", "attn_k", "attn_v")))  # fmt: skip
-            g1 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_f_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_f_a"), cur))
-            g1 = ggml.binary("ADD", g1, g.wt(d_inner, name="ssm_dt.bias"))
-            a = ggml.reshape(g.wt(n_head, name="ssm_a", type_="f32"), 1, n_head, 1)
-            if d.kda_lower_bound:
-                g1 = ggml.binary("MUL", ggml.reshape(g1, hd, n_head, n_tok), a)
-                g1 = ggml.unary(ggml.unary(ggml.unary(g1, "SCALE"), kind="sigmoid"), "SCALE")
-            else:
-                g1 = ggml.binary("MUL", ggml.reshape(ggml.unary(g1, kind="softplus"), hd, n_head, n_tok), a)
-            g1 = ggml.reshape(g1, hd, n_head, nst, ns)
-            beta = ggml.mul_mat(g.wt(d.n_embd, n_head, name="ssm_beta"), cur)
-            beta = ggml.unary(ggml.reshape(beta, 1, n_head, nst, ns), kind="sigmoid")
-            cur3 = ggml.reshape(cur, cur.ne[0], nst, ns)
-            ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
-            state = ggml.reshape(g.rs(rs, ssm_all, n_embd_s), hd, hd, n_head, ns)
-            q, k = _l2_norm(q), _l2_norm(k)
-            out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, g1, beta, state))
-            g2 = ggml.mul_mat(g.wt(d.n_embd, d_inner, name="ssm_g"), ggml.reshape(cur3, cur3.ne[0], nst * ns))
-            g2 = ggml.reshape(g2, hd, n_head, nst * ns)
-            normed = g.norm(ggml.reshape(out, hd, n_head, nst * ns), g.wt(hd, name="ssm_norm"))
-            gated = ggml.binary("MUL", normed, ggml.unary(g2, kind="sigmoid"))
-            cur = ggml.mul_mat(g.wt(d_inner, d.n_embd, name="attn_output"), ggml.cont(gated, d_inner, n_tok))
+            cur = _kda_layer(g, d, rs, il, cur, k3=True)
         else:
             inp_gate = cur
             if w.has("attn_q_a_norm"):
                 q_all = ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur)
                 q_all = g.norm(q_all, g.wt(qr_rank, name="attn_q_a_norm"))
-                q_all = ggml.mul_mat(g.wt(qr_rank, n_head * hk, name="attn_q_b"), q_all)
+                q_all = ggml.mul_mat(g.wt(qr_rank, n_head * d.head_k_mla, name="attn_q_b"), q_all)
             else:
-                q_all = ggml.mul_mat(g.wt(d.n_embd, n_head * hk, name="attn_q"), cur)
-            kv_all = ggml.mul_mat(g.wt(d.n_embd, rank + n_rot, name="attn_kv_a_mqa"), cur)
-            krow = ggml.row_size(kv_all.type, rank + n_rot)
-            kv_c = ggml.view(kv_all, (rank, n_tok), (krow,), 0)
-            k_pe = ggml.view(kv_all, (n_rot, 1, n_tok), (krow, krow), ggml.row_size(kv_all.type, rank))
-            kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
-            row = ggml.row_size(q_all.type, hk)
-            q_nope = ggml.view(q_all, (nope, n_head, n_tok), (row, row * n_head), 0)
-            q_pe = ggml.view(q_all, (n_rot, n_head, n_tok), (row, row * n_head), ggml.row_size(q_all.type, nope))
-            q_nope = ggml.permute(ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"),
-                                               ggml.permute(q_nope, 0, 2, 1, 3)), 0, 2, 1, 3)  # fmt: skip
-            q = ggml.concat(q_nope, q_pe, 0)
-            kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
-            k = ggml.concat(kv_c, k_pe, 0)
-            v_b = g.wt(rank, hv, n_head, name="attn_v_b")
-            cur = g.attn_k(kv, il, None, None, q, k, kv_c, v_b, rank + n_rot, 1)
+                q_all = ggml.mul_mat(g.wt(d.n_embd, n_head * d.head_k_mla, name="attn_q"), cur)
+            cur = _kimi_mla(g, d, kv, il, cur, q_all)
             if w.has("attn_gate"):
-                gate = ggml.unary(ggml.mul_mat(g.wt(d.n_embd, n_head * hv, name="attn_gate"), inp_gate), kind="sigmoid")
-                cur = ggml.binary("MUL", cur, gate)
-            cur = ggml.mul_mat(g.wt(hv * n_head, d.n_embd, name="attn_output"), cur)
+                gate = ggml.mul_mat(g.wt(d.n_embd, n_head * d.head_v_mla, name="attn_gate"), inp_gate)
+                cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
+            cur = ggml.mul_mat(g.wt(d.head_v_mla * n_head, d.n_embd, name="attn_output"), cur)
         prefix = cur if banked else ggml.binary("ADD", prefix, cur)
         cur = k3.mix(prefix, "ffn_res_score") if use_res else prefix
         cur = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"))
