@@ -2200,6 +2200,32 @@ def _lightning_indexer(
     return ggml.cont(ggml.new("i32", (min(score.ne[0], top), *score.ne[1:]), "TOP_K", (score,)))
 
 
+def _absorbed_mla(
+    g: GraphContext, d: Dims, cur: Tensor, qr: Tensor, pos: Tensor, n_head: int, rank: int, hk: int, k_norm: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """DeepSeek-V3.2's absorbed MLA from the normed low-rank Q (`qr`) and the layer's input: Q's no-RoPE part
+    through wk_b beside its RoPEd part, K the normed latent beside the shared RoPE key (`k_norm`: that key RMS-normed
+    first, dots3note.cpp); (Q, K, the latent that V is read from)."""
+    n_tok, rope = g.n_tokens, d.n_rot
+    nope = hk - rope
+    q = ggml.mul_mat(g.wt(d.q_lora_rank, n_head * hk, name="attn_q_b"), qr)
+    row_q = ggml.row_size(q.type, hk)
+    q_nope = ggml.view(q, (nope, n_head, n_tok), (row_q, row_q * n_head), 0)
+    q_pe = ggml.view(q, (rope, n_head, n_tok), (row_q, row_q * n_head), ggml.row_size(q.type, nope))
+    kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
+    row = ggml.row_size(kv_pe.type, rank + rope)
+    kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
+    k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
+    if k_norm:
+        k_pe = g.norm(k_pe, g.wt(rope, name="attn_k_norm"))
+    q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
+    kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+    q_abs = ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"), ggml.permute(q_nope, 0, 2, 1, 3))
+    q_cur = ggml.concat(ggml.permute(q_abs, 0, 2, 1, 3), q_pe, 0)
+    kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+    return q_cur, ggml.concat(kv_c, k_pe, 0), kv_c
+
+
 def build_deepseek32(d: Dims, r: Reserve, w: Weights, glm: bool = False) -> Graph:
     """llama_model_deepseek32::graph (src/models/deepseek32.cpp, DeepSeek-V3.2): DeepSeek-V2's MLA where each query
     keeps only the top-k keys its lightning indexer scores (_lightning_indexer): they unmask a -inf copy of the KQ
@@ -2212,8 +2238,7 @@ def build_deepseek32(d: Dims, r: Reserve, w: Weights, glm: bool = False) -> Grap
     kv = g.attn_inp_k(r.kv_size)
     lid = g.attn_inp_lid(r.kv_size, d.indexer[1])
     out_ids = g.inp_out_ids()
-    hk, rope, rank, qr_rank, n_tok = d.head_k_mla, d.n_rot, d.kv_lora_rank, d.q_lora_rank, r.n_tokens
-    nope = hk - rope
+    hk, rank, qr_rank = d.head_k_mla, d.kv_lora_rank, d.q_lora_rank
     prev_top_k: Tensor | None = None
     for il in g.layers(d.n_layer):
         g.il = il
@@ -2223,20 +2248,7 @@ def build_deepseek32(d: Dims, r: Reserve, w: Weights, glm: bool = False) -> Grap
             top_k = prev_top_k
         else:
             top_k = prev_top_k = _lightning_indexer(g, d, lid, pos, cur, qr, il)
-        q = ggml.mul_mat(g.wt(qr_rank, d.n_head * hk, name="attn_q_b"), qr)
-        row_q = ggml.row_size(q.type, hk)
-        q_nope = ggml.view(q, (nope, d.n_head, n_tok), (row_q, row_q * d.n_head), 0)
-        q_pe = ggml.view(q, (rope, d.n_head, n_tok), (row_q, row_q * d.n_head), ggml.row_size(q.type, nope))
-        kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
-        row = ggml.row_size(kv_pe.type, rank + rope)
-        kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
-        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
-        q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
-        kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
-        q_abs = ggml.mul_mat(g.wt(nope, rank, d.n_head, name="attn_k_b"), ggml.permute(q_nope, 0, 2, 1, 3))
-        q_cur = ggml.concat(ggml.permute(q_abs, 0, 2, 1, 3), q_pe, 0)
-        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
-        k_cur = ggml.concat(kv_c, k_pe, 0)
+        q_cur, k_cur, kv_c = _absorbed_mla(g, d, cur, qr, pos, d.n_head, rank, hk, k_norm=False)
         wo = g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output")
         v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
         cur = g.attn_k(kv, il, wo, g.opt("attn_output.scale", 1), q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv,
@@ -2271,26 +2283,11 @@ def build_dots3note(d: Dims, r: Reserve, w: Weights) -> Graph:
         swa = bool(d.swa) and d.swa[il]
         n_head = d.layer_heads[il][0] if d.layer_heads else d.n_head
         rank, hk, hv = d.mla_swa if swa and d.mla_swa[0] else (d.kv_lora_rank, d.head_k_mla, d.head_v_mla)
-        nope = hk - rope
         cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
         attn_inp = cur
         qr = g.norm(ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur), g.wt(qr_rank, name="attn_q_a_norm"))
         top_k = None if swa else _lightning_indexer(g, d, lid, pos, cur, qr, il)
-        q = ggml.mul_mat(g.wt(qr_rank, n_head * hk, name="attn_q_b"), qr)
-        row_q = ggml.row_size(q.type, hk)
-        q_nope = ggml.view(q, (nope, n_head, n_tok), (row_q, row_q * n_head), 0)
-        q_pe = ggml.view(q, (rope, n_head, n_tok), (row_q, row_q * n_head), ggml.row_size(q.type, nope))
-        kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
-        row = ggml.row_size(kv_pe.type, rank + rope)
-        kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
-        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
-        k_pe = g.norm(k_pe, g.wt(rope, name="attn_k_norm"))
-        q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
-        kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
-        q_abs = ggml.mul_mat(g.wt(nope, rank, n_head, name="attn_k_b"), ggml.permute(q_nope, 0, 2, 1, 3))
-        q_cur = ggml.concat(ggml.permute(q_abs, 0, 2, 1, 3), q_pe, 0)
-        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
-        k_cur = ggml.concat(kv_c, k_pe, 0)
+        q_cur, k_cur, kv_c = _absorbed_mla(g, d, cur, qr, pos, n_head, rank, hk, k_norm=True)
         v_mla = g.wt(rank, hv, n_head, name="attn_v_b")
         cur = g.attn_k(kv_swa if swa else kv, il, None, None, q_cur, k_cur, kv_c, v_mla, rank + rope, 1, top_k=top_k)
         gate = ggml.unary(g.lora_mm(g.wt(d.n_embd, n_head, name="attn_gate"), attn_inp), kind="sigmoid")
@@ -2370,8 +2367,7 @@ def build_hy_v4(d: Dims, r: Reserve, w: Weights) -> Graph:
     kv = g.attn_inp_k(r.kv_size)
     lid = g.attn_inp_lid(r.kv_size, d.indexer[1]) if dsa else None
     out_ids = g.inp_out_ids()
-    hk, hv, rope, rank, qr_rank, n_tok = d.head_k_mla, d.head_v_mla, d.n_rot, d.kv_lora_rank, d.q_lora_rank, r.n_tokens
-    nope = hk - rope
+    hk, hv, rank, qr_rank, n_tok = d.head_k_mla, d.head_v_mla, d.kv_lora_rank, d.q_lora_rank, r.n_tokens
     inp_l = ggml.repeat(ggml.reshape(inp, d.n_embd, 1, n_tok), d.n_embd, d.hc, n_tok, 1)
     top_k: Tensor | None = None
     for il in g.layers(d.n_layer):
@@ -2382,20 +2378,7 @@ def build_hy_v4(d: Dims, r: Reserve, w: Weights) -> Graph:
         qr = g.norm(ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur), g.wt(qr_rank, name="attn_q_a_norm"))
         if lid is not None and (not d.indexer_layers or d.indexer_layers[il] or top_k is None):
             top_k = _lightning_indexer(g, d, lid, pos, cur, qr, il, rotate=False)
-        q = ggml.mul_mat(g.wt(qr_rank, d.n_head * hk, name="attn_q_b"), qr)
-        row_q = ggml.row_size(q.type, hk)
-        q_nope = ggml.view(q, (nope, d.n_head, n_tok), (row_q, row_q * d.n_head), 0)
-        q_pe = ggml.view(q, (rope, d.n_head, n_tok), (row_q, row_q * d.n_head), ggml.row_size(q.type, nope))
-        kv_pe = ggml.mul_mat(g.wt(d.n_embd, rank + rope, name="attn_kv_a_mqa"), cur)
-        row = ggml.row_size(kv_pe.type, rank + rope)
-        kv_c = ggml.view(kv_pe, (rank, n_tok), (row,), 0)
-        k_pe = ggml.view(kv_pe, (rope, 1, n_tok), (row, row), ggml.row_size(kv_pe.type, rank))
-        q_pe, k_pe = ggml.rope(q_pe, pos, None), ggml.rope(k_pe, pos, None)
-        kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
-        q_abs = ggml.mul_mat(g.wt(nope, rank, d.n_head, name="attn_k_b"), ggml.permute(q_nope, 0, 2, 1, 3))
-        q_cur = ggml.concat(ggml.permute(q_abs, 0, 2, 1, 3), q_pe, 0)
-        kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
-        k_cur = ggml.concat(kv_c, k_pe, 0)
+        q_cur, k_cur, kv_c = _absorbed_mla(g, d, cur, qr, pos, d.n_head, rank, hk, k_norm=False)
         sinks = g.wt(d.n_head, name="attn_sinks", type_="f32")
         v_mla = g.wt(rank, hv, d.n_head, name="attn_v_b")
         attn = g.attn_k(kv, il, None, None, q_cur, k_cur, kv_c, v_mla, d.head_k, d.n_head_kv,
