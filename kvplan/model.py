@@ -207,6 +207,8 @@ class GraphFacts:
     #: transform of the up branch (activation.situ_linear_beta > 0), the KDA gate's lower bound (kda.gate_lower_bound
     #: set: a sigmoid gate instead of softplus) and the experts' latent width (expert_latent_length)
     attn_res_block: int = 0
+    #: MiniMax-M3's sparse attention: the tokens of a block its indexer scores (attention.indexer.block_size)
+    indexer_block: int = 0
     situ_linear: bool = False
     kda_lower_bound: bool = False
     expert_latent: int = 0

@@ -1228,6 +1228,27 @@ FROM_TINY["kimi-k3-plain-shape"] = (
         "{arch}.kda.gate_lower_bound": float("-inf"),
     },
 )
+# MiniMax-M3 (its kind as minimax-m3.cpp reads it: MiniMax-M2's attention with sparse attention after the dense
+# lead, one indexer head per KV group scoring blocks of positions; the 428B-A23B's numbers are not published
+# here): 12 layers 3,072 wide, 32 heads over 4 KV groups, blocks of 32 positions, the top 4 blocks
+FROM_TINY["minimax-m3-shape"] = (
+    "minimax-m3-moe.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 3072,
+        "{arch}.feed_forward_length": 8192,
+        "{arch}.leading_dense_block_count": 2,
+        "{arch}.attention.head_count": 32,
+        "{arch}.attention.head_count_kv": 4,
+        "{arch}.attention.indexer.head_count": 4,
+        "{arch}.attention.indexer.block_size": 32,
+        "{arch}.attention.indexer.top_k": 4,
+        "{arch}.expert_count": 64,
+        "{arch}.expert_used_count": 4,
+        "{arch}.expert_feed_forward_length": 768,
+        "{arch}.context_length": 131072,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

@@ -122,6 +122,7 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         mla_swa=g.mla_swa,
         hc=g.hc_count,
         attn_res_block=g.attn_res_block,
+        indexer_block=g.indexer_block,
         situ_linear=g.situ_linear,
         kda_lower_bound=g.kda_lower_bound,
         expert_latent=g.expert_latent,

@@ -46,6 +46,7 @@ class Dims:
     hc: int = 0  # hyper-connection residual streams (Hy V4)
     #: Kimi K3: attn_res.block_size, situ's up transform, the KDA gate's lower bound, the experts' latent width
     attn_res_block: int = 0
+    indexer_block: int = 0  # MiniMax-M3's MSA: the tokens of a scored block
     situ_linear: bool = False
     kda_lower_bound: bool = False
     expert_latent: int = 0
@@ -2404,6 +2405,132 @@ def build_hy_v4(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _deepseek_lm_head(g, d, cur)
 
 
+def _msa_stream(
+    d: Dims, st: int, q: Tensor, iq: Tensor, ik_kv: Tensor, k: Tensor, v: Tensor, msa: dict[str, Tensor]
+) -> Tensor:
+    """minimax-m3.cpp's batch path for one stream: the indexer keys gathered by position, block scores max-pooled
+    and biased towards the local blocks, the top-k blocks turned into a block mask, expanded to cells and added to
+    the causal mask, then one flash attention over every GQA group (build_attn_msa_fa)."""
+    n_idx, hd_idx = iq.ne[0], iq.ne[1]
+    n_kv, n_tps, n_ps = k.ne[2], q.ne[2] // k.ne[3], msa["pos_slot"].ne[0]
+    d_head, hkv, n_head = k.ne[0], k.ne[1], q.ne[1]
+    bias, pos_mask, cell_blk, mf = msa["bias"], msa["pos_mask"], msa["cell_blk"], msa["mf"]
+    nblk = bias.ne[0]
+    top = min(d.indexer[2], nblk)
+    iq_s = ggml.view(iq, (n_idx, hd_idx, n_tps), (iq.nb[1], iq.nb[2]), st * n_tps * iq.nb[2])
+    ik_s = ggml.view(ik_kv, (n_idx, n_kv), (ik_kv.nb[2],), st * ik_kv.nb[3])
+    psl_s = ggml.view(msa["pos_slot"], (n_ps,), (), st * msa["pos_slot"].nb[1])
+    pm_s = ggml.view(pos_mask, (n_ps, 1, n_tps), (pos_mask.nb[1], pos_mask.nb[1]), st * n_tps * pos_mask.nb[1])
+    cb_s = ggml.view(cell_blk, (n_kv,), (), st * cell_blk.nb[1])
+    mf_s = ggml.view(mf, (n_kv, n_tps, 1), (mf.nb[1], mf.nb[3]), st * mf.nb[3])
+    bias_s = ggml.view(bias, (nblk, 1, n_tps), (bias.nb[1], bias.nb[1]), st * n_tps * bias.nb[1])
+    q_s = ggml.view(q, (d_head, n_head, n_tps), (q.nb[1], q.nb[2]), st * n_tps * q.nb[2])
+    k_s = ggml.view(k, (d_head, hkv, n_kv, 1), (k.nb[1], k.nb[2], k.nb[3]), st * k.nb[3])
+    v_s = ggml.view(v, (d_head, hkv, n_kv, 1), (v.nb[1], v.nb[2], v.nb[3]), st * v.nb[3])
+    ikp = ggml.get_rows(ik_s, psl_s)
+    sc = ggml.mul_mat(ikp, ggml.reshape(iq_s, n_idx, hd_idx * n_tps))
+    sc = ggml.add_inplace(ggml.reshape(sc, n_ps, hd_idx, n_tps), pm_s)
+    bsf = ggml.binary("ADD", ggml.pool_2d_blocks(sc, d.indexer_block), bias_s)
+    idx = ggml.top_k(bsf, top)
+    ninf = ggml.cast(ggml.unary(bias_s, "SCALE"), "f16")
+    ninf = ggml.repeat(ninf, nblk, hd_idx, n_tps, 1)
+    zero = ggml.unary(ggml.cast(idx, "f32"), "SCALE")
+    bm = ggml.set_rows(ggml.reshape(ninf, 1, nblk, hd_idx * n_tps), ggml.reshape(zero, 1, top, hd_idx * n_tps),
+                       ggml.reshape(idx, top, hd_idx * n_tps))  # fmt: skip
+    bm = ggml.cont(ggml.permute(ggml.reshape(bm, nblk, hd_idx, n_tps), 0, 2, 1, 3))
+    bm2 = ggml.cont(ggml.transpose(ggml.reshape(bm, nblk, n_tps * hd_idx)))
+    bmx = ggml.cont(ggml.transpose(ggml.get_rows(bm2, cb_s)))
+    mask4 = ggml.add_inplace(ggml.reshape(bmx, n_kv, n_tps, hd_idx), mf_s)
+    mask4 = ggml.cast(ggml.reshape(mask4, n_kv, n_tps, 1, hd_idx), "f16")
+    kfa, vfa = ggml.permute(k_s, 0, 3, 1, 2), ggml.permute(v_s, 0, 3, 1, 2)
+    gp = n_head // hkv
+    c = kfa.ne[3]
+    qq = ggml.permute(ggml.reshape(q_s, d_head, gp, c, n_head * n_tps // (gp * c)), 0, 2, 3, 1)
+    o = ggml.permute(ggml.flash_attn_ext(qq, kfa, vfa, mask4), 0, 1, 3, 2)
+    if not ggml.is_contiguous(o):
+        o = ggml.cont(o)
+    return ggml.reshape(o, d_head * n_head, n_tps)
+
+
+def build_minimax_m3(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_minimax_m3::graph (src/models/minimax-m3.cpp, MiniMax-M3): MiniMax-M2's attention (Q/K normed
+    per head) through the MSA cache; with flash attention and per-sequence streams (MSA on) the layers after the
+    dense lead attend sparsely — an indexer head per KV group, its keys in the indexer cache, block scores pooled
+    over attention.indexer.block_size positions, the top-k blocks (_msa_stream) — the others densely; the leading
+    dense layers' and the shared expert's SwiGLU-OAI, routed experts gated by the file's function with their bias."""
+    g = GraphContext(r, w)
+    inp_l = g.inp_embd(d.n_embd, d.n_vocab)
+    pos = g.inp_pos()
+    msa_on = r.flash_attn and (r.n_seqs == 1 or not r.kv_unified)
+    n_v = d.head_v * d.n_head_kv
+    kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, n_v)
+    k_idxs_idx = ggml.inp("i64", (r.n_tokens,), "attn_inp_k_idxs_idx") if msa_on else None
+    msa: dict[str, Tensor] = {}
+    if msa_on:
+        blk = d.indexer_block
+        n_ps = -(-256 // blk) * blk  # get_n_pos at reserve (an empty cache): max(n_pad, 256), padded to blocks
+        ns = kv.mask.ne[3]
+        msa["bias"] = ggml.inp("f32", (n_ps // blk, r.n_tokens), "msa_bias")
+        msa["pos_mask"] = ggml.inp("f32", (n_ps, r.n_tokens), "msa_pos_mask")
+        msa["pos_slot"] = ggml.inp("i32", (n_ps, ns), "msa_pos_slot")
+        msa["cell_blk"] = ggml.inp("i32", (r.kv_size, ns), "msa_cell_blk")
+        msa["mf"] = ggml.cast(kv.mask, "f32")
+    out_ids = g.inp_out_ids()
+    n_idx, hd_idx = d.indexer[1], d.indexer[0]
+    for il in g.layers(d.n_layer):
+        g.il = il
+        cur = g.norm(inp_l, g.wt(d.n_embd, name="attn_norm"))
+        q, k, v = g.qkv(cur, d.n_embd, d.head_k, d.n_head, d.n_head_kv, d.head_v)
+        q = g.norm(q, g.wt(d.head_k, name="attn_q_norm"))
+        k = g.norm(k, g.wt(d.head_k, name="attn_k_norm"))
+        q, k = ggml.rope(q, pos, None), ggml.rope(k, pos, None)
+        wo = g.wt(d.head_k * d.n_head, d.n_embd, name="attn_output")
+        if not (msa_on and il >= d.n_layer_dense_lead):
+            cur = g.attn_kv(kv, il, wo, None, g.opt("attn_output.scale", 1), q, k, v, d.n_head_kv, d.head_k, d.head_v)
+        else:
+            n_tok = r.n_tokens
+            iq = ggml.reshape(g.lora_mm(g.wt(d.n_embd, hd_idx * n_idx, name="index_q_proj"), cur), n_idx, hd_idx, n_tok)
+            ik = ggml.reshape(g.lora_mm(g.wt(d.n_embd, n_idx, name="index_k_proj"), cur), n_idx, 1, n_tok)
+            iq = ggml.rope(g.norm(iq, g.wt(n_idx, name="index_q_norm")), pos, None)
+            ik = ggml.rope(g.norm(ik, g.wt(n_idx, name="index_k_norm")), pos, None)
+            assert k_idxs_idx is not None
+            cache_idx = g.lid_cache(n_idx, r.kv_size, il)
+            g.gf.expand(g.cpy_k(cache_idx, ik, k_idxs_idx))
+            ik_kv = g.get_k(cache_idx, n_idx, 1)
+            if kv.k_rot is not None:
+                q, k = g.hadamard(q, kv.k_rot), g.hadamard(k, kv.k_rot)
+            if kv.v_rot is not None:
+                v = g.hadamard(v, kv.v_rot)
+            for t in (q, k, v):
+                g.gf.expand(t)
+            cache_k = g.kv_cache(r.type_k, d.head_k * d.n_head_kv, r.kv_size, f"cache_k_l{il}", il)
+            cache_v = g.kv_cache(r.type_v, n_v, r.kv_size, f"cache_v_l{il}", il)
+            g.gf.expand(g.cpy_k(cache_k, k, kv.k_idxs))
+            g.gf.expand(g.cpy_k(cache_v, v, kv.v_idxs))
+            kk, vv = g.get_k(cache_k, d.head_k, d.n_head_kv), g.get_k(cache_v, d.head_v, d.n_head_kv)
+            outs = [_msa_stream(d, st, q, iq, ik_kv, kk, vv, msa) for st in range(kk.ne[3])]
+            cur = outs[0]
+            for o in outs[1:]:
+                cur = ggml.concat(cur, o, 1)
+            if kv.v_rot is not None:
+                cur = g.hadamard(cur, kv.v_rot)
+            cur = g.lora_mm(wo, cur, g.opt("attn_output.scale", 1))
+        cur, inp_sa = _last_outputs(d, il, out_ids, cur, inp_l)
+        ffn_inp = ggml.binary("ADD", cur, inp_sa)
+        cur = g.norm(ffn_inp, g.wt(d.n_embd, name="ffn_norm"))
+        if il < d.n_layer_dense_lead:
+            cur = g.ffn_par(cur, d.n_embd, d.n_ff, bias=False, scale=False)
+        else:
+            gating = _GATING.get(d.expert_gating, "softmax")
+            moe = g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating=gating, norm_w=d.expert_weights_norm,
+                            w_scale=d.expert_weights_scale, exp_probs_b=True,
+                            act="swiglu_oai", scales=False)  # fmt: skip
+            shexp = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", moe, shexp)
+        inp_l = ggml.binary("ADD", cur, ffn_inp)
+    return _lm_head(g, d, inp_l)
+
+
 def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_maple::graph (src/models/maple.cpp): iSWA inputs, Q/K normed per head, RoPE on the window
     layers only, softmax-routed experts (normalised, no scales) in every layer."""
@@ -3525,6 +3652,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "dots3note": build_dots3note,
     "hy_v4": build_hy_v4,
     "kimi-k3": build_kimi_k3,
+    "minimax-m3": build_minimax_m3,
     "paddleocr": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, PADDLEOCR),
     "maple": build_maple,
     "plamo3": build_plamo3,

@@ -251,7 +251,7 @@ class GraphContext:
 
     def lid_cache(self, head: int, kv_size: int, layer: int) -> Tensor:
         """The lightning indexer's key cache of a layer (one head, the K cache's type)."""
-        return self._cache(self.r.type_k, head, kv_size, f"cache_lid_l{layer}", layer)
+        return self.kv_cache(self.r.type_k, head, kv_size, f"cache_lid_l{layer}", layer)
 
     def attn_inp_k(self, kv_size: int) -> KVInputs:
         """build_attn_inp_k_impl: a K-only cache (MLA: V is a view of K) — its row indices and KQ mask."""
@@ -282,7 +282,7 @@ class GraphContext:
         gf.expand(q)
         gf.expand(v)
         gf.expand(k)
-        cache_k = self._cache(r.type_k, head_k * n_head_kv, kv.kv_size, f"cache_k_l{layer}", layer)
+        cache_k = self.kv_cache(r.type_k, head_k * n_head_kv, kv.kv_size, f"cache_k_l{layer}", layer)
         gf.expand(self.cpy_k(cache_k, k, kv.k_idxs))
         mask = kv.mask if top_k is None else _top_k_mask(kv.mask, top_k)
         kk = self.get_k(cache_k, head_k, n_head_kv)
@@ -291,7 +291,7 @@ class GraphContext:
         cur = self.attn_mha(q, kk, vv, None, mask, sinks, v_mla, n_kv_max=n_kv_max)
         return self.lora_mm(wo, cur, wo_s) if wo is not None else cur
 
-    def _cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
+    def kv_cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
         """One layer's K or V cache tensor: [n_embd, cells, streams], in the layer's cache buffer."""
         t = ggml.weight(type_, (n_embd, kv_size, self.r.n_stream), name)
         t.usage, t.layer = USAGE_CACHE, layer
@@ -451,10 +451,10 @@ class GraphContext:
         kv_size, n_stream = kv.kv_size, r.n_stream
         n_embd_v = head_v * n_head_kv
         owner = layer if source is None else source
-        cache_k = self._cache(r.type_k, head_k * n_head_kv, kv_size, f"cache_k_l{owner}", owner)
+        cache_k = self.kv_cache(r.type_k, head_k * n_head_kv, kv_size, f"cache_k_l{owner}", owner)
         v_trans = not r.layout_fa
         width = max(kv.v_width, n_embd_v) if v_trans else n_embd_v
-        cache_v = self._cache(r.type_v, width, kv_size, f"cache_v_l{owner}", owner)
+        cache_v = self.kv_cache(r.type_v, width, kv_size, f"cache_v_l{owner}", owner)
         if k is not None:
             gf.expand(self.cpy_k(cache_k, k, kv.k_idxs))
         if v is not None:

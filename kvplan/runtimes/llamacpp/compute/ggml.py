@@ -312,6 +312,21 @@ def add_id(a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
     return dup(a, "ADD_ID", (a, b, ids))
 
 
+def add_inplace(a: Tensor, b: Tensor) -> Tensor:
+    """ggml_add_inplace: an ADD op viewing `a`."""
+    return view_tensor(a, "ADD", (a, b))
+
+
+def pool_2d_blocks(a: Tensor, k0: int) -> Tensor:
+    """ggml_pool_2d(a, GGML_OP_POOL_MAX, k0, 1, k0, 1, 0, 0): f32, ne0 pooled in windows of k0."""
+    return new("f32", ((a.ne[0] - k0) // k0 + 1, a.ne[1], a.ne[2], a.ne[3]), "POOL_2D", (a,))
+
+
+def top_k(a: Tensor, k: int) -> Tensor:
+    """ggml_top_k: the indices of the k largest of each row, i32."""
+    return new("i32", (k, a.ne[1], a.ne[2], a.ne[3]), "TOP_K", (a,))
+
+
 def scale_inplace(a: Tensor) -> Tensor:
     """ggml_scale_inplace: a SCALE op viewing `a`."""
     return view_tensor(a, "SCALE", (a,))
