@@ -182,6 +182,13 @@ def explain_vllm_document(e: VllmExplanation, model: ModelDescription, units: Un
             "gpu_blocks": log.gpu_blocks,
             "concurrency": log.concurrency,
             "concurrency_len": log.concurrency_len,
+            "refused_max_model_len": log.refused_len,
+            "stored_tokens": log.stored_tokens,
+            "needed_gib": log.needed_gib,
+            "refusal_available_gib": log.refusal_available_gib,
+            "estimated_max_model_len": log.estimated_len,
+            "total_gpu_memory_gib": log.total_gib,
+            "gpu_memory_utilization": log.utilization,
         },
     }
     return _document(headline, model, settings_line, e.figures, table, notes, log.runs, data)

@@ -95,3 +95,22 @@ def test_a_file_of_several_runs_explains_the_last_and_says_so(tmp_path: Path) ->
     doc = kv("explain", str(tmp_path / "server.log"), "-m", str(META), "-o", "json").json()
     assert doc["runs"] == 2 and doc["settings"]["n_ctx"] == 12288
     assert doc["warnings"] == ["the file holds 2 runs; the last one is explained"]
+
+
+def test_a_vllm_refusal_in_every_format() -> None:
+    """vLLM's refusal pasted from a public thread (vllm-project/recipes#12): the table at 80 columns, JSON with
+    what the log states (the refused length, the GiB it printed, vLLM's estimate) and the figures' bytes, CSV."""
+    log = FIXTURES / "logs" / "vllm" / "pr-recipes-12-qwen3-coder-480b-fp8-h20-dp8.log"
+    args = ("explain", str(log), "-m", str(FIXTURES / "logs" / "vllm" / "models" / "qwen3-coder-480b-a35b"),
+            "--gpu", "H100-80GB")  # fmt: skip
+    r = kv(*args, width=80)
+    assert r.exit_code == 0 and r.stdout.startswith("vLLM log: all 2 figures equal"), r.output
+    assert max(len(line) for line in r.stdout.splitlines() if "/" not in line) <= 80
+    doc = kv(*args, "-o", "json").json()
+    assert doc["log"]["refused_max_model_len"] == 262_144 and doc["log"]["estimated_max_model_len"] == 205_728
+    assert (doc["log"]["needed_gib"], doc["log"]["refusal_available_gib"]) == ("62.00", "48.66")
+    need = {f["figure"]: f for f in doc["figures"]}["KV cache one request of 262,144 tokens needs, GiB"]
+    assert need["kvplan_bytes"] == 262_144 * 62 * 2 * 8 * 128 * 2  # 62 layers × (K + V) 8 heads × 128 × bf16
+    assert any(c["flags"] == "--max-model-len 205728 (the longest that fits)" for c in doc["changes"])
+    rows = list(csv.DictReader(io.StringIO(kv(*args, "-o", "csv").stdout)))
+    assert [row["equal"] for row in rows] == ["True", "True"]
