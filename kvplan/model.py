@@ -209,6 +209,9 @@ class GraphFacts:
     attn_res_block: int = 0
     #: MiniMax-M3's sparse attention: the tokens of a block its indexer scores (attention.indexer.block_size)
     indexer_block: int = 0
+    #: GLM-5-Next's k-pool indexer: the tokens pooled into one key, whether the incomplete tail is selected too
+    kpool: int = 0
+    kpool_tail: bool = False
     situ_linear: bool = False
     kda_lower_bound: bool = False
     expert_latent: int = 0

@@ -1249,6 +1249,28 @@ FROM_TINY["minimax-m3-shape"] = (
         "{arch}.context_length": 131072,
     },
 )
+# GLM-5-Next (its kind as glm5-next.cpp reads it: three KDA layers to one MLA layer without RoPE, four mHC streams,
+# a k-pool indexer pooling 4 tokens into a key, its selection shared by the next MLA layer; GLM-5.3-Flash's numbers
+# are not published here): 12 layers 2,048 wide, the indexer full on layers 3 and 11, shared on 7, top-k 2,048
+FROM_TINY["glm5-next-shape"] = (
+    "glm5-next-moe.gguf",
+    {
+        "{arch}.block_count": 12,
+        "{arch}.embedding_length": 2048,
+        "{arch}.feed_forward_length": 8192,
+        "{arch}.attention.head_count": 32,
+        "{arch}.attention.head_count_kv": [1 if i % 4 == 3 else 0 for i in range(12)],
+        "{arch}.attention.recurrent_layers": [0 if i % 4 == 3 else 1 for i in range(12)],
+        "{arch}.attention.q_lora_rank": 1024,
+        "{arch}.attention.indexer.head_count": 32,
+        "{arch}.attention.indexer.top_k": 2048,
+        "{arch}.attention.indexer.types": [0 if i == 7 else 1 for i in range(12)],
+        "{arch}.expert_count": 64,
+        "{arch}.expert_used_count": 8,
+        "{arch}.expert_feed_forward_length": 512,
+        "{arch}.context_length": 131072,
+    },
+)
 FROM_TINY["qwen3-next-80b-a3b-mtp"] = (
     "qwen3next-moe.gguf",
     {

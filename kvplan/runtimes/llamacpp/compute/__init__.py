@@ -123,6 +123,8 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         hc=g.hc_count,
         attn_res_block=g.attn_res_block,
         indexer_block=g.indexer_block,
+        kpool=g.kpool,
+        kpool_tail=g.kpool_tail,
         situ_linear=g.situ_linear,
         kda_lower_bound=g.kda_lower_bound,
         expert_latent=g.expert_latent,
@@ -178,7 +180,7 @@ _CLAMPED_OP_BY_OP = frozenset({"bailingmoe3", "step35"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)
-_NO_SNAPSHOTS = frozenset({"qwen3next", "qwen35", "qwen35moe", "kimi-k3"})
+_NO_SNAPSHOTS = frozenset({"qwen3next", "qwen35", "qwen35moe", "kimi-k3", "glm5-next"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 
@@ -219,6 +221,12 @@ def _not_built(p: MemoryPlan) -> str | None:
         return (
             "HRM-Text's stacks must fill its blocks: layers_per_stack × h_cycles × (l_cycles + 1) (llama.cpp asserts)"
         )
+    if m.arch == "glm5-next" and g is not None and g.kpool > 0:
+        r = reserve_for(p)
+        n_pool = max(64, -(-(r.kv_size // g.kpool * r.n_seqs + 1) // 64) * 64)
+        n_sel = g.kpool * min(n_pool, g.indexer_top_k // g.kpool) + (g.kpool - 1 if g.kpool_tail else 0)
+        if r.n_tokens <= 16 and r.kv_size > n_sel:
+            return "no graph yet for GLM-5-Next's gathered selection (a ubatch of at most 16 tokens over more cells)"
     if m.arch in ("kimi-linear", "kimi-k3") and g is not None and "attn_kv_b" in g.tensors and not g.all_optional:
         name = "Kimi-Linear" if m.arch == "kimi-linear" else "Kimi K3"
         return f"no graph yet for {name} files with the unsplit attn_kv_b (MLA without absorption)"

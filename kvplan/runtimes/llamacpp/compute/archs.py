@@ -47,6 +47,8 @@ class Dims:
     #: Kimi K3: attn_res.block_size, situ's up transform, the KDA gate's lower bound, the experts' latent width
     attn_res_block: int = 0
     indexer_block: int = 0  # MiniMax-M3's MSA: the tokens of a scored block
+    kpool: int = 0  # GLM-5-Next: the tokens its indexer pools into one key (attention.indexer.kpool)
+    kpool_tail: bool = False  # ... and whether the incomplete tail is selected too (kpool_select_tail)
     situ_linear: bool = False
     kda_lower_bound: bool = False
     expert_latent: int = 0
@@ -2531,6 +2533,175 @@ def build_minimax_m3(d: Dims, r: Reserve, w: Weights) -> Graph:
     return _lm_head(g, d, inp_l)
 
 
+class _Glm5Next:
+    """llama_model_glm5_next::graph (src/models/glm5-next.cpp): its inputs (build_inp_kpool's at reserve, from the
+    full cache context: every pool the cache can hold, kv_size / kpool per sequence, all of them new, the cache
+    safe), mHC and the k-pool indexer."""
+
+    def __init__(self, g: GraphContext, d: Dims, kv: KVInputs) -> None:
+        r = g.r
+        self.g, self.d, self.kv = g, d, kv
+        n_tok = r.n_tokens
+        kpool = d.kpool
+        n_pool_real = r.kv_size // kpool * r.n_seqs
+        self.n_new = max(n_pool_real, 1)
+        self.n_pool = max(64, -(-(n_pool_real + 1) // 64) * 64)  # kpool_pad
+        n_top_pool = min(self.n_pool, d.indexer[2] // kpool)
+        self.n_sel = kpool * n_top_pool + (kpool - 1 if d.kpool_tail else 0)
+        self.k_idxs = ggml.inp("i64", (n_tok,), "kpool_k_idxs")
+        self.pool_cells = ggml.inp("i32", (self.n_pool,), "kpool_pool_cells")
+        self.pool_idxs = ggml.inp("i32", (kpool, self.n_pool), "kpool_pool_idxs")
+        self.pool_mask = ggml.inp("f16", (self.n_pool, n_tok), "kpool_pool_mask")
+        self.tail_idxs = ggml.inp("i32", (kpool - 1, n_tok), "kpool_tail_idxs")
+        for t in (self.pool_cells, self.pool_idxs, self.pool_mask, self.tail_idxs):
+            g.gf.expand(t)
+        self.gather_mask = ggml.inp("f32", (self.n_sel, 1, 1, n_tok), "kpool_gather_mask")
+        g.gf.expand(self.gather_mask)
+        self.new_pool_idxs = ggml.inp("i32", (kpool, self.n_new), "kpool_new_pool_idxs")
+        self.new_pool_rep = ggml.inp("i64", (self.n_new,), "kpool_new_pool_rep")
+
+    def hc_pre(self, x: Tensor, stage: str) -> tuple[Tensor, Tensor, Tensor]:
+        """build_hc_pre with the fused ops (the CPU backend runs DSV4_HC_PRE and DSV4_HC_COMB): the streams'
+        2·hc + hc² mixes, the pre weights reducing the streams, the post gate, the Sinkhorn-normalised comb."""
+        g, d = self.g, self.d
+        hc, nt = d.hc, x.ne[2]
+        flat = ggml.unary(ggml.reshape(x, hc * d.n_embd, nt), "RMS_NORM")
+        mixes = ggml.mul_mat(g.wt(hc * d.n_embd, (2 + hc) * hc, name=f"hc_{stage}_fn"), flat)
+        scale = g.wt(3, name=f"hc_{stage}_scale", type_="f32")
+        base = g.wt((2 + hc) * hc, name=f"hc_{stage}_base", type_="f32")
+        row = ggml.row_size(scale.type, 1)
+        pre = ggml.view(mixes, (hc, nt), (mixes.nb[1],), 0)
+        pre = ggml.binary("ADD", ggml.binary("MUL", pre, ggml.view(scale, (1,), (), 0)), ggml.view(base, (hc,), (), 0))
+        pre = ggml.unary(ggml.unary(pre, kind="sigmoid"), "SCALE")
+        post = ggml.view(mixes, (hc, nt), (mixes.nb[1],), ggml.row_size(mixes.type, hc))
+        post = ggml.binary("ADD", ggml.binary("MUL", post, ggml.view(scale, (1,), (), row)),
+                           ggml.view(base, (hc,), (), hc * row))  # fmt: skip
+        post = ggml.unary(ggml.unary(post, kind="sigmoid"), "SCALE")
+        comb = ggml.new("f32", (hc, hc, nt), "DSV4_HC_COMB", (mixes, scale, base))
+        return ggml.new("f32", (d.n_embd, nt), "DSV4_HC_PRE", (x, pre)), post, comb
+
+    def kpool_select(self, cur: Tensor, qr: Tensor, il: int) -> Tensor:
+        """build_kpool_select's scatter path: each token's key and pool gate cached with a zeroed pooled slot, the
+        pool this ubatch completes pooled by a softmax over its members and scattered, every pool's key gathered,
+        scored by the fused lightning indexer, the top pools (ordered by score) and the incomplete tail expanded
+        to cells, each dead slot sent to its own dump row, and the selection turned into a mask with the causal
+        one added."""
+        g, d, r = self.g, self.d, self.g.r
+        n_ih, ihead, top = d.indexer
+        kpool, n_tok, n_pool = d.kpool, r.n_tokens, self.n_pool
+        iq = ggml.reshape(ggml.mul_mat(g.wt(d.q_lora_rank, n_ih * ihead, name="indexer.attn_q_b"), qr), ihead, n_ih,
+                          n_tok)  # fmt: skip
+        ik = ggml.mul_mat(g.wt(d.n_embd, ihead, name="indexer.attn_k"), cur)
+        ik = g.norm(ik, g.wt(ihead, name="indexer.k_norm"), g.wt(ihead, name="indexer.k_norm.bias"), rms=False)
+        ig = ggml.mul_mat(g.wt(d.n_embd, ihead, name="indexer.kpool_gate"), cur)
+        pzero = ggml.fill(ggml.new("f32", (ihead, n_tok)))
+        packed = ggml.reshape(ggml.concat(ggml.concat(ik, ig, 0), pzero, 0), 3 * ihead, 1, n_tok)
+        cache = g.lid_cache(3 * ihead, r.kv_size, il)
+        g.gf.expand(g.cpy_k(cache, packed, self.k_idxs))
+        n_cells = cache.ne[1] * cache.ne[2]
+        key_gate = ggml.view(cache, (2 * ihead, n_cells), (cache.nb[1],), 0)
+        pooled_v = ggml.view(cache, (ihead, n_cells), (cache.nb[1],), ggml.row_size(cache.type, 2 * ihead))
+        n_new = self.n_new
+        rows = ggml.get_rows(key_gate, ggml.reshape(self.new_pool_idxs, kpool * n_new))
+        rows = ggml.reshape(rows, 2 * ihead, kpool, n_new)
+        pk = ggml.view(rows, (ihead, kpool, n_new), (rows.nb[1], rows.nb[2]), 0)
+        pg = ggml.view(rows, (ihead, kpool, n_new), (rows.nb[1], rows.nb[2]), ggml.row_size(rows.type, ihead))
+        logits = ggml.binary("ADD", pg, g.wt(ihead, kpool, name="indexer.kpool_ape", type_="f32"))
+        logits = ggml.cont(ggml.permute(logits, 1, 0, 2, 3))
+        probs = ggml.reshape(ggml.soft_max(ggml.reshape(logits, kpool, ihead * n_new), None), kpool, ihead, n_new)
+        pk = ggml.cont(ggml.permute(pk, 1, 0, 2, 3))
+        pooled_new = ggml.reshape(ggml.sum_rows(ggml.binary("MUL", probs, pk)), ihead, n_new)
+        g.gf.expand(ggml.set_rows(pooled_v, pooled_new, self.new_pool_rep))
+        pooled = ggml.reshape(ggml.get_rows(pooled_v, self.pool_cells), ihead, 1, n_pool)
+        weights = ggml.unary(ggml.mul_mat(g.wt(d.n_embd, n_ih, name="indexer.proj"), cur), "SCALE")
+        score = ggml.new("f32", (n_pool, n_tok, 1, 1), "LIGHTNING_INDEXER", (iq, pooled, weights, self.pool_mask))
+        n_top_pool = min(n_pool, top // kpool)
+        top_k = ggml.top_k(score, n_top_pool)
+        sel_score = ggml.get_rows(ggml.reshape(score, 1, n_pool, n_tok), top_k)
+        order = ggml.argsort(ggml.reshape(sel_score, n_top_pool, n_tok))
+        top_k = ggml.get_rows(ggml.reshape(ggml.cast(top_k, "f32"), 1, n_top_pool, n_tok), order)
+        top_k = ggml.cast(ggml.cont(ggml.reshape(top_k, n_top_pool, n_tok)), "i32")
+        sel_idx = ggml.get_rows(self.pool_idxs, ggml.reshape(top_k, n_top_pool * n_tok))
+        sel_idx = ggml.reshape(sel_idx, kpool * n_top_pool, n_tok)
+        if d.kpool_tail:
+            sel_idx = ggml.concat(sel_idx, self.tail_idxs, 0)
+        n_sel, n_kv, mask = self.n_sel, r.kv_size, self.kv.mask
+        seed = ggml.cast(ggml.view(sel_idx, (1,), (), 0), "f32")
+        mask_seed = ggml.fill(seed if mask.type == "f32" else ggml.cast(seed, mask.type))
+        mask_all = ggml.reshape(ggml.repeat(mask_seed, 1, n_kv + n_sel, n_tok, 1), 1, n_kv + n_sel, n_tok)
+        zeros = ggml.reshape(ggml.repeat(ggml.fill(seed), 1, n_sel, n_tok, 1), 1, n_sel, n_tok)
+        live = ggml.unary(ggml.reshape(self.gather_mask, n_sel, n_tok), kind="exp")
+        dump = ggml.arange(n_sel)
+        idx_f = ggml.cast(sel_idx, "f32")
+        idx_f = ggml.binary("ADD", ggml.binary("MUL", ggml.binary("SUB", idx_f, dump), live), dump)
+        sel_idx = ggml.cast(idx_f, "i32")
+        sel = ggml.set_rows(mask_all, zeros, ggml.reshape(sel_idx, n_sel, n_tok, 1))
+        sel = ggml.view(sel, (n_kv, n_tok), (sel.nb[2],), 0)
+        return ggml.binary("ADD", sel, ggml.reshape(mask, n_kv, n_tok))
+
+
+def build_glm5_next(d: Dims, r: Reserve, w: Weights) -> Graph:
+    """llama_model_glm5_next::graph (src/models/glm5-next.cpp, GLM-5-Next): four mHC residual streams (fused
+    pre / Sinkhorn comb / post ops), KDA layers (K3's bounded gate, Kimi-Linear's low-rank output gate) and MLA
+    layers without RoPE whose attention is restricted to the cells its k-pool indexer selects (the layers whose
+    indexer is shared reuse the last selection); DeepSeek's dense lead and routed plus shared experts; the output
+    rows kept before the streams are averaged. Only the scatter selection is built: a ubatch of at most 16 tokens
+    over more cells than it selects takes llama.cpp's gather path, which has no graph here (_not_built)."""
+    g = GraphContext(r, w)
+    inp = g.inp_embd(d.n_embd, d.n_vocab)
+    rs = g.rs_inp()
+    kv = g.attn_inp_k(r.kv_size)
+    gn = _Glm5Next(g, d, kv)
+    out_ids = g.inp_out_ids()
+    n_tok, rank, qr_rank, hk = r.n_tokens, d.kv_lora_rank, d.q_lora_rank, d.head_k_mla
+    inp_l = ggml.repeat(ggml.reshape(inp, d.n_embd, 1, n_tok), d.n_embd, d.hc, n_tok, 1)
+    prev_sel: Tensor | None = None
+    for il in g.layers(d.n_layer):
+        g.il = il
+        residual = inp_l
+        cur, post, comb = gn.hc_pre(inp_l, "attn")
+        cur = g.norm(cur, g.wt(d.n_embd, name="attn_norm"))
+        g.gf.expand(cur)
+        if d.recurrent[il]:
+            cur = _kda_layer(g, d, rs, il, cur, k3=False, glm5=True)
+        else:
+            qr = ggml.mul_mat(g.wt(d.n_embd, qr_rank, name="attn_q_a"), cur)
+            qr = g.norm(qr, g.wt(qr_rank, name="attn_q_a_norm"))
+            q = ggml.reshape(ggml.mul_mat(g.wt(qr_rank, d.n_head * hk, name="attn_q_b"), qr), hk, d.n_head, n_tok)
+            kv_c = ggml.mul_mat(g.wt(d.n_embd, rank, name="attn_kv_a_mqa"), cur)
+            kv_c = g.norm(kv_c, g.wt(rank, name="attn_kv_a_norm"))
+            kv_c = ggml.reshape(kv_c, rank, 1, n_tok)
+            q_abs = ggml.mul_mat(g.wt(hk, rank, d.n_head, name="attn_k_b"), ggml.permute(q, 0, 2, 1, 3))
+            q_abs = ggml.permute(q_abs, 0, 2, 1, 3)
+            if prev_sel is None or not d.indexer_layers or d.indexer_layers[il]:
+                prev_sel = gn.kpool_select(cur, qr, il)
+            g.gf.expand(q_abs)
+            g.gf.expand(kv_c)
+            cache = g.kv_cache(r.type_k, rank, r.kv_size, f"cache_k_l{il}", il)
+            g.gf.expand(g.cpy_k(cache, kv_c, kv.k_idxs))
+            mask = ggml.reshape(prev_sel, *kv.mask.ne)
+            kk = g.get_k(cache, rank, 1)
+            vv = ggml.view(kk, (rank, kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
+            v_mla = g.wt(rank, d.head_v_mla, d.n_head, name="attn_v_b")
+            cur = g.attn_mha(q_abs, kk, vv, None, mask, None, v_mla, n_kv_max=gn.n_sel)
+            cur = ggml.mul_mat(g.wt(d.head_v_mla * d.n_head, d.n_embd, name="attn_output"), cur)
+        inp_l = ggml.new("f32", (d.n_embd, d.hc, n_tok), "DSV4_HC_POST", (cur, residual, post, comb))
+        residual = inp_l
+        cur, post, comb = gn.hc_pre(inp_l, "ffn")
+        cur = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"))
+        gating = _GATING.get(d.expert_gating, "softmax")
+        cur = _dense_or_shared_moe(g, d, il, cur, d.n_ff_exp or d.n_ff, gating=gating,
+                                   exp_probs_b=w.has("exp_probs_b.bias"), scales=False)  # fmt: skip
+        inp_l = ggml.new("f32", (d.n_embd, d.hc, n_tok), "DSV4_HC_POST", (cur, residual, post, comb))
+    g.il = OUTPUT_LAYER
+    flat = ggml.get_rows(ggml.reshape(inp_l, d.n_embd * d.hc, n_tok), out_ids)
+    x = ggml.reshape(flat, d.n_embd, d.hc, r.n_outputs)
+    acc = ggml.view(x, (x.ne[0], x.ne[2]), (x.nb[2],), 0)
+    for s_ in range(1, d.hc):
+        acc = ggml.binary("ADD", acc, ggml.view(x, (x.ne[0], x.ne[2]), (x.nb[2],), s_ * x.nb[1]))
+    return _deepseek_lm_head(g, d, ggml.unary(acc, "SCALE"))
+
+
 def build_maple(d: Dims, r: Reserve, w: Weights) -> Graph:
     """llama_model_maple::graph (src/models/maple.cpp): iSWA inputs, Q/K normed per head, RoPE on the window
     layers only, softmax-routed experts (normalised, no scales) in every layer."""
@@ -3066,12 +3237,14 @@ def _kda_conv(
     return ggml.reshape(out, hd, n_head, nst, ns)
 
 
-def _kda_layer(g: GraphContext, d: Dims, rs: RSInputs, il: int, cur: Tensor, k3: bool) -> Tensor:
+def _kda_layer(g: GraphContext, d: Dims, rs: RSInputs, il: int, cur: Tensor, k3: bool, glm5: bool = False) -> Tensor:
     """kimi-linear.cpp's KDA layer: Q, K and V through their own short causal convs (the fused QKV's views where the
     file has one), the gate from the low-rank f_a · f_b plus bias through softplus times A, beta, Q and K L2-normed,
     the fused delta net (its new state stored flat), the output normed and gated by the sigmoid of the low-rank
     g_a · g_b. `k3` (kimi-k3.cpp): separate projections only, the gate a bounded sigmoid where the file sets
-    kda.gate_lower_bound, the new state stored as build_recurrent_attn does, one full-rank output gate."""
+    kda.gate_lower_bound, the new state stored as build_recurrent_attn does, one full-rank output gate. `glm5`
+    (glm5-next.cpp): K3's gate, Kimi-Linear's low-rank output gate read from the layer's input as it is, the state
+    stored as build_recurrent_attn does."""
     r = g.r
     n_head, hd = d.n_head, d.kda_head
     d_inner, ns, nst, n_tok = n_head * hd, r.n_seqs, r.n_tokens // r.n_seqs, r.n_tokens
@@ -3087,9 +3260,9 @@ def _kda_layer(g: GraphContext, d: Dims, rs: RSInputs, il: int, cur: Tensor, k3:
                    for i, name in enumerate(("attn_q", "attn_k", "attn_v")))  # fmt: skip
     g1 = ggml.mul_mat(g.wt(hd, d_inner, name="ssm_f_b"), ggml.mul_mat(g.wt(d.n_embd, hd, name="ssm_f_a"), cur))
     g1 = ggml.binary("ADD", g1, g.wt(d_inner, name="ssm_dt.bias"))
-    a_log = g.wt(n_head, name="ssm_a", type_="f32") if k3 else g.wt(1, n_head, name="ssm_a", type_="f32")
+    a_log = g.wt(n_head, name="ssm_a", type_="f32") if k3 or glm5 else g.wt(1, n_head, name="ssm_a", type_="f32")
     a = ggml.reshape(a_log, 1, n_head, 1)
-    if k3 and d.kda_lower_bound:
+    if (k3 or glm5) and d.kda_lower_bound:
         g1 = ggml.binary("MUL", ggml.reshape(g1, hd, n_head, n_tok), a)
         g1 = ggml.unary(ggml.unary(ggml.unary(g1, "SCALE"), kind="sigmoid"), "SCALE")
     else:
@@ -3097,12 +3270,12 @@ def _kda_layer(g: GraphContext, d: Dims, rs: RSInputs, il: int, cur: Tensor, k3:
     g1 = ggml.reshape(g1, hd, n_head, nst, ns)
     beta = ggml.mul_mat(g.wt(d.n_embd, n_head, name="ssm_beta"), cur)
     beta = ggml.unary(ggml.reshape(beta, 1, n_head, nst, ns), kind="sigmoid")
-    cur3 = ggml.reshape(cur, cur.ne[0], nst, ns)
+    cur3 = cur if glm5 else ggml.reshape(cur, cur.ne[0], nst, ns)
     ssm_all = g.rs_cache(r.type_s, n_embd_s, f"cache_s_l{il}", il)
     state = ggml.reshape(g.rs(rs, ssm_all, n_embd_s), hd, hd, n_head, ns)
     q, k = _l2_norm(q), _l2_norm(k)
-    out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, g1, beta, state, flat=not k3))
-    cur2 = ggml.reshape(cur3, cur3.ne[0], nst * ns)
+    out = ggml.cont(_delta_net(g, ssm_all, n_embd_s, q, k, v, g1, beta, state, flat=not (k3 or glm5)))
+    cur2 = cur if glm5 else ggml.reshape(cur3, cur3.ne[0], nst * ns)
     if k3:
         g2 = ggml.mul_mat(g.wt(d.n_embd, d_inner, name="ssm_g"), cur2)
     else:
@@ -3653,6 +3826,7 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "hy_v4": build_hy_v4,
     "kimi-k3": build_kimi_k3,
     "minimax-m3": build_minimax_m3,
+    "glm5-next": build_glm5_next,
     "paddleocr": lambda d, r, w: build_decoder(replace(d, n_expert=0), r, w, PADDLEOCR),
     "maple": build_maple,
     "plamo3": build_plamo3,

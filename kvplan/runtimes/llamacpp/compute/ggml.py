@@ -312,6 +312,21 @@ def add_id(a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
     return dup(a, "ADD_ID", (a, b, ids))
 
 
+def argsort(a: Tensor) -> Tensor:
+    """ggml_argsort: i32, shaped as `a`."""
+    return new("i32", a.ne, "ARGSORT", (a,))
+
+
+def arange(n: int) -> Tensor:
+    """ggml_arange: f32 [n], computed (no source)."""
+    return new("f32", (n,), "ARANGE", ())
+
+
+def fill(a: Tensor) -> Tensor:
+    """ggml_fill (not in place): shaped as `a`."""
+    return dup(a, "FILL", (a,))
+
+
 def add_inplace(a: Tensor, b: Tensor) -> Tensor:
     """ggml_add_inplace: an ADD op viewing `a`."""
     return view_tensor(a, "ADD", (a, b))

@@ -109,3 +109,16 @@ def test_facts_llama_cpp_refuses_give_no_graph(gguf: str, change: dict[str, obje
     assert model.graph is not None
     p = plan(replace(model, graph=replace(model.graph, **change)), LlamaCppSettings(n_ctx=512))
     assert graph_of(p) is None and reason in no_graph_reason(p)
+
+
+def test_glm5_next_has_no_graph_on_its_gather_path() -> None:
+    """GLM-5-Next's k-pool indexer takes another graph (a gather of the selected latents) for a ubatch of at most 16
+    tokens over more cells than it selects: kvplan builds the scatter path only (recorded) and says so for the other,
+    rather than plan the wrong graph; at 17 tokens, or with fewer cells than it selects, the scatter path is built."""
+    from kvplan.runtimes.llamacpp.compute import graph_of, no_graph_reason
+
+    model = model_of("real/glm5-next-shape.gguf")  # top-k 2,048: 2,051 cells selected of 4,096
+    small = plan(model, LlamaCppSettings(n_ctx=4096, n_batch=16, n_ubatch=16))
+    assert graph_of(small) is None and "gathered selection" in no_graph_reason(small)
+    assert graph_of(plan(model, LlamaCppSettings(n_ctx=4096, n_batch=17, n_ubatch=17))) is not None
+    assert graph_of(plan(model, LlamaCppSettings(n_ctx=2048, n_batch=16, n_ubatch=16))) is not None
