@@ -51,6 +51,13 @@ class KVCacheManager:
         num_hit_tokens: int = 0,
         full_sequence_must_fit: bool = False,
     ) -> bool:
+        if not hits and not full_sequence_must_fit:  # a running request's step: no new block in most steps
+            blocks = self.req_blocks.get(r.rid)
+            computed = r.num_computed
+            if blocks is not None and min(computed + num_new, self.max_model_len) <= len(blocks) * self.block_size:
+                # what the path below does then: nothing to allocate, only newly full blocks cached
+                self.cache_blocks(r, min(computed + num_new, r.num_tokens))
+                return True
         local = r.num_computed + num_hit_tokens
         total = min(local, self.max_model_len)
         if full_sequence_must_fit:
