@@ -201,19 +201,20 @@ class Clients:
 
     def sampled(self, rids: Iterable[int], t: float) -> None:
         """One token each, seen by its client at ``t``."""
+        results, itl, shares, counts = self.results, self.stats.itl, self.share_cancels, self.token_cancels
         for rid in rids:
-            res = self.results[rid]
+            res = results[rid]
             if res.first_token is None:
                 res.first_token = t
             elif res.last_token is not None:
-                self.stats.itl.add(t - res.last_token)
+                itl.add(t - res.last_token)
             res.last_token = t
             res.tokens += 1
-            share = self.share_cancels.get(rid)
+            share = shares.get(rid) if shares else None
             if share is not None and res.tokens >= max(1, math.ceil(share * res.output)):
                 del self.share_cancels[rid]  # the client has seen that share of its tokens, and leaves
                 heapq.heappush(self.cancels, (t, rid))
-            enough = self.token_cancels.get(rid)
+            enough = counts.get(rid) if counts else None
             if enough is not None and res.tokens >= enough:
                 del self.token_cancels[rid]  # the client has seen its N tokens, and leaves
                 heapq.heappush(self.cancels, (t, rid))

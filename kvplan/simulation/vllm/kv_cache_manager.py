@@ -79,8 +79,9 @@ class KVCacheManager:
     def cache_blocks(self, r: Request, num_tokens: int) -> None:
         if not self.caching:
             return
+        bs = self.block_size
         done = self.num_cached.get(r.rid, 0)
-        full = min(num_tokens, r.num_tokens // self.block_size * self.block_size) // self.block_size
+        full = min(num_tokens, r.num_tokens // bs * bs) // bs
         if done >= full:
             return
         blocks = self.req_blocks[r.rid]

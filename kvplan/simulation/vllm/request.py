@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 #: a block's hash: the shared prompt prefix (-1) or the request's own tokens, and the block's index
@@ -39,10 +39,16 @@ class Request:
     preemptions: int = 0
     status: Status = Status.WAITING
     shared_boundary: int = 0  # shared_prefix_boundary: a junction a sparse group has not cached yet
+    #: prompt + outputs (vLLM's num_tokens), kept as a field: the scheduler reads it for every request every step
+    num_tokens: int = field(init=False)
 
-    @property
-    def num_tokens(self) -> int:
-        return self.prompt + self.outputs
+    def __post_init__(self) -> None:
+        self.num_tokens = self.prompt + self.outputs
+
+    def add_output(self) -> None:
+        """One sampled token appended."""
+        self.outputs += 1
+        self.num_tokens += 1
 
     @property
     def finished(self) -> bool:

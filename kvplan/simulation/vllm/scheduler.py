@@ -226,11 +226,11 @@ class Scheduler:
                 if r.stale > 0:
                     stale = True
                     r.stale -= n
-            if r is None or r.finished or rid not in out.sampled:
-                continue
+            if r is None or r.status is Status.FINISHED or r.status is Status.ABORTED or rid not in out.sampled:
+                continue  # (r.finished, inlined: every running request passes here every step)
             before = r.status
             had_placeholders = r.placeholders > 0
-            r.outputs += 1
+            r.add_output()
             stopped = r.num_tokens >= self.config.max_model_len or r.outputs >= r.max_tokens
             if not stale and r.placeholders > 0:
                 r.placeholders -= 1
