@@ -73,7 +73,7 @@ def format_cell(value: Cell, kind: Kind, units: Units) -> str:
     if kind is Kind.RATIO and isinstance(value, (int, float)):
         return f"{value:.3f}×"
     if kind is Kind.SHARE and isinstance(value, (int, float)):
-        return f"{value:.1%}"
+        return f"{value + 0.0:.1%}".replace("-0.0%", "0.0%")  # a change that rounds to nothing has no sign
     if kind is Kind.SECONDS and isinstance(value, (int, float)):
         return format_seconds(value)
     return str(value)

@@ -86,3 +86,12 @@ def test_empty_columns_go_first_when_a_table_is_too_wide() -> None:
     out = kv("check", str(EXAMPLES / "deployments.yaml"), width=80).stdout.splitlines()
     assert out[2].split() == ["Deployment", "Budget", "Status", "Actual", "Limit"]
     assert "left out" not in "\n".join(out) and "Detail" in kv("check", str(EXAMPLES / "deployments.yaml")).stdout
+
+
+def test_a_share_that_rounds_to_nothing_has_no_sign() -> None:
+    """A change of -0.004 % (kvplan's suggested --max-model-len against a refusal's) prints as 0.0 %, not -0.0 %;
+    real changes keep their sign."""
+    from kvplan.render.cells import format_cell
+
+    shown = [format_cell(v, Kind.SHARE, Units.IEC) for v in (-0.00004, 0.0, 0.5, -0.2)]
+    assert shown == ["0.0%", "0.0%", "50.0%", "-20.0%"]
