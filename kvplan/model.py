@@ -212,6 +212,14 @@ class GraphFacts:
     #: GLM-5-Next's k-pool indexer: the tokens pooled into one key, whether the incomplete tail is selected too
     kpool: int = 0
     kpool_tail: bool = False
+    #: Qwen4exp: the hyper-connection mixers' low rank (hyper_connection.low_rank) and the PLE n-gram embeddings'
+    #: heads ((ngram_size - 1) × heads_per_ngram), head width (embedding_length_per_layer_input), conv kernel and
+    #: n-gram size (all 0 without ple.layers)
+    hc_low_rank: int = 0
+    ple: tuple[int, int, int, int] = (0, 0, 0, 0)
+    #: DeepSeek-V4: the grouped output projection's groups and low rank (attention.output_group_count,
+    #: .output_lora_rank) and the leading layers whose experts are picked by token (hash_layer_count)
+    dsv4: tuple[int, int, int] = (0, 0, 0)
     situ_linear: bool = False
     kda_lower_bound: bool = False
     expert_latent: int = 0

@@ -76,6 +76,13 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
             indexer_block=_int(kv, f"{arch}.attention.indexer.block_size", 0),
             kpool=_int(kv, f"{arch}.attention.indexer.kpool", 0),
             kpool_tail=kv.get(f"{arch}.attention.indexer.kpool_select_tail") is True,
+            hc_low_rank=_int(kv, f"{arch}.hyper_connection.low_rank", 0),
+            ple=_ple(kv, arch),
+            dsv4=(
+                _int(kv, f"{arch}.attention.output_group_count", 0),
+                _int(kv, f"{arch}.attention.output_lora_rank", 0),
+                _int(kv, f"{arch}.hash_layer_count", 0),
+            ),
             situ_linear=_float(kv, f"{arch}.activation.situ_linear_beta") > 0.0,
             kda_lower_bound=_float(kv, f"{arch}.kda.gate_lower_bound") > float("-inf"),
             expert_latent=_int(kv, f"{arch}.expert_latent_length", 0),
@@ -123,6 +130,17 @@ def graph_facts(kv: Mapping[str, object], tensor_shapes: Mapping[str, tuple[int,
 #: the multipliers a model class sets before it reads the file's keys (load_arch_hparams: MiniCPM's 12, 1.4/sqrt
 #: n_layer and 256/n_embd; Grok-1's embedding 78.38): absent from the file, they are on; a key of 0 turns one off
 _SCALE_DEFAULTS = {"minicpm": {"logit_scale", "embedding_scale", "residual_scale"}, "grok": {"embedding_scale"}}
+
+
+def _ple(kv: Mapping[str, object], arch: str) -> tuple[int, int, int, int]:
+    """Qwen4exp's PLE shape: heads, head width, conv kernel, n-gram size (load_arch_hparams; zeros without
+    ple.layers)."""
+    layers = kv.get(f"{arch}.ple.layers")
+    if not isinstance(layers, ArrayValue) or not layers.count:
+        return (0, 0, 0, 0)
+    ngram = _int(kv, f"{arch}.ple.ngram_size")
+    heads = (ngram - 1) * _int(kv, f"{arch}.ple.heads_per_ngram")
+    return (heads, _int(kv, f"{arch}.embedding_length_per_layer_input"), _int(kv, f"{arch}.ple.conv_kernel"), ngram)
 
 
 def _scale(kv: Mapping[str, object], arch: str, name: str) -> bool:

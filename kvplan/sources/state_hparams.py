@@ -177,6 +177,9 @@ def load_state_hparams(  # noqa: C901 - load_arch_hparams of every recurrent fam
         if items is None or len(items) < n_layer_all:
             raise keys._fail("attention.compress_ratios", "DeepSeek-V4 compress_ratios is shorter than block_count")
         ratios = [int(v) for v in items[:n_layer_all]]
+    elif arch == "qwen4exp" and keys.has("attention.compress_ratios"):  # QSA's block per layer (optional)
+        items = keys.array("attention.compress_ratios") or []
+        ratios = ([int(v) for v in items] + [0] * n_layer_all)[:n_layer_all]
     params = None
     if d_conv or kda or wkv or l_cache:
         params = RecurrentParams(d_conv, d_inner, d_state, n_group, n_rank, kda, l_cache, wkv)

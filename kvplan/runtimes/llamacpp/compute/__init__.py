@@ -67,7 +67,12 @@ def reserve_for(p: MemoryPlan) -> Reserve:
         type_r=recr[0].type_k if recr else "f32",
         type_s=(recr[0].type_v or "f32") if recr else "f32",
         n_ctx_seq=c.n_ctx_seq,
+        comp_cells=(_cells(p, "compressed CSA"), _cells(p, "compressed HCA")),
     )
+
+
+def _cells(p: MemoryPlan, prefix: str) -> int:
+    return next((x.cells for x in p.caches if x.kind is CacheKind.COMPRESSED and x.name.startswith(prefix)), 0)
 
 
 def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
@@ -121,6 +126,12 @@ def dims_of(m: ModelDescription) -> tuple[Dims, Weights] | None:
         q_lora_rank=g.q_lora_rank,
         mla_swa=g.mla_swa,
         hc=g.hc_count,
+        hc_low_rank=g.hc_low_rank,
+        ple=g.ple,
+        ple_layers=tuple(la.ple for la in layers),
+        compress=tuple(la.compress_ratio for la in layers),
+        dsv4=g.dsv4,
+        n_swa=m.n_swa,
         attn_res_block=g.attn_res_block,
         indexer_block=g.indexer_block,
         kpool=g.kpool,
@@ -180,7 +191,7 @@ _CLAMPED_OP_BY_OP = frozenset({"bailingmoe3", "step35"})
 #: architectures without a feed-forward block (their GGUFs state feed_forward_length 0)
 _NO_FFN = frozenset({"mamba", "mamba2"})
 #: architectures whose graph kvplan builds only without kept recurrent snapshots (n_rs_seq 0)
-_NO_SNAPSHOTS = frozenset({"qwen3next", "qwen35", "qwen35moe", "kimi-k3", "glm5-next"})
+_NO_SNAPSHOTS = frozenset({"qwen3next", "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "kimi-k3", "glm5-next"})
 _GRAPHS: dict[tuple[int, Reserve], tuple[ModelDescription, Graph | None]] = {}
 _GRAPHS_KEPT = 16
 

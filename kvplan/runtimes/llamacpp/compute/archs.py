@@ -8,9 +8,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvplan.runtimes.llamacpp.compute import ggml
-from kvplan.runtimes.llamacpp.compute.context import OUTPUT_LAYER, GraphContext, KVInputs, Reserve, RSInputs, Weights
+from kvplan.runtimes.llamacpp.compute.context import (
+    OUTPUT_LAYER,
+    GraphContext,
+    KVInputs,
+    Reserve,
+    RSInputs,
+    Weights,
+    top_k_mask,
+)
 from kvplan.runtimes.llamacpp.compute.ggml import Graph
-from kvplan.runtimes.llamacpp.compute.tensor import INPUT_LAYER, USAGE_WEIGHTS, Tensor
+from kvplan.runtimes.llamacpp.compute.tensor import INPUT_LAYER, USAGE_CACHE, USAGE_WEIGHTS, Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,14 @@ class Dims:
     #: the sliding-window layers' kv_lora_rank, key_length_mla and value_length_mla (dots.llm3-note; 0: as full)
     mla_swa: tuple[int, int, int] = (0, 0, 0)
     hc: int = 0  # hyper-connection residual streams (Hy V4)
+    hc_low_rank: int = 0  # Qwen4exp: the hyper-connection mixers' low rank (hyper_connection.low_rank)
+    #: Qwen4exp's PLE n-gram embeddings: heads, head width, conv kernel, n-gram size (all 0: none)
+    ple: tuple[int, int, int, int] = (0, 0, 0, 0)
+    ple_layers: tuple[bool, ...] = ()  # per layer: mixes the PLE embeddings in (is_ple)
+    #: per layer: Qwen4exp's QSA block size, DeepSeek-V4's CSA (4) / HCA (128) ratio (attention.compress_ratios)
+    compress: tuple[int, ...] = ()
+    dsv4: tuple[int, int, int] = (0, 0, 0)  # DeepSeek-V4: output groups, output low rank, hash-routed layers
+    n_swa: int = 0  # the sliding window (DeepSeek-V4 bounds its sparse attention's cells by it)
     #: Kimi K3: attn_res.block_size, situ's up transform, the KDA gate's lower bound, the experts' latent width
     attn_res_block: int = 0
     indexer_block: int = 0  # MiniMax-M3's MSA: the tokens of a scored block
@@ -1378,6 +1394,294 @@ class _Qwen35(_Qwen3Next):
         return ggml.reshape(cur, d.n_embd, nst * ns)
 
 
+class _Qwen4Exp(_Qwen3Next):
+    """llama_model_qwen4exp::graph (src/models/qwen4exp.cpp, marked there for reimplementation): hc residual
+    streams mixed by low-rank sigmoid gates (the fused DSV4_HC_PRE / DSV4_HC_POST ops on the CPU; the output's mixer
+    op by op), PLE n-gram embeddings gated into the streams with a dilated causal conv over a recurrent history,
+    Qwen3.5's gated delta net with a sigmoid output gate, gated full attention restricted by QSA (each layer with a
+    compress ratio scores mean-pooled blocks of its indexer cache and attends the top blocks and the tail), and
+    Qwen3-Next's experts."""
+
+    def __init__(self, d: Dims, r: Reserve, w: Weights) -> None:
+        super().__init__(d, r, w)
+        self.rows: dict[int, Tensor] = {}
+        self.qsa: dict[int, tuple[Tensor, Tensor, Tensor, Tensor, Tensor, bool]] = {}
+
+    def build(self) -> Graph:
+        d, g, r = self.d, self.g, self.r
+        hc, n_tok = d.hc, r.n_tokens
+        inp = g.inp_embd(d.n_embd, d.n_vocab)
+        g.gf.expand(inp)
+        rs = g.rs_inp()
+        kv = g.attn_inp_kv(r.kv_size, d.head_k, d.head_v, d.head_v * d.n_head_kv)
+        pos = g.inp_pos(4)
+        out_ids = g.inp_out_ids()
+        n_heads, head_dim = d.ple[0], d.ple[1]
+        ple_emb: Tensor | None = None
+        if n_heads:
+            rows = ggml.inp("i32", (n_heads * n_tok,), "ple_rows")
+            table = g.wt(head_dim, 1, name="per_layer_token_embd")
+            ple_emb = ggml.reshape(ggml.get_rows(table, rows), head_dim * n_heads, n_tok)
+            g.gf.expand(ple_emb)
+        res = ggml.repeat(ggml.reshape(inp, d.n_embd, 1, n_tok), d.n_embd, hc, n_tok, 1)
+        for il in g.layers(d.n_layer):
+            g.il = il
+            if ple_emb is not None and d.ple_layers[il]:
+                res = self.ple(rs, ple_emb, res, il)
+            cur, inject = self.hc_mix(res, "attn", il)
+            g.gf.expand(cur)
+            cur = self.linear_attn(rs, cur, il) if d.recurrent[il] else self.qsa_attn(kv, cur, pos, il)
+            if il == d.n_layer - 1:
+                cur = ggml.get_rows(cur, out_ids)
+                inject = ggml.get_rows(inject, out_ids)
+                flat = ggml.get_rows(ggml.reshape(res, d.n_embd * hc, res.ne[2]), out_ids)
+                res = ggml.reshape(flat, d.n_embd, hc, flat.ne[1])
+            res = self.hc_combine(res, cur, inject)
+            cur, inject = self.hc_mix(res, "ffn", il)
+            res = self.hc_combine(res, self.ffn(cur), inject)
+        g.il = OUTPUT_LAYER
+        cur, _ = self.hc_mix(res, "head", -1)
+        ggml.set_output(cur)
+        cur = g.lora_mm(g.wt(d.n_embd, d.n_vocab, name="output"), cur, g.output_scale())
+        ggml.set_output(cur)
+        g.gf.expand(cur)
+        return g.gf
+
+    def hc_mix(self, x: Tensor, stage: str, il: int) -> tuple[Tensor, Tensor]:
+        """build_hc_mix: the streams RMS-normed by a gamma per stream, a low-rank SiLU gate, the gated streams'
+        mean (fused where il >= 0) and the scatter weights for the combine (not for the output's mixer)."""
+        g, d = self.g, self.d
+        hc, n_embd, nt = d.hc, d.n_embd, x.ne[2]
+        dim, prefix = hc * n_embd, ("output_" if il < 0 else "") + f"hc_{stage}"
+        xn = ggml.binary("MUL", ggml.unary(x, "RMS_NORM"), g.wt(n_embd, hc, name=f"{prefix}_norm"))
+        xn = ggml.reshape(xn, dim, nt)
+        lo = ggml.mul_mat(g.wt(dim, d.hc_low_rank, name=f"{prefix}_down"), xn)
+        lo = ggml.unary(ggml.unary(lo, "SCALE"))
+        gate = ggml.mul_mat(g.wt(d.hc_low_rank, dim, name=f"{prefix}_up"), lo)
+        if il >= 0:
+            mixed = ggml.new("f32", (n_embd, nt), "DSV4_HC_PRE",
+                             (ggml.reshape(xn, n_embd, hc, nt), ggml.reshape(gate, n_embd, hc, nt)))  # fmt: skip
+            inject = ggml.mul_mat(g.wt(dim, hc, name=f"{prefix}_inject"), xn)
+            return mixed, inject
+        gated = ggml.reshape(ggml.binary("MUL", xn, ggml.unary(gate, kind="sigmoid")), n_embd, hc, nt)
+        row = ggml.row_size(gated.type, n_embd)
+        mixed = ggml.cont(ggml.view(gated, (n_embd, nt), (row * hc,), 0))
+        for c in range(1, hc):
+            mixed = ggml.binary("ADD", mixed, ggml.view(gated, (n_embd, nt), (row * hc,), row * c))
+        return ggml.unary(mixed, "SCALE"), xn
+
+    def hc_combine(self, residual: Tensor, block_out: Tensor, inject: Tensor) -> Tensor:
+        """build_hc_combine (fused): each stream adds the block's output by its 2·sigmoid scatter weight."""
+        w = ggml.unary(ggml.unary(ggml.unary(inject, "SCALE"), kind="sigmoid"), "SCALE")
+        return ggml.new("f32", (self.d.n_embd, self.d.hc, residual.ne[2]), "DSV4_HC_POST", (block_out, residual, w))
+
+    def conv_state_at(self, rs: RSInputs, states_all: Tensor, x: Tensor, cols: int, channels: int) -> Tensor:
+        """build_conv_state_at (n_rs_seq 0: one rollback slot): the row's history gathered once per cache
+        tensor, the batch appended, its last columns stored back."""
+        g, ns = self.g, self.n_seqs
+        row_total = states_all.ne[0]
+        rows = self.rows.get(id(states_all))
+        if rows is None:
+            rows = self.rows[id(states_all)] = g.rs(rs, states_all, row_total)
+        state = ggml.reshape(rows, cols, channels, ns)
+        conv_input = ggml.concat(state, ggml.transpose(x), 0)
+        s_idx = max(0, conv_input.ne[0] - cols)
+        tail = ggml.view(conv_input, (cols, channels, ns), (conv_input.nb[1], conv_input.nb[2]),
+                         ggml.row_size(conv_input.type, s_idx))  # fmt: skip
+        dst = ggml.view(states_all, (cols * channels, ns), (states_all.nb[1],), 0)
+        g.gf.expand(ggml.cpy(ggml.cont(tail), dst))
+        return conv_input
+
+    def conv_state(self, rs: RSInputs, conv_all: Tensor, qkv_mixed: Tensor) -> Tensor:
+        return self.conv_state_at(rs, conv_all, qkv_mixed, self.d_conv - 1, self.conv_channels)
+
+    def linear_attn(self, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
+        """build_layer_attn_linear: Qwen3.5's gated delta net, the output gated by a sigmoid."""
+        d, g, r = self.d, self.g, self.r
+        hk, hv, nk, nv = self.head_k, self.head_v, self.nk, self.nv
+        nst, ns = self.n_seq_tokens, self.n_seqs
+        mixed = g.lora_mm(g.wt(d.n_embd, 2 * hk * nk + hv * nv, name="attn_qkv"), cur, g.opt("attn_qkv.scale", 1))
+        mixed = ggml.reshape(mixed, mixed.ne[0], nst, ns)
+        z = g.lora_mm(g.wt(d.n_embd, hv * nv, name="attn_gate"), cur, g.opt("attn_gate.scale", 1))
+        beta = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_beta"), cur, g.opt("ssm_beta.scale", 1))
+        beta = ggml.unary(ggml.reshape(beta, 1, nv, nst, ns), kind="sigmoid")
+        alpha = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_alpha"), cur, g.opt("ssm_alpha.scale", 1))
+        alpha = ggml.binary("ADD", ggml.reshape(alpha, nv, nst, ns), g.wt(nv, name="ssm_dt.bias"))
+        gate = ggml.binary("MUL", ggml.unary(alpha), g.wt(nv, name="ssm_a"))
+        gate = ggml.reshape(gate, 1, nv, nst, ns)
+        conv_all = g.rs_cache(r.type_r, self.n_embd_r, f"cache_r_l{il}", il)
+        ssm_all = g.rs_cache(r.type_s, self.n_embd_s, f"cache_s_l{il}", il)
+        conv_input = self.conv_state(rs, conv_all, mixed)
+        state = ggml.reshape(g.rs(rs, ssm_all, self.n_embd_s), hv, hv, nv, ns)
+        conv = ggml.unary(ggml.ssm_conv(conv_input, g.wt(self.d_conv, self.conv_channels, name="ssm_conv1d")))
+        row = ggml.row_size("f32", self.conv_channels)
+        q = ggml.view(conv, (hk, nk, nst, ns), (hk * 4, row, row * nst), 0)
+        k = ggml.view(conv, (hk, nk, nst, ns), (hk * 4, row, row * nst), hk * nk * 4)
+        v = ggml.view(conv, (hv, nv, nst, ns), (hv * 4, row, row * nst), 2 * hk * nk * 4)
+        q, k = _l2_norm(q), _l2_norm(k)
+        out = self.recurrent_attn(ssm_all, q, k, v, gate, beta, state)
+        normed = g.norm(out, g.wt(hv, name="ssm_norm"))
+        out = ggml.binary("MUL", normed, ggml.unary(ggml.reshape(z, hv, nv, nst, ns), kind="sigmoid"))
+        out = ggml.reshape(out, hv * nv, nst, ns)
+        cur = g.lora_mm(g.wt(hv * nv, d.n_embd, name="ssm_out"), out, g.opt("ssm_out.scale", 1))
+        return ggml.reshape(cur, d.n_embd, nst * ns)
+
+    def qsa_attn(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
+        """build_layer_attn: the QSA top-k first (the layers with a compress ratio, over the indexer cache), then
+        Qwen3.5's gated attention, restricted to the selected cells where there is a top-k."""
+        d, g = self.d, self.g
+        hd, n_tok = d.head_k, self.r.n_tokens
+        ratio = d.compress[il] if d.compress else 0
+        top_k = self.qsa_top_k(kv, cur, pos, il, ratio) if ratio > 0 and d.indexer[1] else None
+        q_full = g.lora_mm(g.wt(d.n_embd, 2 * hd * d.n_head, name="attn_q"), cur, g.opt("attn_q.scale", 1))
+        strides = (4 * hd * 2, 4 * hd * 2 * d.n_head)
+        q = g.norm(ggml.view(q_full, (hd, d.n_head, n_tok), strides, 0), g.wt(hd, name="attn_q_norm"))
+        k = g.lora_mm(g.wt(d.n_embd, hd * d.n_head_kv, name="attn_k"), cur, g.opt("attn_k.scale", 1))
+        v = g.lora_mm(g.wt(d.n_embd, hd * d.n_head_kv, name="attn_v"), cur, g.opt("attn_v.scale", 1))
+        k = g.norm(ggml.reshape(k, hd, d.n_head_kv, n_tok), g.wt(hd, name="attn_k_norm"))
+        gate = ggml.cont(ggml.view(q_full, (hd, d.n_head, n_tok), strides, 4 * hd), hd * d.n_head, n_tok)
+        v = ggml.reshape(v, hd, d.n_head_kv, n_tok)
+        q = ggml.rope(q, pos, None)
+        k = ggml.rope(k, pos, None)
+        if top_k is None:
+            cur = g.attn_kv(kv, il, None, None, None, q, k, v, d.n_head_kv, hd, hd)
+        else:
+            cur = self.attn_qsa(kv, il, q, k, v, top_k)
+        cur = ggml.binary("MUL", cur, ggml.unary(gate, kind="sigmoid"))
+        return g.lora_mm(g.wt(hd * d.n_head, d.n_embd, name="attn_output"), cur, g.opt("attn_output.scale", 1))
+
+    def qsa_top_k(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int, ratio: int) -> Tensor:
+        """build_qsa_top_k: each token's raw indexer key cached, every block of `ratio` cells mean-pooled,
+        normed and rotated, scored by the rectified heads of the indexer query, the per-block bias and the mask
+        added per cell, and the top indexer_top_k + ratio - 1 cells kept."""
+        d, g, r = self.d, self.g, self.r
+        n_ih, idx_dim, top = d.indexer
+        n_kv, n_stream, n_tok = r.kv_size, r.n_stream, r.n_tokens
+        n_blocks = -(-n_kv // ratio)
+        n_tps = n_tok // n_stream
+        mask = kv.mask
+        blk_bias = mask.ne[0] == n_kv and mask.ne[1] == n_tps and mask.ne[3] == n_stream
+        inputs = self.qsa.get(ratio)
+        if inputs is None:
+            inputs = self.qsa[ratio] = (
+                ggml.inp("i64", (n_tok,), "qsa_k_idxs"),
+                ggml.inp("i32", (n_kv, n_stream), "qsa_cell_blk"),
+                ggml.inp("i32", (ratio * n_blocks, n_stream), "qsa_blk_cells"),
+                ggml.inp("i32", (4 * n_blocks * n_stream,), "qsa_blk_pos"),
+                ggml.inp("f32", (n_blocks if blk_bias else n_kv, n_tps, n_stream), "qsa_bias"),
+                blk_bias,
+            )
+        k_idxs, cell_blk, blk_cells, blk_pos, bias, blk_bias = inputs
+        k_raw = ggml.reshape(ggml.mul_mat(g.wt(d.n_embd, idx_dim, name="indexer.k_proj"), cur), idx_dim, 1, n_tok)
+        cache = g.kv_cache(r.type_k, idx_dim, n_kv, f"cache_idx_k_l{il}", il)
+        g.gf.expand(g.cpy_k(cache, k_raw, k_idxs))
+        k_all = g.get_k(cache, idx_dim, 1)
+        k_all = ggml.view(k_all, (idx_dim, n_kv, n_stream), (k_all.nb[2], k_all.nb[3]), 0)
+        members = ggml.reshape(ggml.get_rows(k_all, blk_cells), idx_dim, ratio, n_blocks, n_stream)
+        pooled: Tensor | None = None
+        for i in range(ratio):
+            piece = ggml.cont(ggml.view(members, (idx_dim, n_blocks, n_stream), (members.nb[2], members.nb[3]),
+                                        i * members.nb[1]))  # fmt: skip
+            pooled = piece if pooled is None else ggml.binary("ADD", pooled, piece)
+        assert pooled is not None
+        pooled = ggml.reshape(ggml.unary(pooled, "SCALE"), idx_dim, n_blocks * n_stream, 1)
+        pooled = g.norm(pooled, g.wt(idx_dim, name="indexer.k_norm"))
+        pooled = ggml.rope(ggml.reshape(pooled, idx_dim, 1, n_blocks * n_stream), blk_pos, None)
+        pooled = ggml.reshape(pooled, idx_dim, n_blocks, n_stream)
+        q = ggml.mul_mat(g.wt(d.n_embd, n_ih * idx_dim, name="indexer.q_proj"), cur)
+        q = g.norm(ggml.reshape(q, idx_dim, n_ih, n_tok), g.wt(idx_dim, name="indexer.q_norm"))
+        q = ggml.rope(q, pos, None)
+        score = ggml.mul_mat(pooled, ggml.reshape(q, idx_dim, n_ih * n_tps, n_stream))
+        score = ggml.unary(ggml.reshape(score, n_blocks, n_ih, n_tps, n_stream))
+        summed: Tensor | None = None
+        for h in range(n_ih):
+            piece = ggml.view(score, (n_blocks, n_tps, n_stream), (score.nb[2], score.nb[3]), h * score.nb[1])
+            summed = ggml.cont(piece) if summed is None else ggml.binary("ADD", summed, piece)
+        assert summed is not None
+        score = ggml.binary("ADD", summed, bias) if blk_bias else summed
+        expanded = ggml.get_rows(ggml.cont(ggml.permute(score, 1, 0, 2, 3)), cell_blk)
+        expanded = ggml.cont(ggml.permute(expanded, 1, 0, 2, 3))
+        if blk_bias:
+            m = mask if mask.type == "f32" else ggml.cast(mask, "f32")
+            expanded = ggml.binary("ADD", expanded, ggml.reshape(m, n_kv, n_tps, n_stream))
+        else:
+            expanded = ggml.binary("ADD", expanded, bias)
+        width = min(n_kv, top + ratio - 1)
+        top_k = ggml.cont(ggml.top_k(expanded, width))
+        return ggml.reshape(top_k, width, n_tps, 1, n_stream)
+
+    def attn_qsa(self, kv: KVInputs, il: int, q: Tensor, k: Tensor, v: Tensor, top_k: Tensor) -> Tensor:
+        """build_attn_qsa: the rotations of a quantized cache, Q / V / K expanded, K and V stored, the KQ mask
+        opened on the top-k cells only (the DSA path's mask), attention over the cache."""
+        d, g, r = self.d, self.g, self.r
+        hd = d.head_k
+        if kv.k_rot is not None:
+            q, k = g.hadamard(q, kv.k_rot), g.hadamard(k, kv.k_rot)
+        if kv.v_rot is not None:
+            v = g.hadamard(v, kv.v_rot)
+        for t in (q, v, k):
+            g.gf.expand(t)
+        cache_k = g.kv_cache(r.type_k, hd * d.n_head_kv, kv.kv_size, f"cache_k_l{il}", il)
+        cache_v = g.kv_cache(r.type_v, hd * d.n_head_kv, kv.kv_size, f"cache_v_l{il}", il)
+        g.gf.expand(g.cpy_k(cache_k, k, kv.k_idxs))
+        g.gf.expand(g._cpy_v(cache_v, v, kv.v_idxs, hd * d.n_head_kv))
+        mask = top_k_mask(kv.mask, top_k)
+        kk = g.get_k(cache_k, hd, d.n_head_kv)
+        if r.layout_fa:
+            vv = g.get_k(cache_v, hd, d.n_head_kv)
+        else:
+            vv = ggml.view(cache_v, (kv.kv_size, d.n_head_kv, hd, r.n_stream),
+                           (ggml.row_size(r.type_v, kv.kv_size * hd), ggml.row_size(r.type_v, kv.kv_size),
+                            ggml.row_size(r.type_v, kv.kv_size * hd * d.n_head_kv)), 0)  # fmt: skip
+        cur = g.attn_mha(q, kk, vv, None, mask, None, n_kv_max=top_k.ne[0])
+        if kv.v_rot is not None:
+            cur = g.hadamard(cur, kv.v_rot)
+        return cur
+
+    def ple(self, rs: RSInputs, emb: Tensor, hidden: Tensor, il: int) -> Tensor:
+        """build_ple: the n-gram embeddings' key and value, a signed-square-root sigmoid gate per stream from the
+        key against the streams, the gated value normed, then a depthwise causal conv dilated by the n-gram size
+        over the layer's PLE history (its own recurrent row), SiLU, both added to the streams."""
+        d, g, r = self.d, self.g, self.r
+        hc, n_embd, n_tok = d.hc, d.n_embd, r.n_tokens
+        dim = hc * n_embd
+        _, _, kern, dil = d.ple
+        key = ggml.mul_mat(g.wt(n_embd, dim, name="ple_key"), emb)
+        value = ggml.mul_mat(g.wt(n_embd, n_embd, name="ple_value"), emb)
+
+        def grouped_norm(x: Tensor, name: str) -> Tensor:
+            t = ggml.reshape(x, n_embd, hc, n_tok)
+            return ggml.binary("MUL", ggml.unary(t, "RMS_NORM"), g.wt(n_embd, hc, name=name))
+
+        key = grouped_norm(key, "ple_norm_key")
+        query = grouped_norm(hidden, "ple_norm_query")
+        s = ggml.unary(ggml.sum_rows(ggml.binary("MUL", key, query)), "SCALE")
+        mag = ggml.unary(ggml.unary(ggml.unary(s, kind="abs"), "CLAMP"), "SQRT")
+        gate = ggml.unary(ggml.binary("MUL", ggml.unary(s, kind="sgn"), mag), kind="sigmoid")
+        v3 = ggml.repeat(ggml.reshape(value, n_embd, 1, n_tok), n_embd, hc, n_tok, 1)
+        gated = ggml.binary("MUL", v3, gate)
+        normalized = ggml.reshape(grouped_norm(ggml.reshape(gated, dim, n_tok), "ple_norm_conv"), dim, n_tok)
+        hist = (kern - 1) * dil
+        nst, ns = self.n_seq_tokens, self.n_seqs
+        ple_all = g.rs_cache(r.type_r, hist * dim, f"cache_ple_r_l{il}", il)
+        padded = self.conv_state_at(rs, ple_all, ggml.reshape(normalized, dim, nst, ns), hist, dim)
+        conv1d = g.wt(kern, dim, name="ple_conv1d", type_="f32")
+        conv: Tensor | None = None
+        for k in range(kern):
+            start = hist - (kern - 1 - k) * dil
+            shifted = ggml.cont(ggml.transpose(ggml.view(padded, (nst, dim, ns), (padded.nb[1], padded.nb[2]),
+                                                         ggml.row_size(padded.type, start))))  # fmt: skip
+            wk = ggml.cont(ggml.view(conv1d, (1, dim), (conv1d.nb[1],), k * conv1d.nb[0]))
+            wk = ggml.reshape(wk, dim)
+            if wk.type != "f32":
+                wk = ggml.cast(wk, "f32")
+            term = ggml.binary("MUL", shifted, wk)
+            conv = term if conv is None else ggml.binary("ADD", conv, term)
+        assert conv is not None
+        conv = ggml.reshape(ggml.cont(ggml.unary(conv)), n_embd, hc, n_tok)
+        return ggml.binary("ADD", hidden, ggml.binary("ADD", gated, conv))
+
+
 def _nemotron_moe(g: GraphContext, d: Dims, cur: Tensor, il: int) -> Tensor:
     """build_ffn_layer's experts (nemotron-h.cpp): the router's logits from the layer's input, sigmoid-gated
     ReLU² experts (up and down only) on the input projected to the latent width where the model has one, projected
@@ -2561,24 +2865,8 @@ class _Glm5Next:
         self.new_pool_rep = ggml.inp("i64", (self.n_new,), "kpool_new_pool_rep")
 
     def hc_pre(self, x: Tensor, stage: str) -> tuple[Tensor, Tensor, Tensor]:
-        """build_hc_pre with the fused ops (the CPU backend runs DSV4_HC_PRE and DSV4_HC_COMB): the streams'
-        2·hc + hc² mixes, the pre weights reducing the streams, the post gate, the Sinkhorn-normalised comb."""
-        g, d = self.g, self.d
-        hc, nt = d.hc, x.ne[2]
-        flat = ggml.unary(ggml.reshape(x, hc * d.n_embd, nt), "RMS_NORM")
-        mixes = ggml.mul_mat(g.wt(hc * d.n_embd, (2 + hc) * hc, name=f"hc_{stage}_fn"), flat)
-        scale = g.wt(3, name=f"hc_{stage}_scale", type_="f32")
-        base = g.wt((2 + hc) * hc, name=f"hc_{stage}_base", type_="f32")
-        row = ggml.row_size(scale.type, 1)
-        pre = ggml.view(mixes, (hc, nt), (mixes.nb[1],), 0)
-        pre = ggml.binary("ADD", ggml.binary("MUL", pre, ggml.view(scale, (1,), (), 0)), ggml.view(base, (hc,), (), 0))
-        pre = ggml.unary(ggml.unary(pre, kind="sigmoid"), "SCALE")
-        post = ggml.view(mixes, (hc, nt), (mixes.nb[1],), ggml.row_size(mixes.type, hc))
-        post = ggml.binary("ADD", ggml.binary("MUL", post, ggml.view(scale, (1,), (), row)),
-                           ggml.view(base, (hc,), (), hc * row))  # fmt: skip
-        post = ggml.unary(ggml.unary(post, kind="sigmoid"), "SCALE")
-        comb = ggml.new("f32", (hc, hc, nt), "DSV4_HC_COMB", (mixes, scale, base))
-        return ggml.new("f32", (d.n_embd, nt), "DSV4_HC_PRE", (x, pre)), post, comb
+        """build_hc_pre: DeepSeek-V4's (_mhc_pre)."""
+        return _mhc_pre(self.g, self.d, x, stage)
 
     def kpool_select(self, cur: Tensor, qr: Tensor, il: int) -> Tensor:
         """build_kpool_select's scatter path: each token's key and pool gate cached with a zeroed pooled slot, the
@@ -2638,6 +2926,308 @@ class _Glm5Next:
         sel = ggml.set_rows(mask_all, zeros, ggml.reshape(sel_idx, n_sel, n_tok, 1))
         sel = ggml.view(sel, (n_kv, n_tok), (sel.nb[2],), 0)
         return ggml.binary("ADD", sel, ggml.reshape(mask, n_kv, n_tok))
+
+
+class _Deepseek4:
+    """llama_model_deepseek4::graph (src/models/deepseek4.cpp): mHC streams (the fused pre / Sinkhorn-comb / post
+    ops), a low-rank Q and one shared RoPE'd KV head per layer over the raw window cache; the CSA layers (ratio 4)
+    compress overlapping blocks of their per-token compressor state (restored from its f32 state rows, scored by a
+    softmax, normed, rotated) into a compressed cache and attend it beside the window through the cells their
+    lightning indexer (itself compressed the same way) selects; the HCA layers (ratio 128) compress whole blocks
+    and attend every compressed cell; attention sinks; the output de-rotated and projected through grouped low-rank
+    outputs; sqrt-softplus experts (picked by token on the hash layers) with clamped SwiGLU plus shared experts;
+    the streams' output rows mixed by the head's weights. The reserve's compressor inputs are sized as
+    dsv4_build_reserve_comp_plan sizes them (no kept snapshots: n_rs_seq 0)."""
+
+    def __init__(self, d: Dims, r: Reserve, w: Weights) -> None:
+        self.d, self.r, self.w = d, r, w
+        self.g = GraphContext(r, w)
+        self.ns = r.n_seqs  # every DeepSeek-V4 cache keeps a stream per sequence, whatever -kvu says
+        self.comp: dict[str, dict[str, Tensor | None]] = {}
+
+    def comp_inputs(self, kind: str) -> dict[str, Tensor | None]:
+        """dsv4_build_comp_inputs over dsv4_build_reserve_comp_plan: state positions, persist rows, reads and
+        writes for the worst case over any split of the ubatch into sequences, and the KQ mask over the cache."""
+        got = self.comp.get(kind)
+        if got is not None:
+            return got
+        r, ns = self.r, self.ns
+        ratio = 128 if kind == "hca" else 4
+        overlap = kind != "hca"
+        state_size = (2 if overlap else 1) * ratio
+        n_tok = r.n_tokens
+        n_blocks = n_tok // ratio + max(1, r.n_seqs)
+        n_persist = min(n_tok, state_size * ns)
+        n_kv = r.comp_cells[1] if kind == "hca" else r.comp_cells[0]
+        pre = f"dsv4_{kind}_"
+        got = {
+            "state_pos": ggml.inp("i32", (n_tok,), pre + "state_pos"),
+            "persist_src": ggml.inp("i32", (n_persist,), pre + "state_persist_src_idxs") if n_persist else None,
+            "persist_dst": ggml.inp("i32", (n_persist,), pre + "state_persist_dst_idxs") if n_persist else None,
+            "read": ggml.inp("i32", ((2 if overlap else 1) * ratio * n_blocks,), pre + "state_read_idxs"),
+            "write_idxs": ggml.inp("i64", (n_blocks,), pre + "state_write_idxs"),
+            "write_pos": ggml.inp("i32", (n_blocks,), pre + "state_write_pos"),
+            "kq_mask": None,
+        }
+        if n_kv > 0:
+            f16 = kind == "lid" or r.flash_attn  # the CPU fuses the lightning indexer, whose mask is f16
+            got["kq_mask"] = ggml.inp("f16" if f16 else "f32", (n_kv, n_tok // ns, 1, ns), pre + "kq_mask")
+        self.comp[kind] = got
+        return got
+
+    def build(self) -> Graph:
+        d, g, r = self.d, self.g, self.r
+        n_tok, hc = r.n_tokens, d.hc
+        inp = g.inp_embd(d.n_embd, d.n_vocab)
+        pos = g.inp_pos()
+        out_ids = g.inp_out_ids()
+        ns = self.ns
+        self.raw_k_idxs = ggml.inp("i64", (n_tok,), "attn_inp_k_idxs")
+        self.raw_mask = ggml.inp("f16" if r.flash_attn else "f32", (r.kv_size_swa, n_tok // ns, 1, ns),
+                                 "attn_inp_kq_mask")  # fmt: skip
+        self.raw_rot = g._rot(r.type_k, d.head_k, True)
+        self.comp_rot = {kind: g._rot(r.type_k, d.head_k, True) for kind in ("csa", "hca")}
+        self.lid_rot = g.attn_inp_lid(1, d.indexer[1]).k_rot
+        g.gf.expand(self.raw_mask)
+        inp_l = ggml.repeat(ggml.reshape(inp, d.n_embd, 1, n_tok), d.n_embd, hc, n_tok, 1)
+        for il in g.layers(d.n_layer):
+            g.il = il
+            residual = inp_l
+            cur, post, comb = _mhc_pre(g, d, inp_l, "attn")
+            cur = g.norm(cur, g.wt(d.n_embd, name="attn_norm"))
+            cur = self.attention(cur, pos, il)
+            inp_l = ggml.new("f32", (d.n_embd, hc, n_tok), "DSV4_HC_POST", (cur, residual, post, comb))
+            residual = inp_l
+            cur, post, comb = _mhc_pre(g, d, inp_l, "ffn")
+            for t in (residual, post, comb):
+                g.gf.expand(t)
+            cur = g.norm(cur, g.wt(d.n_embd, name="ffn_norm"))
+            shexp = g.ffn_par(cur, d.n_embd, d.n_ff_exp * d.n_expert_shared, bias=False, scale=False, suffix="_shexp")
+            cur = ggml.binary("ADD", self.moe(cur, il), shexp)
+            inp_l = ggml.new("f32", (d.n_embd, hc, n_tok), "DSV4_HC_POST", (cur, residual, post, comb))
+        g.il = OUTPUT_LAYER
+        flat = ggml.get_rows(ggml.reshape(inp_l, d.n_embd * hc, n_tok), out_ids)
+        x = ggml.reshape(flat, d.n_embd, hc, r.n_outputs)
+        nt = x.ne[2]
+        mixes = ggml.mul_mat(g.wt(hc * d.n_embd, hc, name="hc_head_fn"),
+                             ggml.unary(ggml.reshape(x, hc * d.n_embd, nt), "RMS_NORM"))  # fmt: skip
+        pre = ggml.binary("ADD", ggml.binary("MUL", mixes, g.wt(1, name="hc_head_scale", type_="f32")),
+                          g.wt(hc, name="hc_head_base", type_="f32"))  # fmt: skip
+        pre = ggml.unary(ggml.unary(pre, kind="sigmoid"), "SCALE")
+        mix: Tensor | None = None
+        for ih in range(hc):
+            xh = ggml.view(x, (d.n_embd, nt), (x.nb[2],), ih * x.nb[1])
+            wh = ggml.view(pre, (1, nt), (pre.nb[1],), ih * pre.nb[0])
+            term = ggml.binary("MUL", xh, wh)
+            mix = term if mix is None else ggml.binary("ADD", mix, term)
+        assert mix is not None
+        cur = g.norm(mix, g.wt(d.n_embd, name="output_norm"))
+        ggml.set_output(cur)
+        cur = ggml.mul_mat(g.wt(d.n_embd, d.n_vocab, name="output"), cur)
+        ggml.set_output(cur)
+        g.gf.expand(cur)
+        return g.gf
+
+    def moe(self, cur: Tensor, il: int) -> Tensor:
+        """build_moe_ffn with sqrt-softplus scores, the selection bias (the hash layers: the experts the token's
+        row of ffn_gate_tid2eid names, no bias) and the clamped SwiGLU (ggml_swiglu_clamp: one op)."""
+        d, g = self.d, self.g
+        hashed = il < d.dsv4[2]
+        selected = None
+        if hashed:
+            assert g.t_inp_tokens is not None
+            table = g.wt(d.n_expert_used, d.n_vocab, name="ffn_gate_tid2eid", type_="i32")
+            selected = ggml.get_rows(table, g.t_inp_tokens)
+        return g.moe_ffn(cur, d.n_expert, d.n_expert_used, d.n_ff_exp, gating="sqrtsoftplus",
+                         norm_w=d.expert_weights_norm, w_scale=d.expert_weights_scale, exp_probs_b=not hashed,
+                         scales=False, selected=selected)  # fmt: skip
+
+    def state(self, kind: str, il: int, width: int) -> tuple[Tensor, Tensor]:
+        """llama_dsv4_comp_state's kv and score tensors of a layer (f32, a row per state slot and stream), as
+        get_kv_all / get_score_all view them."""
+        ratio = 128 if kind == "hca" else 4
+        rows = (1 if kind == "hca" else 2) * ratio * self.ns
+        out = []
+        for part in ("kv", "score"):
+            t = ggml.weight("f32", (width, rows), f"dsv4_{kind}_state_{part}_l{il}")
+            t.usage, t.layer = USAGE_CACHE, il
+            out.append(t)
+        return out[0], out[1]
+
+    def compress(self, kind: str, il: int, cur: Tensor, head: int, prefix: str, cache: Tensor,
+                 rot: Tensor | None) -> None:  # fmt: skip
+        """One compressor of a layer: this batch's state rows (kv, and score with the positional bias), joined
+        after the restored state, compressed into the cache at the written blocks, and the newest rows
+        persisted into the state."""
+        g = self.g
+        inp = self.comp_inputs(kind)
+        overlap = kind != "hca"
+        ratio = 4 if overlap else 128
+        width = (2 if overlap else 1) * head
+        state_kv = ggml.mul_mat(g.wt(self.d.n_embd, width, name=f"{prefix}_kv"), cur)
+        state_score = ggml.mul_mat(g.wt(self.d.n_embd, width, name=f"{prefix}_gate"), cur)
+        assert inp["state_pos"] is not None
+        ape = ggml.get_rows(g.wt(width, ratio, name=f"{prefix}_ape", type_="f32"), inp["state_pos"])
+        state_score = ggml.binary("ADD", state_score, ape)
+        kv_t, score_t = self.state(kind, il, width)
+        n_rows = kv_t.ne[1]
+
+        def whole(t: Tensor) -> Tensor:  # get_kv_all / get_score_all: a view of every state row
+            return ggml.view(t, (width, n_rows), (t.nb[1],), 0)
+
+        base_kv = ggml.view(whole(kv_t), (width, n_rows), (kv_t.nb[1],), 0)
+        base_score = ggml.view(whole(score_t), (width, n_rows), (score_t.nb[1],), 0)
+        source_kv = ggml.concat(base_kv, state_kv, 1)
+        source_score = ggml.concat(base_score, state_score, 1)
+        comp = self.compressed(source_kv, source_score, inp, g.wt(head, name=f"{prefix}_norm"), ratio, head, overlap)
+        if rot is not None:
+            comp = g.hadamard(comp, rot)
+        assert inp["write_idxs"] is not None
+        g.gf.expand(g.cpy_k(cache, comp, inp["write_idxs"]))
+        if inp["persist_src"] is not None and inp["persist_dst"] is not None:
+            for rows, t in ((state_kv, kv_t), (state_score, score_t)):
+                kept = ggml.get_rows(rows, inp["persist_src"])
+                g.gf.expand(ggml.set_rows(whole(t), kept, inp["persist_dst"]))
+
+    def compressed(self, kv: Tensor, score: Tensor, inp: dict[str, Tensor | None], norm: Tensor, ratio: int,
+                   head: int, overlap: bool) -> Tensor:  # fmt: skip
+        """build_overlap_compressed_kv_from_state (CSA, the indexer: each block's previous and current halves,
+        a zero / -inf row appended for the reads before the start) or build_hca_compressed_kv_from_state: the
+        rows read per block, a softmax of the scores over them weighting the values, summed, normed and RoPE'd."""
+        g = self.g
+        read, write_pos = inp["read"], inp["write_pos"]
+        assert read is not None and write_pos is not None
+        n_blocks = write_pos.ne[0]
+        if overlap:
+
+            def zero_row(t: Tensor) -> Tensor:
+                row = ggml.reshape(ggml.unary(ggml.view(t, (t.ne[0],), (), 0), "SCALE"), t.ne[0], 1)
+                return ggml.concat(t, row, 1)
+
+            kv_rows = ggml.get_rows(zero_row(kv), read)
+            score_rows = ggml.get_rows(zero_row(score), read)
+            n_read = ratio * n_blocks
+
+            def halves(rows: Tensor) -> tuple[Tensor, Tensor]:
+                prev = ggml.cont(ggml.view(rows, (head, n_read), (rows.nb[1],), 0))
+                cur = ggml.cont(ggml.view(rows, (head, n_read), (rows.nb[1],),
+                                          n_read * rows.nb[1] + ggml.row_size(rows.type, head)))  # fmt: skip
+                return ggml.reshape(prev, head, ratio, n_blocks), ggml.reshape(cur, head, ratio, n_blocks)
+
+            values = ggml.concat(*halves(kv_rows), 1)
+            scores = ggml.concat(*halves(score_rows), 1)
+        else:
+            values = ggml.reshape(ggml.get_rows(kv, read), head, ratio, n_blocks)
+            scores = ggml.reshape(ggml.get_rows(score, read), head, ratio, n_blocks)
+        values = ggml.cont(ggml.permute(values, 1, 0, 2, 3))
+        scores = ggml.cont(ggml.permute(scores, 1, 0, 2, 3))
+        comp = ggml.sum_rows(ggml.binary("MUL", values, ggml.soft_max(scores, None)))
+        comp = ggml.cont(ggml.permute(comp, 1, 0, 2, 3))
+        comp = g.norm(comp, norm)
+        return ggml.rope(comp, write_pos, None)
+
+    def attention(self, cur: Tensor, pos: Tensor, il: int) -> Tensor:
+        """build_attention_impl: Q and the shared KV head, the layer's compressors, then the raw window, CSA or
+        HCA attention, de-rotated and projected out by groups."""
+        d, g, r = self.d, self.g, self.r
+        hd, n_tok, ns = d.head_k, r.n_tokens, self.ns
+        ratio = d.compress[il] if d.compress else 0
+        qr = g.norm(ggml.mul_mat(g.wt(d.n_embd, d.q_lora_rank, name="attn_q_a"), cur),
+                    g.wt(d.q_lora_rank, name="attn_q_a_norm"))  # fmt: skip
+        q = ggml.mul_mat(g.wt(d.q_lora_rank, d.n_head * hd, name="attn_q_b"), qr)
+        q = ggml.rope(ggml.unary(ggml.reshape(q, hd, d.n_head, n_tok), "RMS_NORM"), pos, None)
+        kv = g.norm(ggml.mul_mat(g.wt(d.n_embd, hd, name="attn_kv"), cur), g.wt(hd, name="attn_kv_a_norm"))
+        kv = ggml.rope(ggml.reshape(kv, hd, 1, n_tok), pos, None)
+        raw = g.kv_cache(r.type_k, hd, r.kv_size_swa, f"cache_k_l{il}", il, ns)
+        if ratio == 4:
+            csa_cache = g.kv_cache(r.type_k, hd, r.comp_cells[0], f"cache_k_l{il}", il, ns)
+            self.compress("csa", il, cur, hd, "attn_compressor", csa_cache, self.comp_rot["csa"])
+            ihead = d.indexer[1]
+            lid_cache = g.kv_cache(r.type_k, ihead, r.comp_cells[0], f"cache_k_l{il}", il, ns)
+            self.compress("lid", il, cur, ihead, "indexer_compressor", lid_cache, self.lid_rot)
+        elif ratio == 128:
+            hca_cache = g.kv_cache(r.type_k, hd, r.comp_cells[1], f"cache_k_l{il}", il, ns)
+            self.compress("hca", il, cur, hd, "attn_compressor", hca_cache, self.comp_rot["hca"])
+        sinks = g.wt(d.n_head, name="attn_sinks", type_="f32")
+        rot = self.raw_rot
+        extra: Tensor | None = None
+        mask = self.raw_mask
+        n_kv_max = 0
+        if ratio == 4 and self.comp_inputs("csa")["kq_mask"] is not None:
+            top_k = self.lid_top_k(qr, cur, pos, lid_cache)
+            csa_mask = self.comp_inputs("csa")["kq_mask"]
+            assert csa_mask is not None
+            extra = csa_cache
+            comp_mask = top_k_mask(csa_mask, top_k, "f16" if r.flash_attn else "f32")
+            n_kv_max = min(self.raw_mask.ne[0], d.n_swa) + top_k.ne[0]
+        elif ratio == 128 and self.comp_inputs("hca")["kq_mask"] is not None:
+            extra = hca_cache
+            comp_mask = self.comp_inputs("hca")["kq_mask"]  # type: ignore[assignment]
+        if rot is not None:
+            q, kv = g.hadamard(q, rot), g.hadamard(kv, rot)
+        g.gf.expand(q)
+        g.gf.expand(kv)
+        g.gf.expand(g.cpy_k(raw, kv, self.raw_k_idxs))
+        k = g.get_k(raw, hd, 1)
+        if extra is not None:
+            ck = g.get_k(extra, hd, 1)
+            n_c = comp_mask.ne[0]
+            ck = ggml.view(ck, (ck.ne[0], ck.ne[1], n_c, ck.ne[3]), (ck.nb[1], ck.nb[2], ck.nb[3]), 0)
+            k = ggml.concat(k, ck, 2)
+            mask = ggml.concat(mask, comp_mask, 0)
+        out = g.attn_mha(q, k, k, None, mask, sinks, n_kv_max=n_kv_max)
+        if rot is not None:
+            out = g.hadamard(out, rot)
+        out = ggml.reshape(out, hd, d.n_head, n_tok)
+        out = ggml.dup(out, "ROPE_BACK", (out, pos))
+        n_groups, o_rank, _ = d.dsv4
+        out = ggml.permute(ggml.reshape(out, d.n_head * hd // n_groups, n_groups, n_tok), 0, 2, 1, 3)
+        oa = ggml.mul_mat(g.wt(d.n_head * hd // n_groups, o_rank, n_groups, name="attn_output_a"), out)
+        oa = ggml.cont(ggml.permute(oa, 0, 2, 1, 3), o_rank * n_groups, n_tok)
+        return ggml.mul_mat(g.wt(o_rank * n_groups, d.n_embd, name="attn_output_b"), oa)
+
+    def lid_top_k(self, qr: Tensor, cur: Tensor, pos: Tensor, lid_cache: Tensor) -> Tensor:
+        """build_lid_top_k: the indexer's RoPE'd, rotated queries and scaled head weights against its
+        compressed keys (the fused lightning indexer), the top indexer_top_k cells."""
+        d, g = self.d, self.g
+        n_ih, ihead, top = d.indexer
+        n_tok = self.r.n_tokens
+        iq = ggml.mul_mat(g.wt(d.q_lora_rank, n_ih * ihead, name="indexer.attn_q_b"), qr)
+        iq = ggml.rope(ggml.reshape(iq, ihead, n_ih, n_tok), pos, None)
+        assert self.lid_rot is not None
+        iq = g.hadamard(iq, self.lid_rot)
+        weights = ggml.unary(ggml.mul_mat(g.wt(d.n_embd, n_ih, name="indexer.proj"), cur), "SCALE")
+        lid_mask = self.comp_inputs("lid")["kq_mask"]
+        assert lid_mask is not None
+        ik = g.get_k(lid_cache, ihead, 1)
+        ik = ggml.view(ik, (ik.ne[0], ik.ne[1], lid_mask.ne[0], ik.ne[3]), (ik.nb[1], ik.nb[2], ik.nb[3]), 0)
+        ns = ik.ne[3]
+        iq = ggml.view(iq, (iq.ne[0], iq.ne[1], iq.ne[2] // ns, ns), (iq.nb[1], iq.nb[2], iq.nb[3] // ns), 0)
+        weights = ggml.view(weights, (weights.ne[0], weights.ne[1] // ns, weights.ne[2], ns),
+                            (weights.nb[1], weights.nb[2] // ns, weights.nb[3] // ns), 0)  # fmt: skip
+        score = ggml.new("f32", (ik.ne[2], iq.ne[2], 1, iq.ne[3]), "LIGHTNING_INDEXER", (iq, ik, weights, lid_mask))
+        return ggml.cont(ggml.top_k(score, min(score.ne[0], top)))
+
+
+def _mhc_pre(g: GraphContext, d: Dims, x: Tensor, stage: str) -> tuple[Tensor, Tensor, Tensor]:
+    """DeepSeek-V4's build_hc_pre with the fused ops (the CPU backend runs DSV4_HC_PRE and DSV4_HC_COMB; GLM-5-Next
+    reuses it): the streams' 2·hc + hc² mixes, the pre weights reducing the streams, the post gate, the
+    Sinkhorn-normalised comb."""
+    hc, nt = d.hc, x.ne[2]
+    flat = ggml.unary(ggml.reshape(x, hc * d.n_embd, nt), "RMS_NORM")
+    mixes = ggml.mul_mat(g.wt(hc * d.n_embd, (2 + hc) * hc, name=f"hc_{stage}_fn"), flat)
+    scale = g.wt(3, name=f"hc_{stage}_scale", type_="f32")
+    base = g.wt((2 + hc) * hc, name=f"hc_{stage}_base", type_="f32")
+    row = ggml.row_size(scale.type, 1)
+    pre = ggml.view(mixes, (hc, nt), (mixes.nb[1],), 0)
+    pre = ggml.binary("ADD", ggml.binary("MUL", pre, ggml.view(scale, (1,), (), 0)), ggml.view(base, (hc,), (), 0))
+    pre = ggml.unary(ggml.unary(pre, kind="sigmoid"), "SCALE")
+    post = ggml.view(mixes, (hc, nt), (mixes.nb[1],), ggml.row_size(mixes.type, hc))
+    post = ggml.binary("ADD", ggml.binary("MUL", post, ggml.view(scale, (1,), (), row)),
+                       ggml.view(base, (hc,), (), hc * row))  # fmt: skip
+    post = ggml.unary(ggml.unary(post, kind="sigmoid"), "SCALE")
+    comb = ggml.new("f32", (hc, hc, nt), "DSV4_HC_COMB", (mixes, scale, base))
+    return ggml.new("f32", (d.n_embd, nt), "DSV4_HC_PRE", (x, pre)), post, comb
 
 
 def build_glm5_next(d: Dims, r: Reserve, w: Weights) -> Graph:
@@ -3890,4 +4480,6 @@ BUILDERS: dict[str, Callable[[Dims, Reserve, Weights], Graph]] = {
     "qwen3next": lambda d, r, w: _Qwen3Next(d, r, w).build(),
     "qwen35": lambda d, r, w: _Qwen35(d, r, w).build(),
     "qwen35moe": lambda d, r, w: _Qwen35(d, r, w).build(),
+    "qwen4exp": lambda d, r, w: _Qwen4Exp(d, r, w).build(),
+    "deepseek4": lambda d, r, w: _Deepseek4(d, r, w).build(),
 }

@@ -48,6 +48,8 @@ class Reserve:
     #: the caches laid out for flash attention though the graph runs without it (-fa auto where the backend has
     #: no kernel: V rows, not transposed); None: as `flash_attn`
     cache_flash_attn: bool | None = None
+    #: DeepSeek-V4's compressed caches' cells per stream (CSA ÷4, which its indexer cache shares; HCA ÷128)
+    comp_cells: tuple[int, int] = (0, 0)
 
     @property
     def layout_fa(self) -> bool:
@@ -106,6 +108,8 @@ class GraphContext:
         self.il = INPUT_LAYER
         #: res->t_inp_embd: the input embeddings as build_inp_embd leaves them (before any scale)
         self.t_inp_embd: Tensor | None = None
+        #: res->t_inp_tokens: the token ids input (DeepSeek-V4's hash layers route by it)
+        self.t_inp_tokens: Tensor | None = None
 
     @property
     def il(self) -> int:
@@ -147,7 +151,7 @@ class GraphContext:
         """build_inp_embd: the tokens' rows (padded to n_embd_inp where the input is wider: Qwen3-VL's deepstack,
         the input itself then viewed n_embd wide as res->t_inp_embd) or the embeddings input."""
         wide = n_embd_inp if n_embd_inp > n_embd else n_embd
-        tokens = ggml.inp("i32", (self.n_tokens,), "inp_tokens")
+        tokens = self.t_inp_tokens = ggml.inp("i32", (self.n_tokens,), "inp_tokens")
         embd = ggml.inp("f32", (wide, self.n_tokens), "inp_embd")
         cur = ggml.get_rows(self.wt(n_embd, n_vocab, name="token_embd"), tokens)
         cur.name = "token_embd"
@@ -284,16 +288,17 @@ class GraphContext:
         gf.expand(k)
         cache_k = self.kv_cache(r.type_k, head_k * n_head_kv, kv.kv_size, f"cache_k_l{layer}", layer)
         gf.expand(self.cpy_k(cache_k, k, kv.k_idxs))
-        mask = kv.mask if top_k is None else _top_k_mask(kv.mask, top_k)
+        mask = kv.mask if top_k is None else top_k_mask(kv.mask, top_k)
         kk = self.get_k(cache_k, head_k, n_head_kv)
         vv = ggml.view(kk, (v.ne[0], kk.ne[1], kk.ne[2], kk.ne[3]), (kk.nb[1], kk.nb[2], kk.nb[3]), 0)
         n_kv_max = top_k.ne[0] if top_k is not None else 0
         cur = self.attn_mha(q, kk, vv, None, mask, sinks, v_mla, n_kv_max=n_kv_max)
         return self.lora_mm(wo, cur, wo_s) if wo is not None else cur
 
-    def kv_cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int) -> Tensor:
-        """One layer's K or V cache tensor: [n_embd, cells, streams], in the layer's cache buffer."""
-        t = ggml.weight(type_, (n_embd, kv_size, self.r.n_stream), name)
+    def kv_cache(self, type_: str, n_embd: int, kv_size: int, name: str, layer: int, streams: int = 0) -> Tensor:
+        """One layer's K or V cache tensor: [n_embd, cells, streams (the reserve's unless given)], in the layer's
+        cache buffer."""
+        t = ggml.weight(type_, (n_embd, kv_size, streams or self.r.n_stream), name)
         t.usage, t.layer = USAGE_CACHE, layer
         return t
 
@@ -571,6 +576,7 @@ class GraphContext:
         select_sigmoid: bool = False,
         clamp: bool = False,
         situ_linear: bool = False,
+        selected: Tensor | None = None,
     ) -> Tensor:
         """build_moe_ffn: the router, top-k selection (with expert groups), the experts' up/gate/down through
         mul_mat_id, weighting and the sum over the selected experts (`weight_before`: Llama 4 weights the input
@@ -589,6 +595,8 @@ class GraphContext:
             probs = ggml.unary(logits, kind="sigmoid")
         elif gating == "softmax_weight":
             probs = logits
+        elif gating == "sqrtsoftplus":  # DeepSeek-V4
+            probs = ggml.unary(ggml.unary(logits, kind="softplus"), "SQRT")
         else:
             raise NotImplementedError(f"expert gating {gating}")
         selection = logits if select_logits else probs  # Llama 4 picks its experts by the logits
@@ -609,7 +617,8 @@ class GraphContext:
             filled = ggml.dup(groups, "FILL", (groups,))
             selection = ggml.set_rows(filled, sel, chosen)
             selection = ggml.reshape(selection, n_expert, n_tokens)
-        selected = ggml.argsort_top_k(selection, n_expert_used)
+        if selected is None:  # (selected_experts_in: DeepSeek-V4's hash layers pick them by token)
+            selected = ggml.argsort_top_k(selection, n_expert_used)
         probs3 = ggml.reshape(probs, 1, n_expert, n_tokens)
         weights = ggml.get_rows(probs3, selected)
         if gating == "softmax_weight":
@@ -745,14 +754,15 @@ class GraphContext:
         return tail(ggml.mul_mat(self.wt(n_ff, n_embd, name=down), cur), down, n_embd)
 
 
-def _top_k_mask(mask: Tensor, top_k: Tensor) -> Tensor:
+def top_k_mask(mask: Tensor, top_k: Tensor, zeros_type: str = "f32") -> Tensor:
     """build_attn(llm_graph_input_attn_k_dsa)'s mask: ggml_fill(mask, -inf) viewed as rows of one, the top-k
-    cells set from a zero-filled tensor (ggml_set_rows), viewed back and the causal mask added."""
+    cells set from a zero-filled tensor (ggml_set_rows; f16 in DeepSeek-V4's build_top_k_mask under flash
+    attention), viewed back and the causal mask added."""
     m = ggml.dup(mask, "FILL", (mask,))
     m = ggml.view(m, (1, m.ne[0], m.ne[1], m.ne[3]), (m.nb[0], m.nb[1], m.nb[2]), 0)
     idx = ggml.view(top_k, (top_k.ne[0], top_k.ne[1], top_k.ne[3], 1), (top_k.nb[1], top_k.nb[2],
                     top_k.ne[3] * top_k.nb[3]), 0)  # fmt: skip
-    zeros = ggml.new("f32", (1, idx.ne[0], idx.ne[1], idx.ne[2]))
+    zeros = ggml.new(zeros_type, (1, idx.ne[0], idx.ne[1], idx.ne[2]))
     zeros = ggml.dup(zeros, "FILL", (zeros,))
     m = ggml.set_rows(m, zeros, idx)
     m = ggml.view(m, (m.ne[1], m.ne[2], 1, m.ne[3]), (m.nb[2], m.nb[3], m.nb[3]), 0)

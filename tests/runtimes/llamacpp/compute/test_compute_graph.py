@@ -122,3 +122,28 @@ def test_glm5_next_has_no_graph_on_its_gather_path() -> None:
     assert graph_of(small) is None and "gathered selection" in no_graph_reason(small)
     assert graph_of(plan(model, LlamaCppSettings(n_ctx=4096, n_batch=17, n_ubatch=17))) is not None
     assert graph_of(plan(model, LlamaCppSettings(n_ctx=2048, n_batch=16, n_ubatch=16))) is not None
+
+
+def test_deepseek4_hash_layers_route_by_token() -> None:
+    """DeepSeek-V4's leading hash_layer_count layers pick their experts by the token's row of ffn_gate_tid2eid
+    (deepseek4.cpp), built from the source: a metadata-only GGUF cannot carry that i32 table, so the recorded shape
+    has none. Those layers sort no router scores and gather i32 expert ids instead; the rest are unchanged."""
+    from dataclasses import replace
+
+    from kvplan.runtimes.llamacpp.compute import graph_of
+
+    model = model_of("real/deepseek4-shape.gguf")
+    assert model.graph is not None and model.graph.dsv4 == (4, 256, 0)
+    hashed = replace(model, graph=replace(model.graph, dsv4=(4, 256, 3)))
+    settings = LlamaCppSettings(n_ctx=4096)
+    plain_graph, hash_graph = graph_of(plan(model, settings)), graph_of(plan(hashed, settings))
+    assert plain_graph is not None and hash_graph is not None
+
+    def routed(gf: Any) -> tuple[int, int]:
+        sorts = sum(n.op == "ARGSORT" for n in gf.nodes)
+        ids = [n for n in gf.nodes if n.op == "GET_ROWS" and n.srcs[0].name.endswith("ffn_gate_tid2eid")]
+        assert all(n.type == "i32" and n.ne[:2] == (4, 512) for n in ids)
+        return sorts, len(ids)
+
+    assert routed(plain_graph) == (12, 0)
+    assert routed(hash_graph) == (9, 3)
