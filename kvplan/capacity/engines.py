@@ -203,7 +203,7 @@ class EngineRuntime:
         total, basis = engine_weights(model, req.weights, req.weight_bytes)
         if s.tensor_parallel_size * s.pipeline_parallel_size > 1:
             basis += f", split evenly over {s.tensor_parallel_size * s.pipeline_parallel_size} GPUs"
-        overhead = DEFAULT_ENGINE_OVERHEAD_BYTES if req.overhead is None else req.overhead
+        overhead = DEFAULT_ENGINE_OVERHEAD_BYTES if req.overhead is None else req.overhead[0]
         layout(model, self.engine, s)  # refuse unsupported layouts before any search
         return EngineTarget(
             model,

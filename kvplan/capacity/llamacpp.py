@@ -158,7 +158,9 @@ class Target:
     weights: Weights
     memory: tuple[int, ...]
     splits: tuple[float, ...] | None = None  # -ts proportions (default: by memory)
-    overhead: int | None = None  # per GPU; None: the estimate (DEFAULT_OVERHEAD_BYTES + compute_buffer)
+    #: per GPU (one value for every GPU, or one each); None: kvplan's own compute (or, without a graph, the
+    #: estimate DEFAULT_OVERHEAD_BYTES + compute_buffer)
+    overhead: tuple[int, ...] | None = None
     n_gpu_layers: int = -1  # -ngl (< 0: all)
     no_kv_offload: bool = False
     n_cpu_moe: int = 0  # the first N layers keep their MoE experts in host memory (-ncmoe N; -cmoe: all)
@@ -217,13 +219,14 @@ class Target:
         parts: list[tuple[tuple[str, int], ...]] = [()] * (n + 1)
         exact = self._compute_exact(p, where, computes, parts) if self.overhead is None else None
         if exact is not None:
-            basis, overhead = exact, self.device_reserve
+            basis, overheads = exact, [self.device_reserve] * n
         elif self.overhead is None:
             compute, basis = compute_buffer(p)
             computes = [compute] * n + [0]
-            overhead = DEFAULT_OVERHEAD_BYTES
+            overheads = [DEFAULT_OVERHEAD_BYTES] * n
         else:
-            basis, overhead = "included in --overhead", self.overhead
+            basis = "included in --overhead"
+            overheads = list(self.overhead) if len(self.overhead) == n else [self.overhead[0]] * n
         gpus = tuple(
             DeviceUsage(
                 f"GPU{self.first_gpu + i}",
@@ -232,7 +235,7 @@ class Target:
                 w[i],
                 kv[i],
                 computes[i],
-                overhead,
+                overheads[i],
                 parts[i],
             )
             for i in range(n)
@@ -561,6 +564,7 @@ class LlamaCppRuntime:
     def target(self, model: ModelDescription, req: Request) -> Target:
         assert req.hardware is not None  # build_request(need_hardware=True)
         o = req.llamacpp
+        overhead = req.overhead
         weights = _loaded(model, model_weights(model, req.weights, req.weight_bytes), o.mtp)
         if o.override_tensor and not weights.tensors:
             raise req.origin("override_tensor").error("needs the tensors' names and sizes: a GGUF (its tensor infos)")
@@ -593,6 +597,8 @@ class LlamaCppRuntime:
                     f"llama.cpp: invalid value for main_gpu: {first} (available devices: {req.hardware.count})"
                 )
             memory, splits = (memory[first],), None
+            if overhead is not None and len(overhead) > 1:
+                overhead = (overhead[first],)
         draft = None
         dm = req.draft  # -md, loaded at the edge (kvplan.capacity.deployment.load_models)
         assert dm is not None or not o.model_draft, "load_models(req) first"
@@ -602,7 +608,7 @@ class LlamaCppRuntime:
                 _loaded(dm, model_weights(dm, req.weights, None), False),  # -md and --mtp: one or the other
                 memory,
                 splits,  # the draft inherits the main model's -ts (common_base_params_to_speculative)
-                req.overhead,
+                overhead,
                 -1 if o.gpu_layers_draft is None else o.gpu_layers_draft,
                 o.no_kv_offload,
                 first_gpu=first,
@@ -613,7 +619,7 @@ class LlamaCppRuntime:
             weights,
             memory,
             splits,
-            req.overhead,
+            overhead,
             -1 if o.n_gpu_layers is None else o.n_gpu_layers,
             o.no_kv_offload,
             model.n_layer_all if o.cpu_moe else (o.n_cpu_moe or 0),

@@ -111,7 +111,8 @@ class Request:
     weights: str | None = None
     weight_bytes: int | None = None
     params: int | None = None
-    overhead: int | None = None
+    #: --overhead: one size for every GPU, or (llama.cpp) one per GPU in --memory's order
+    overhead: tuple[int, ...] | None = None
     cache_types_auto: bool = False
     budgets: Budgets = field(default_factory=Budgets)
     server_flags: tuple[ServerFlag, ...] = ()  # llama-server's other arguments: kept on the run line, noted

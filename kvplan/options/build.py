@@ -118,6 +118,7 @@ def build_request(
         )
     if hardware is not None and "tensor_split" in values and len(values["tensor_split"]) != hardware.count:
         raise raw["tensor_split"].origin.error(f"{len(values['tensor_split'])} proportions for {hardware.count} GPU(s)")
+    _check_overheads(values, raw, runtime, hardware)
     for dest in ("min_parallel", "headroom"):
         if dest in raw and hardware is None:
             raise raw[dest].origin.error("needs the hardware (gpu or memory)")
@@ -149,6 +150,17 @@ def build_request(
         server_flags=server_flags,
         origins=origins,
     )
+
+
+def _check_overheads(values: dict[str, Any], raw: Mapping[str, Raw], runtime: str, hw: Hardware | None) -> None:
+    """--overhead: one size for every GPU, or (llama.cpp) one per GPU."""
+    if "overhead" in values and len(values["overhead"]) > 1:
+        count = hw.count if hw is not None else 0
+        if is_engine(runtime) or len(values["overhead"]) != count:
+            want = "one per GPU" if not is_engine(runtime) else "one size: an engine's ranks are alike"
+            raise raw["overhead"].origin.error(
+                f"{len(values['overhead'])} sizes for {count} GPU(s); give one size for every GPU or {want}"
+            )
 
 
 def check_runtime(runtime: str, raw: Mapping[str, Raw]) -> None:

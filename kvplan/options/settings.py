@@ -257,8 +257,10 @@ SETTINGS: tuple[Setting, ...] = (
             "total weight bytes instead: 18.5GiB", "weights", "SIZE"),
     Setting("params", ("--params",), parse_params,
             "parameter count for the estimate: 32B, 7.6B, 8.03e9", "weights", "N"),
-    Setting("overhead", ("--overhead",), v.size0,
-            "memory per GPU besides weights and KV (default: an estimate, labelled as one)", "weights", "SIZE"),
+    Setting("overhead", ("--overhead",), v.sizes0,
+            "memory per GPU besides weights and KV: one SIZE for every GPU, or (llama.cpp) one per GPU in --memory's "
+            "order, as llama-fit-params --fit-print on prints each device's compute (default: kvplan's own compute "
+            "buffer)", "weights", "SIZE[,SIZE...]"),
     # solver
     Setting("cache_types", ("--cache-types",), v.auto_only,
             "auto: the least lossy cache types that fit", "solver", "auto", choices=("auto",)),

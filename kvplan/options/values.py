@@ -154,6 +154,11 @@ def sizes(value: object) -> tuple[int, ...]:
     return tuple(parse_size(item) for item in items)
 
 
+def sizes0(value: object) -> tuple[int, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(parse_size(item, allow_zero=True) for item in items)
+
+
 def size(value: object) -> int:
     return parse_size(value)
 

@@ -79,7 +79,7 @@ def test_gguf_weights_are_the_tensor_sum_per_device(tmp_path) -> None:
     w = model_weights(m, None, None)
     # only token_embd (4 MiB): the input layer on the host, duplicated onto the output GPU (tied embeddings)
     assert w.exact and w.input_bytes == 4 << 20 and w.output_bytes == 4 << 20
-    p = fit.Target(m, w, (8 * GIB, 8 * GIB), overhead=0).place(LlamaCppSettings(n_ctx=4096))
+    p = fit.Target(m, w, (8 * GIB, 8 * GIB), overhead=(0,)).place(LlamaCppSettings(n_ctx=4096))
     assert p.host.weight_bytes == 4 << 20 and p.gpus[1].weight_bytes == 4 << 20
     assert sum(d.kv_bytes for d in p.gpus) == p.plan.total_bytes
 
@@ -110,7 +110,8 @@ def test_cuda_buffer_rules() -> None:
 
 
 def _fit(name: str, memory: tuple[int, ...], overhead: int | None = None, **options: object):
-    req = Request(name, llamacpp=LlamaCppOptions(**options), hardware=parse_memory(memory), overhead=overhead)  # type: ignore[arg-type]
+    over = None if overhead is None else (overhead,)
+    req = Request(name, llamacpp=LlamaCppOptions(**options), hardware=parse_memory(memory), overhead=over)  # type: ignore[arg-type]
     m = load_model(name)
     return fit.RUNTIME.fit(dataclasses.replace(m, n_params=m.n_params or 8_000_000_000), req)
 
@@ -285,3 +286,15 @@ def test_the_most_gpu_layers_is_what_checking_every_count_finds(gib: int, ctx: i
         None,
     )
     assert target.max_gpu_layers(settings) == scanned and scanned not in (None, m.n_layer_all + 1)
+
+
+def test_overhead_per_device() -> None:
+    """--overhead with one size per GPU (as llama-fit-params --fit-print on prints each device's compute) sets each
+    device's overhead row; one size stands for every GPU."""
+    import kvplan
+
+    one = kvplan.fit("llama-3.1-8b", memory="24GiB,16GiB", overhead="1GiB", ctx_size=8192, fit="off").to_dict()
+    each = kvplan.fit("llama-3.1-8b", memory="24GiB,16GiB", overhead="1GiB,300MiB", ctx_size=8192, fit="off")
+    rows = {d["device"]: d["overhead_bytes"] for d in each.to_dict()["devices"] if d["device"] != "host"}
+    assert rows == {"GPU0": 2**30, "GPU1": 300 * 2**20}
+    assert {d["overhead_bytes"] for d in one["devices"] if d["device"] != "host"} == {2**30}

@@ -28,6 +28,14 @@ from helpers import ORACLE, kv
         (["fit", "llama-3.1-8b", "--gpu", "L4", "--params", "8"], "--params: '8' would be 8 parameters; give a unit"),
         (["fit", "llama-3.1-8b", "--gpu", "L4", "-ts", "nan,1"], "-ts: proportions must be finite"),
         (["fit", "llama-3.1-8b", "--gpu", "L4", "-ts", "1,1"], "-ts: 2 proportions for 1 GPU(s)"),
+        (
+            ["fit", "llama-3.1-8b", "--memory", "24GiB,16GiB", "--overhead", "1GiB,1GiB,1GiB"],
+            "--overhead: 3 sizes for 2 GPU(s); give one size for every GPU or one per GPU",
+        ),
+        (
+            ["fit", "llama-3.1-8b", "--engine", "vllm", "--gpu", "L4x2", "-tp", "2", "--overhead", "1GiB,2GiB"],
+            "--overhead: 2 sizes for 2 GPU(s); give one size for every GPU or one size: an engine's ranks are alike",
+        ),
         (["fit", "llama-3.1-8b"], "give the hardware: --gpu NAME[xN] or --memory SIZE[,SIZE]"),
         (["fit", "llama-3.1-8b", "--gpu", "L4", "--cache-types", "best"], "--cache-types: the only value is auto"),
         (["fit", "llama-3.1-8b", "--gpu", "L4", "--fit", "maybe"], "--fit: expected on or off, not 'maybe'"),
