@@ -49,6 +49,11 @@ def main() -> None:
         for name, block in FORMATS.items()
         for o, i in SHAPES
     ]
+    cases += [  # NVFP4 as vLLM's config code resolves a ModelOpt block (to modelopt_fp4), not by its quant_method
+        {"id": f"modelopt-nvfp4-resolved@{o}x{i}", "format": "modelopt-nvfp4-resolved",
+         "quantization_config": FORMATS["modelopt-nvfp4"], "out": o, "in": i, "resolve": True}
+        for o, i in SHAPES
+    ]  # fmt: skip
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(cases, fh)
     run = subprocess.run([python, str(Path(__file__).with_name("vllm_quant_case.py")), fh.name],

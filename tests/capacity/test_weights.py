@@ -143,8 +143,9 @@ def _recorded_quant() -> list[dict[str, object]]:
 
     data = _json.loads((FIXTURES / "engines" / "vllm_quant.json").read_text())
     assert data["vllm"] == "0.33.0"
-    # not read here: vLLM 0.33 has no "bitsandbytes" method and takes NVFP4 under "modelopt_fp4"
-    return [c for c in data["cases"] if not str(c["format"]).startswith(("bnb", "modelopt-nvfp4"))]
+    # not read here: vLLM 0.33 has no "bitsandbytes" method, and a ModelOpt NVFP4 block taken by its quant_method
+    # alone (vLLM's config code resolves it to "modelopt_fp4": the "modelopt-nvfp4-resolved" cases)
+    return [c for c in data["cases"] if not str(c["format"]).startswith("bnb") and c["format"] != "modelopt-nvfp4"]
 
 
 QUANT = _recorded_quant()
@@ -171,4 +172,4 @@ def test_quantized_linear_bytes_are_what_vllm_allocates(case: dict[str, object])
 def test_the_quant_recording_covers_each_format() -> None:
     formats = {c["format"] for c in QUANT if "error" not in c}
     assert formats >= {"awq-4-g128", "gptq-4-g128", "gptq-8-g128", "fp8-block-128", "fp8-tensor", "fbgemm-fp8",
-                       "modelopt-fp8", "ct-w4a16-g128", "ct-fp8-channel"}  # fmt: skip
+                       "modelopt-fp8", "ct-w4a16-g128", "ct-fp8-channel", "modelopt-nvfp4-resolved"}  # fmt: skip
