@@ -43,7 +43,8 @@ class CostModel:
             new += n
             ctx += before + n
             pairs += n * before + n * (n + 1) // 2
-            windowed += sum(b * min(before + n, w + n) for b, w in self.windowed)  # a window's history + new
+        for b, w in self.windowed:  # a window's history + new
+            windowed += sum(b * min(before + n, w + n) for n, before in work)
         read = self.weight_bytes + self.kv_bytes_per_token * ctx + windowed + self.state_bytes * len(work)
         flops = self.flops_per_token * new + self.attention_flops_per_pair * pairs
         h = self.hardware
@@ -52,7 +53,7 @@ class CostModel:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepCost:
     bytes: int
     flops: float

@@ -81,7 +81,7 @@ class SimulationError(KvplanError):
     kind = "unsupported"
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestResult:
     rid: int
     arrival: float
@@ -312,10 +312,16 @@ def simulate(  # noqa: C901 - one event loop
         if loop.last is not None:
             out = loop.last
             record = loop.steps[-1]
-            work = [(n, out.context[rid]) for rid, n in out.scheduled.items()]
+            work = []
+            decode = total = 0
+            context = out.context
+            for rid, n in out.scheduled.items():
+                before = context[rid]
+                work.append((n, before))
+                total += n
+                if n == 1 and before >= results[rid].prompt:
+                    decode += 1
             step = cost.step(work)
-            decode = sum(1 for rid, n in out.scheduled.items() if n == 1 and out.context[rid] >= results[rid].prompt)
-            total = sum(out.scheduled.values())
             series.add(
                 StepPoint(
                     t,

@@ -87,7 +87,7 @@ class Quantiles:
         return tuple(self.percentile(q) for q in qs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepPoint:
     """One engine step of the series (or, past MAX_SERIES_ROWS steps, several merged)."""
 

@@ -55,8 +55,11 @@ class KVCacheManager:
             blocks = self.req_blocks.get(r.rid)
             computed = r.num_computed
             if blocks is not None and min(computed + num_new, self.max_model_len) <= len(blocks) * self.block_size:
-                # what the path below does then: nothing to allocate, only newly full blocks cached
-                self.cache_blocks(r, min(computed + num_new, r.num_tokens))
+                # what the path below does then: nothing to allocate, only newly full blocks cached (a block is
+                # full when the tokens reach its end: cache_blocks' own test, done here without the call)
+                upto = min(computed + num_new, r.num_tokens)
+                if self.caching and upto // self.block_size > self.num_cached.get(r.rid, 0):
+                    self.cache_blocks(r, upto)
                 return True
         local = r.num_computed + num_hit_tokens
         total = min(local, self.max_model_len)

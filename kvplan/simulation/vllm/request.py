@@ -21,7 +21,7 @@ class Status(Enum):
     ABORTED = "aborted"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
     """vllm.v1.request.Request, the fields the scheduler reads."""
 

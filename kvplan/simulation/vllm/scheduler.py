@@ -32,7 +32,7 @@ class SchedulerConfig:
     state_checkpoint: int | None = None  # prefix caching with state groups: prefill_checkpoint_alignment
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepRecord:
     """One schedule(): what vLLM's recorder writes for it (tests compare these field by field)."""
 
@@ -44,7 +44,7 @@ class StepRecord:
     free_blocks: int
 
 
-@dataclass
+@dataclass(slots=True)
 class StepOutput:
     """One scheduled step: tokens per request, the context each had before them, who samples a token."""
 
@@ -100,6 +100,11 @@ class Scheduler:
         align = self.kv if isinstance(self.kv, AlignKVCacheManager) else None
         if align is not None:
             align.new_step_starts()
+        kv = self.kv
+        plain = kv if isinstance(kv, KVCacheManager) and type(kv) is KVCacheManager else None
+        held = plain.req_blocks if plain is not None else {}
+        bs = plain.block_size if plain is not None else 0
+        max_len = c.max_model_len
         while i < len(self.running) and budget > 0:
             r = self.running[i]
             if r.placeholders > 0 and r.num_computed + 2 - r.placeholders >= r.prompt + r.max_tokens:
@@ -108,11 +113,30 @@ class Scheduler:
             if self.current_step < r.next_decode_eligible_step:
                 i += 1
                 continue
-            n = min(r.num_tokens + r.placeholders - r.num_computed, budget)
-            n = min(n, c.max_model_len - r.num_computed - 1)
+            computed = r.num_computed
+            n = r.num_tokens + r.placeholders - computed  # min(…, budget, max_model_len - computed - 1)
+            if n > budget:
+                n = budget
+            if n > max_len - computed - 1:
+                n = max_len - computed - 1
             if align is not None and n > 0:
                 n = self._align_split(r, n, 0)
             if n <= 0:
+                i += 1
+                continue
+            blocks = held.get(r.rid)
+            if (
+                plain is not None
+                and blocks is not None
+                and (computed + n if computed + n < max_len else max_len) <= len(blocks) * bs
+            ):
+                # allocate_slots' first path, inlined: the blocks held suffice, only newly full ones are cached
+                upto = computed + n if computed + n < r.num_tokens else r.num_tokens
+                if plain.caching and upto // bs > plain.num_cached.get(r.rid, 0):
+                    plain.cache_blocks(r, upto)
+                scheduled[r.rid] = n
+                context[r.rid] = computed
+                budget -= n
                 i += 1
                 continue
             while True:
@@ -157,8 +181,7 @@ class Scheduler:
                 r.status = Status.RUNNING
                 r.num_computed = computed
             self.waiting.extendleft(skipped)
-        self._after_schedule(scheduled)
-        sampled = frozenset(rid for rid in scheduled if not self.requests[rid].is_prefill_chunk)
+        sampled = self._after_schedule(scheduled)
         return StepOutput(scheduled, sampled, context), tuple(sorted(p.rid for p in preempted))
 
     def _align_split(self, r: Request, n: int, hit: int) -> int:
@@ -199,43 +222,54 @@ class Scheduler:
         r.preemptions += 1
         self.waiting.appendleft(r)
 
-    def _after_schedule(self, scheduled: dict[int, int]) -> None:
+    def _after_schedule(self, scheduled: dict[int, int]) -> frozenset[int]:
+        """The scheduled requests' computed tokens advanced (and, async, their placeholders); those that sample a
+        token this step (not a prefill chunk)."""
+        self.finished_ids = set()
+        requests, asynchronous, eligible = self.requests, self.config.async_scheduling, self.current_step + 1
+        sampled = []
         for rid, n in scheduled.items():
-            r = self.requests[rid]
+            r = requests[rid]
             r.num_computed += n
             r.in_flight += n
-            r.is_prefill_chunk = r.num_computed < r.num_tokens + r.placeholders
-        self.finished_ids = set()
-        if not self.config.async_scheduling:
-            return
-        for rid in scheduled:
-            r = self.requests[rid]
-            if r.is_prefill_chunk:
-                continue
-            r.placeholders += 1
-            r.next_decode_eligible_step = self.current_step + 1  # decode_stagger = pipeline stages (1)
+            r.is_prefill_chunk = chunk = r.num_computed < r.num_tokens + r.placeholders
+            if not chunk:
+                sampled.append(rid)
+                if asynchronous:
+                    r.placeholders += 1
+                    r.next_decode_eligible_step = eligible  # decode_stagger = pipeline stages (1)
+        return frozenset(sampled)
 
     def update_from_output(self, out: StepOutput) -> list[Request]:
         """Apply one step's sampled tokens; the requests that ended."""
         ended: list[Request] = []
+        kv = self.kv
+        # the plain manager's cache_blocks does nothing until a block fills: its test, done here without the call
+        plain = kv if isinstance(kv, KVCacheManager) and type(kv) is KVCacheManager else None
+        bs = plain.block_size if plain is not None else 0
+        requests, sampled, max_len = self.requests, out.sampled, self.config.max_model_len
+        finished, aborted = Status.FINISHED, Status.ABORTED
         for rid, n in out.scheduled.items():
-            r = self.requests.get(rid)
+            r = requests.get(rid)
             stale = False
             if r is not None:
                 r.in_flight -= n
                 if r.stale > 0:
                     stale = True
                     r.stale -= n
-            if r is None or r.status is Status.FINISHED or r.status is Status.ABORTED or rid not in out.sampled:
+            if r is None or r.status is finished or r.status is aborted or rid not in sampled:
                 continue  # (r.finished, inlined: every running request passes here every step)
             before = r.status
             had_placeholders = r.placeholders > 0
-            r.add_output()
-            stopped = r.num_tokens >= self.config.max_model_len or r.outputs >= r.max_tokens
+            r.outputs += 1  # (r.add_output(), inlined)
+            r.num_tokens += 1
+            stopped = r.num_tokens >= max_len or r.outputs >= r.max_tokens
             if not stale and r.placeholders > 0:
                 r.placeholders -= 1
             if not stale and before is Status.RUNNING and had_placeholders:
-                self.kv.cache_blocks(r, r.num_computed - r.in_flight)
+                upto = r.num_computed - r.in_flight
+                if plain is None or (plain.caching and upto // bs > plain.num_cached.get(rid, 0)):
+                    kv.cache_blocks(r, upto)
             if stopped:
                 r.status = Status.FINISHED
                 self._free(r)
