@@ -1346,6 +1346,9 @@ class _Qwen35(_Qwen3Next):
     Q and its gate viewed in place, multi-section RoPE, the fused projections always (with their scales), beta and
     alpha from projections of their own, no repeat of Q / K for the fused delta net, and a dense SwiGLU (qwen35)."""
 
+    beta_kind = ""  # the unary functions of beta and of the output gate, where a backend's rules read them
+    gate_kind = ""
+
     def attn(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
         d, g = self.d, self.g
         hd, n_tok = d.head_k, self.r.n_tokens
@@ -1371,7 +1374,7 @@ class _Qwen35(_Qwen3Next):
         mixed = ggml.reshape(mixed, mixed.ne[0], nst, ns)
         z = g.lora_mm(g.wt(d.n_embd, hv * nv, name="attn_gate"), cur, g.opt("attn_gate.scale", 1))
         beta = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_beta"), cur, g.opt("ssm_beta.scale", 1))
-        beta = ggml.unary(ggml.reshape(beta, 1, nv, nst, ns))
+        beta = ggml.unary(ggml.reshape(beta, 1, nv, nst, ns), kind=self.beta_kind)
         alpha = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_alpha"), cur, g.opt("ssm_alpha.scale", 1))
         alpha = ggml.binary("ADD", ggml.reshape(alpha, nv, nst, ns), g.wt(nv, name="ssm_dt.bias"))
         gate = ggml.binary("MUL", ggml.unary(alpha), g.wt(nv, name="ssm_a"))
@@ -1388,19 +1391,22 @@ class _Qwen35(_Qwen3Next):
         q, k = _l2_norm(q), _l2_norm(k)
         out = self.recurrent_attn(ssm_all, q, k, v, gate, beta, state)
         normed = g.norm(out, g.wt(hv, name="ssm_norm"))
-        out = ggml.binary("MUL", normed, ggml.unary(ggml.reshape(z, hv, nv, nst, ns)))
+        out = ggml.binary("MUL", normed, ggml.unary(ggml.reshape(z, hv, nv, nst, ns), kind=self.gate_kind))
         out = ggml.reshape(out, hv * nv, nst, ns)
         cur = g.lora_mm(g.wt(hv * nv, d.n_embd, name="ssm_out"), out, g.opt("ssm_out.scale", 1))
         return ggml.reshape(cur, d.n_embd, nst * ns)
 
 
-class _Qwen4Exp(_Qwen3Next):
+class _Qwen4Exp(_Qwen35):
     """llama_model_qwen4exp::graph (src/models/qwen4exp.cpp, marked there for reimplementation): hc residual
     streams mixed by low-rank sigmoid gates (the fused DSV4_HC_PRE / DSV4_HC_POST ops on the CPU; the output's mixer
     op by op), PLE n-gram embeddings gated into the streams with a dilated causal conv over a recurrent history,
     Qwen3.5's gated delta net with a sigmoid output gate, gated full attention restricted by QSA (each layer with a
     compress ratio scores mean-pooled blocks of its indexer cache and attends the top blocks and the tail), and
     Qwen3-Next's experts."""
+
+    beta_kind = "sigmoid"  # build_layer_attn_linear: Qwen3.5's gated delta net, the output gated by a sigmoid
+    gate_kind = "sigmoid"
 
     def __init__(self, d: Dims, r: Reserve, w: Weights) -> None:
         super().__init__(d, r, w)
@@ -1494,37 +1500,6 @@ class _Qwen4Exp(_Qwen3Next):
 
     def conv_state(self, rs: RSInputs, conv_all: Tensor, qkv_mixed: Tensor) -> Tensor:
         return self.conv_state_at(rs, conv_all, qkv_mixed, self.d_conv - 1, self.conv_channels)
-
-    def linear_attn(self, rs: RSInputs, cur: Tensor, il: int) -> Tensor:
-        """build_layer_attn_linear: Qwen3.5's gated delta net, the output gated by a sigmoid."""
-        d, g, r = self.d, self.g, self.r
-        hk, hv, nk, nv = self.head_k, self.head_v, self.nk, self.nv
-        nst, ns = self.n_seq_tokens, self.n_seqs
-        mixed = g.lora_mm(g.wt(d.n_embd, 2 * hk * nk + hv * nv, name="attn_qkv"), cur, g.opt("attn_qkv.scale", 1))
-        mixed = ggml.reshape(mixed, mixed.ne[0], nst, ns)
-        z = g.lora_mm(g.wt(d.n_embd, hv * nv, name="attn_gate"), cur, g.opt("attn_gate.scale", 1))
-        beta = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_beta"), cur, g.opt("ssm_beta.scale", 1))
-        beta = ggml.unary(ggml.reshape(beta, 1, nv, nst, ns), kind="sigmoid")
-        alpha = g.lora_mm(g.wt(d.n_embd, nv, name="ssm_alpha"), cur, g.opt("ssm_alpha.scale", 1))
-        alpha = ggml.binary("ADD", ggml.reshape(alpha, nv, nst, ns), g.wt(nv, name="ssm_dt.bias"))
-        gate = ggml.binary("MUL", ggml.unary(alpha), g.wt(nv, name="ssm_a"))
-        gate = ggml.reshape(gate, 1, nv, nst, ns)
-        conv_all = g.rs_cache(r.type_r, self.n_embd_r, f"cache_r_l{il}", il)
-        ssm_all = g.rs_cache(r.type_s, self.n_embd_s, f"cache_s_l{il}", il)
-        conv_input = self.conv_state(rs, conv_all, mixed)
-        state = ggml.reshape(g.rs(rs, ssm_all, self.n_embd_s), hv, hv, nv, ns)
-        conv = ggml.unary(ggml.ssm_conv(conv_input, g.wt(self.d_conv, self.conv_channels, name="ssm_conv1d")))
-        row = ggml.row_size("f32", self.conv_channels)
-        q = ggml.view(conv, (hk, nk, nst, ns), (hk * 4, row, row * nst), 0)
-        k = ggml.view(conv, (hk, nk, nst, ns), (hk * 4, row, row * nst), hk * nk * 4)
-        v = ggml.view(conv, (hv, nv, nst, ns), (hv * 4, row, row * nst), 2 * hk * nk * 4)
-        q, k = _l2_norm(q), _l2_norm(k)
-        out = self.recurrent_attn(ssm_all, q, k, v, gate, beta, state)
-        normed = g.norm(out, g.wt(hv, name="ssm_norm"))
-        out = ggml.binary("MUL", normed, ggml.unary(ggml.reshape(z, hv, nv, nst, ns), kind="sigmoid"))
-        out = ggml.reshape(out, hv * nv, nst, ns)
-        cur = g.lora_mm(g.wt(hv * nv, d.n_embd, name="ssm_out"), out, g.opt("ssm_out.scale", 1))
-        return ggml.reshape(cur, d.n_embd, nst * ns)
 
     def qsa_attn(self, kv: KVInputs, cur: Tensor, pos: Tensor, il: int) -> Tensor:
         """build_layer_attn: the QSA top-k first (the layers with a compress ratio, over the indexer cache), then
