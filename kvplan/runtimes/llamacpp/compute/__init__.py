@@ -252,6 +252,24 @@ def _not_built(p: MemoryPlan) -> str | None:
     if m.arch in ("deepseek32", "glm-dsa") and g is not None and min(g.indexer_heads, g.indexer_top_k,
                                                                          m.indexer_head_size) <= 0:  # fmt: skip
         return "the lightning indexer's heads, head size and top-k must be positive (llama.cpp requires the keys)"
+    return _hc_not_built(m)
+
+
+def _hc_not_built(m: ModelDescription) -> str | None:
+    """DeepSeek-V4's and Qwen4exp's keys the loader requires (a config.json's conversion of them is not ported:
+    without them no graph, rather than one of the wrong shape)."""
+    g = m.graph
+    if g is None:
+        return None
+    heads = m.layers[0].n_head if m.layers else 0
+    if m.arch == "deepseek4" and (g.hc_count != 4 or min(g.dsv4[:2]) <= 0 or heads % max(g.dsv4[0], 1)):
+        return ("DeepSeek-V4's four hyper-connection streams, output groups (dividing the heads) and output low rank "
+                "must be known (attention.output_group_count, .output_lora_rank; a GGUF gives them)")  # fmt: skip
+    if m.arch == "qwen4exp" and (
+        g.hc_count <= 1 or g.hc_low_rank <= 0 or (g.ple[0] and g.ple[0] * g.ple[1] != m.n_embd)
+    ):
+        return ("Qwen4exp's hyper-connection streams (more than one) and low rank must be known, and its PLE heads "
+                "must fill the embedding (a GGUF gives them)")  # fmt: skip
     return None
 
 

@@ -147,3 +147,26 @@ def test_deepseek4_hash_layers_route_by_token() -> None:
 
     assert routed(plain_graph) == (12, 0)
     assert routed(hash_graph) == (9, 3)
+
+
+@pytest.mark.parametrize(
+    ("gguf", "missing", "why"),
+    [
+        ("real/deepseek4-shape.gguf", {"dsv4": (0, 0, 0)}, "output groups"),
+        ("real/deepseek4-shape.gguf", {"dsv4": (3, 256, 0)}, "dividing the heads"),
+        ("real/qwen4exp-shape.gguf", {"hc_low_rank": 0}, "low rank must be known"),
+        ("real/qwen4exp-shape.gguf", {"ple": (4, 64, 4, 3)}, "PLE heads must fill the embedding"),
+    ],
+)
+def test_hyper_connection_models_without_their_keys_have_no_graph(gguf: str, missing: dict[str, Any], why: str) -> None:
+    """A DeepSeek-V4 or Qwen4exp description without the keys its loader requires (as a config.json, whose
+    conversion of them is not ported, gives it) builds no graph and says why, instead of one of the wrong shape."""
+    from dataclasses import replace
+
+    from kvplan.runtimes.llamacpp.compute import graph_of, no_graph_reason
+
+    model = model_of(gguf)
+    assert model.graph is not None
+    p = plan(replace(model, graph=replace(model.graph, **missing)), LlamaCppSettings(n_ctx=4096))
+    assert graph_of(p) is None and why in no_graph_reason(p)
+    assert graph_of(plan(model, LlamaCppSettings(n_ctx=4096))) is not None
