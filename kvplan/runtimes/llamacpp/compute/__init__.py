@@ -9,7 +9,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from kvplan.model import ModelDescription
+from kvplan.model import GraphFacts, ModelDescription
 from kvplan.runtimes.llamacpp.compute.alloc import GraphAllocator
 from kvplan.runtimes.llamacpp.compute.archs import BUILDERS, Dims
 from kvplan.runtimes.llamacpp.compute.context import Reserve, Weights
@@ -232,7 +232,7 @@ def _not_built(p: MemoryPlan) -> str | None:
         return (
             "HRM-Text's stacks must fill its blocks: layers_per_stack × h_cycles × (l_cycles + 1) (llama.cpp asserts)"
         )
-    if m.arch == "glm5-next" and g is not None and g.kpool > 0:
+    if m.arch == "glm5-next" and g is not None and g.kpool > 1:
         r = reserve_for(p)
         n_pool = max(64, -(-(r.kv_size // g.kpool * r.n_seqs + 1) // 64) * 64)
         n_sel = g.kpool * min(n_pool, g.indexer_top_k // g.kpool) + (g.kpool - 1 if g.kpool_tail else 0)
@@ -252,15 +252,37 @@ def _not_built(p: MemoryPlan) -> str | None:
     if m.arch in ("deepseek32", "glm-dsa") and g is not None and min(g.indexer_heads, g.indexer_top_k,
                                                                          m.indexer_head_size) <= 0:  # fmt: skip
         return "the lightning indexer's heads, head size and top-k must be positive (llama.cpp requires the keys)"
-    return _hc_not_built(m)
+    return _keys_missing(m)
 
 
-def _hc_not_built(m: ModelDescription) -> str | None:
-    """DeepSeek-V4's and Qwen4exp's keys the loader requires (a config.json's conversion of them is not ported:
-    without them no graph, rather than one of the wrong shape)."""
+#: per architecture, graph facts its loader requires to be positive (llama.cpp throws on a file without them; a
+#: config.json whose conversion of them is not ported lacks them)
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "glm5-next": ("kpool",),
+    "hy_v4": ("hc_count",),
+    "minimax-m3": ("indexer_block",),
+    "qwen4exp": ("indexer_heads", "indexer_top_k"),
+}
+
+
+def _required_zero(arch: str, g: GraphFacts) -> str:
+    """The first required fact that is not positive ("" when all are); GLM-5-Next's kpool must exceed 1."""
+    for name in _REQUIRED.get(arch, ()):
+        if getattr(g, name) <= (1 if name == "kpool" else 0):
+            return name
+    return ""
+
+
+def _keys_missing(m: ModelDescription) -> str | None:
+    """The keys a loader requires that the description lacks (_REQUIRED; DeepSeek-V4's and Qwen4exp's
+    hyper-connection shapes): a config.json whose conversion of them is not ported gives no graph, rather than one
+    of the wrong shape or a crash."""
     g = m.graph
     if g is None:
         return None
+    missing = _required_zero(m.arch, g)
+    if missing:
+        return f"{m.arch}: a key its loader requires is missing or zero ({missing}; a GGUF gives it)"
     heads = m.layers[0].n_head if m.layers else 0
     if m.arch == "deepseek4" and (g.hc_count != 4 or min(g.dsv4[:2]) <= 0 or heads % max(g.dsv4[0], 1)):
         return ("DeepSeek-V4's four hyper-connection streams, output groups (dividing the heads) and output low rank "

@@ -170,3 +170,33 @@ def test_hyper_connection_models_without_their_keys_have_no_graph(gguf: str, mis
     p = plan(replace(model, graph=replace(model.graph, **missing)), LlamaCppSettings(n_ctx=4096))
     assert graph_of(p) is None and why in no_graph_reason(p)
     assert graph_of(plan(model, LlamaCppSettings(n_ctx=4096))) is not None
+
+
+#: graph facts a GGUF states and a config.json's conversion may not: each zeroed in turn
+_ZEROED: dict[str, Any] = {
+    "hc_count": 0, "hc_low_rank": 0, "attn_res_block": 0, "indexer_block": 0, "kpool": 0, "indexer_heads": 0,
+    "indexer_top_k": 0, "n_rot": 0, "kv_lora_rank": 0, "q_lora_rank": 0, "n_expert_used": 0, "n_expert": 0,
+    "n_ff_exp": 0, "n_ff": 0, "expert_latent": 0, "dsv4": (0, 0, 0), "ple": (0, 0, 0, 0), "hrm": (0, 0, 0),
+}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_every_builder_builds_or_says_why_with_a_fact_missing() -> None:
+    """Hostile or partial descriptions: for every fixture model of every builder, each fact above zeroed in turn
+    gives a graph or no graph with its reason — never an exception (a crash would be exit 70)."""
+    from dataclasses import replace
+
+    from kvplan.runtimes.llamacpp.compute import graph_of, no_graph_reason
+
+    ggufs = sorted({c["gguf"] for c in CASES if c["gguf"].startswith(("tiny/", "real/"))})
+    checked = 0
+    for gguf in ggufs:
+        model = model_of(gguf)
+        if model.graph is None:
+            continue
+        for name, value in _ZEROED.items():
+            p = plan(replace(model, graph=replace(model.graph, **{name: value})), LlamaCppSettings(n_ctx=4096))
+            if graph_of(p) is None:
+                assert no_graph_reason(p)
+            checked += 1
+    assert checked > 3000
