@@ -288,9 +288,18 @@ def _memory_figure(log: VllmLog, s: EngineSettings, blocks: int, bb: int) -> Fig
     fits = low < (shown + 0.005) * GIB and high > (shown - 0.005) * GIB
     why = (f"{blocks:,} blocks of {bb:,} B: any KV memory from {low / GIB:.4f} to {high / GIB:.4f} GiB holds "
            f"exactly these, printed as {log.available_gib}")  # fmt: skip
-    if not fits:
+    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
+    if not fits and ranks > 1 and low < (shown + 0.005) * GIB:
+        # get_kv_cache_configs (vllm/v1/core/kv_cache_planning.py), step 5: every worker takes the smallest
+        # num_blocks of all; the log prints this GPU's memory, which holds more
+        fits = True
+        why = (f"{blocks:,} blocks of {bb:,} B take {low / GIB:.4f}–{high / GIB:.4f} GiB, less than this GPU's "
+               f"{log.available_gib}: vLLM gives each of the {ranks} GPUs the smallest block count any of them holds "
+               f"(get_kv_cache_configs), so another GPU had {low / GIB:.4f}–{high / GIB:.4f} GiB for the KV cache "
+               "(its line is not in the log)")  # fmt: skip
+    elif not fits:
         why = f"not explained: {blocks:,} blocks take {low / GIB:.4f}–{high / GIB:.4f} GiB"
-        if s.tensor_parallel_size * s.pipeline_parallel_size > 1:
+        if ranks > 1:
             why += "; vLLM gives every GPU the smallest count any GPU holds, and the log prints one GPU's memory"
     return Figure("Available KV cache memory, GiB", log.available_gib, f"{low / GIB:.2f}", fits, why, low)
 

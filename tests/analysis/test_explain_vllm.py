@@ -72,15 +72,24 @@ def test_the_refused_max_seq_len_is_the_block_arithmetic() -> None:
     assert {c.flags for c in e.changes} >= {"--max-model-len 23632 (the longest that fits)"}
 
 
-def test_a_tensor_parallel_log_that_kvplan_cannot_account_for_says_so() -> None:
+def test_a_tensor_parallel_log_holds_the_smallest_gpus_block_count() -> None:
+    """vllm#21348 (TP 4): 11,180 blocks take 8.02 GiB where rank 0 printed 8.11 available — vLLM gives every
+    worker the smallest count any holds (get_kv_cache_configs), so another GPU had less; a printed memory too small
+    for the blocks stays not explained."""
     log = read_server_log(str(LOGS / "issue-21348-qwen3-235b-a22b-fp8.log"))
     assert isinstance(log, VllmLog) and log.setting("tensor_parallel_size") == "4"
     e = explain_vllm(log, load_model("qwen3-235b-a22b"), gpu_facts("H100-80GB"), False)
     by = {f.what: f for f in e.figures}
     assert by["GPU KV cache size, tokens"].equal and e.blocks == 11_180 and e.block_bytes == 770_048
     memory = by["Available KV cache memory, GiB"]
-    assert not memory.equal and memory.why.startswith("not explained: 11,180 blocks take 8.0179–8.0186 GiB")
-    assert "smallest count any GPU holds" in memory.why
+    assert memory.equal and e.explained
+    assert "smallest block count any of them holds" in memory.why and "another GPU had 8.0179–8.0186 GiB" in memory.why
+    text = (LOGS / "issue-21348-qwen3-235b-a22b-fp8.log").read_text().replace("memory: 8.11 GiB", "memory: 7.90 GiB")
+    short = _parse(text)
+    assert isinstance(short, VllmLog)
+    low = {f.what: f for f in explain_vllm(short, load_model("qwen3-235b-a22b"), gpu_facts("H100-80GB"), False).figures}
+    assert not low["Available KV cache memory, GiB"].equal
+    assert low["Available KV cache memory, GiB"].why.startswith("not explained: 11,180 blocks take 8.0179–8.0186 GiB")
 
 
 def test_a_v1_log_reads_its_settings_from_vllms_own_lines() -> None:
@@ -140,8 +149,8 @@ def test_the_cli_explains_a_vllm_log_in_every_format() -> None:
     assert data["block_bytes"] == 2_097_152 and data["explained"] is True
     for fmt in ("table", "markdown", "csv"):
         assert kv("explain", path, "-m", "llama-3.1-8b", "--gpu", "RTX-3090", "-o", fmt).exit_code == 0
-    bad = kv("explain", str(LOGS / "issue-21348-qwen3-235b-a22b-fp8.log"), "-m", "qwen3-235b-a22b")
-    assert bad.exit_code == 1 and "1 of 2 figures not explained" in bad.stdout
+    tp = kv("explain", str(LOGS / "issue-21348-qwen3-235b-a22b-fp8.log"), "-m", "qwen3-235b-a22b")
+    assert tp.exit_code == 0 and "all 2 figures equal" in tp.stdout
 
 
 @settings(max_examples=200, deadline=None)
