@@ -1,0 +1,474 @@
+"""SGLang 0.5.23's scheduler over one token pool, step by step (work in progress: the radix cache off).
+
+Ported from sglang/srt/managers/scheduler.py (get_next_batch_to_run, _get_new_batch_prefill_raw,
+update_running_batch, process_batch_result), schedule_policy.py (PrefillAdder: add_chunked_req, add_one_req,
+_select_prefill_admission, budget_state), mem_cache/prefill_budget.py (PrefillBudget), schedule_batch.py
+(check_decode_mem, retract_decode and its order, release_req) and scheduler_components/new_token_ratio_tracker.py.
+Proven against SGLang's own scheduler driven step by step (scripts/engines/sglang_sched_case.py →
+tests/fixtures/engines/sglang_sched.json). What is ported: one full-attention token pool of page size 1,
+first-come-first-served admission, chunked prefill, the new-token ratio and its decay, retraction; the event loop
+with the overlap schedule off (``event_loop_normal``). Not yet: the radix cache's tree, the overlap loop, pages,
+the SWA and Mamba pools.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+
+#: SGLang's environment defaults (sglang/srt/environ.py)
+INIT_NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+NEW_TOKEN_RATIO_DECAY_STEPS = 600
+RETRACT_DECODE_STEPS = 20
+CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+IGNORE_EOS_RESERVE_TOKENS = 1
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """What SGLang's scheduler is given: its pool and limits, resolved as SGLang resolves them."""
+
+    max_total_num_tokens: int
+    max_running_requests: int
+    max_prefill_tokens: int
+    chunked_prefill_size: int | None
+    context_len: int
+    page_size: int = 1
+    schedule_conservativeness: float = 1.0
+
+    @property
+    def max_req_len(self) -> int:
+        """TpModelWorker.get_worker_info: the longest request (prompt and output)."""
+        return min(self.context_len - 1, self.max_total_num_tokens - 1)
+
+    @property
+    def max_req_input_len(self) -> int:
+        return self.max_req_len - 5
+
+
+@dataclass(slots=True, eq=False)
+class Req:
+    rid: int
+    prompt: int  # len(origin_input_ids)
+    max_new: int  # sampling_params.max_new_tokens, clipped by init_req_max_new_tokens
+    ignore_eos: bool = False
+    output: int = 0  # len(output_ids)
+    prefix_len: int = 0  # tokens whose KV the request already holds when a prefill round starts
+    extend_end: int = 0  # tokens whose KV exists after this round
+    kv: int = 0  # KV tokens the request holds
+    holds_slot: bool = False  # a req_to_token row
+    finished: bool = False
+    aborted: bool = False
+    retracted: bool = False  # until re-admitted: a result still queued for it is dropped
+
+    @property
+    def fill(self) -> int:
+        """len(full_untruncated_fill_ids): the prompt and the outputs so far."""
+        return self.prompt + self.output
+
+    @property
+    def extend_len(self) -> int:
+        return self.extend_end - self.prefix_len
+
+
+class Add(Enum):
+    CONTINUE = 0
+    NO_TOKEN = 1
+    OTHER = 2
+
+
+@dataclass
+class Batch:
+    reqs: list[Req] = field(default_factory=list)
+    extend: bool = False
+    is_full: bool = False
+    chunked: Req | None = None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One iteration as the recorder writes it."""
+
+    it: int
+    extend: tuple[tuple[int, int], ...]
+    decode: tuple[int, ...]
+    running: int
+    waiting: int
+    retracted: int
+    ratio: float
+    free: int
+    evictable: int
+
+
+class Pool:
+    """The token pool and the request rows (TokenToKVPoolAllocator, ReqToTokenPool) — counts, not indices."""
+
+    def __init__(self, tokens: int, rows: int) -> None:
+        self.size = tokens
+        self.free = tokens
+        self.rows = rows
+
+    def alloc(self, n: int) -> None:
+        assert n <= self.free, "allocation past the pool"
+        self.free -= n
+
+
+class Scheduler:
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.c = config
+        self.pool = Pool(config.max_total_num_tokens, config.max_running_requests)
+        init = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
+        self.ratio_init = init
+        self.ratio_min = min(init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
+        self.ratio_decay = (init - self.ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS
+        self.ratio = init
+        self.waiting: list[Req] = []
+        self.running = Batch()
+        self.last: Batch | None = None
+        self.chunked: Req | None = None
+        self.retracted = 0
+        self.by_id: dict[int, Req] = {}
+        self.inflight: set[Req] = set()  # the overlap loop's queued batch, not yet processed
+
+    # -- requests in and out --
+    def add(self, rid: int, prompt: int, output: int, ignore_eos: bool = False) -> Req:
+        """handle_generate_request with init_req_max_new_tokens' clipping."""
+        c = self.c
+        max_new = max(0, min(output, c.max_req_len - prompt - 1))
+        page = c.page_size
+        paged = -(-prompt // page) * page
+        max_new = max(0, min(max_new, c.max_total_num_tokens - paged - page - 1))
+        req = Req(rid, prompt, max_new, ignore_eos)
+        self.by_id[rid] = req
+        self.waiting.append(req)
+        return req
+
+    def _release(self, req: Req) -> None:
+        """cache_finished_req / release_kv_cache with the radix cache off: every token and the row go back."""
+        self.pool.free += req.kv
+        req.kv = 0
+        if req.holds_slot:
+            self.pool.rows += 1
+            req.holds_slot = False
+
+    def abort(self, rid: int) -> None:
+        req = self.by_id.get(rid)
+        if req is None or req.finished:
+            return
+        if req in self.waiting:
+            self.waiting.remove(req)
+            self._release(req)
+            req.finished = req.aborted = True
+            del self.by_id[rid]
+        else:
+            req.aborted = True  # finished when its batch's result is processed
+
+    # -- the schedule --
+    def next_batch(self) -> Batch | None:
+        """get_next_batch_to_run."""
+        running = self.running
+        exclude = self.chunked
+        if exclude is not None and exclude.extend_end > exclude.prefix_len:
+            exclude.prefix_len = exclude.extend_end  # checkpoint_kv_cache: the chunk's KV stays the request's
+        last = self.last
+        if last is not None and last.extend:
+            n = len(last.reqs)
+            last.reqs = [r for r in last.reqs if not r.finished and r is not exclude]
+            if len(last.reqs) < n:
+                running.is_full = False
+            if last.reqs and last is not running:
+                if not running.reqs:
+                    running = Batch(last.reqs)
+                else:
+                    running.reqs.extend(last.reqs)
+        n = len(running.reqs)
+        running.reqs = [r for r in running.reqs if not r.finished]
+        if len(running.reqs) < n:
+            running.is_full = False
+        self.running = running
+        new = self._prefill(running)
+        if new is not None:
+            return new
+        if running.reqs:
+            return self._decode(running)
+        return None
+
+    def _budget_total(self) -> float:
+        return float(self.pool.free)
+
+    def _prefill(self, running: Batch) -> Batch | None:  # noqa: C901 - one admission pass
+        c = self.c
+        if not running.reqs:
+            running.is_full = False
+        if (running.is_full or not self.waiting) and self.chunked is None:
+            return None
+        rows_free = self.pool.rows
+        running_bs = len(running.reqs)
+        if min(c.max_running_requests - running_bs, rows_free) <= 0 and self.chunked is None:
+            running.is_full = True
+            return None
+        adder = Adder(self, running)
+        if self.chunked is not None:
+            self.chunked = adder.add_chunked(self.chunked)
+        for req in self.waiting:
+            if adder.state() is Add.OTHER:
+                break
+            held = sum(1 for r in adder.can_run if r.holds_slot)
+            if len(adder.can_run) >= max(0, min(c.max_running_requests - running_bs, rows_free + held)):
+                running.is_full = True
+            if running.is_full:
+                break
+            req.prefix_len = 0  # no tree to match against
+            res = adder.add_one(req)
+            if res is not Add.CONTINUE:
+                if res is Add.NO_TOKEN:
+                    running.is_full = bool(adder.can_run) or bool(running.reqs)
+                break
+        if not adder.can_run:
+            return None
+        chosen = set(map(id, adder.can_run))
+        self.waiting = [r for r in self.waiting if id(r) not in chosen]
+        if adder.new_chunked is not None:
+            assert self.chunked is None
+            self.chunked = adder.new_chunked
+        batch = Batch(list(adder.can_run), extend=True, chunked=self.chunked)
+        for r in batch.reqs:  # prepare_for_extend
+            r.retracted = False
+            if not r.holds_slot:
+                self.pool.rows -= 1
+                r.holds_slot = True
+            self.pool.alloc(r.extend_len)
+            r.kv += r.extend_len
+        return batch
+
+    def _decode(self, batch: Batch) -> Batch | None:
+        """update_running_batch. With the overlap schedule, the requests whose queued result gives them their
+        last token by length sit this step out (_reqs_finishing_inflight)."""
+        initial = len(batch.reqs)
+        finishing = [r for r in batch.reqs if r in self.inflight and r.output + 1 >= r.max_new]
+        if finishing:
+            batch.reqs = [r for r in batch.reqs if r not in finishing]
+        if not batch.reqs:
+            batch.is_full = False
+            return None
+        need = len(batch.reqs) * self.c.page_size
+        if self.pool.free < need and finishing:
+            batch.is_full = False  # the queued result frees them at the end of this step
+            return None
+        need = len(batch.reqs) * self.c.page_size  # page size 1: a new token each
+        if self.pool.free < need:
+            keep = sorted(range(len(batch.reqs)), key=lambda i: (batch.reqs[i].output, -batch.reqs[i].prompt),
+                          reverse=True)  # fmt: skip
+            retracted = []
+            first = True
+            while first or self.pool.free < len(keep) * self.c.page_size:
+                if len(keep) == 1:
+                    break
+                first = False
+                req = batch.reqs[keep.pop()]
+                self._release(req)
+                req.prefix_len = req.extend_end = 0  # reset_for_retract: outputs kept, KV re-prefilled
+                req.retracted = True
+                retracted.append(req)
+            assert self.pool.free >= len(keep) * self.c.page_size, "out of memory after retracting all others"
+            kept = set(keep)
+            batch.reqs = [r for i, r in enumerate(batch.reqs) if i in kept]
+            decoded = sum(r.output for r in batch.reqs)
+            budget = sum(r.max_new for r in batch.reqs)
+            self.ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(batch.reqs)) / (budget + 1))
+            self.retracted = len(retracted)
+            self.waiting.extend(retracted)
+        else:
+            self.ratio = max(self.ratio - self.ratio_decay, self.ratio_min)
+        if len(batch.reqs) < initial:
+            batch.is_full = False
+        if not batch.reqs:
+            return None
+        for r in batch.reqs:  # prepare_for_decode
+            self.pool.alloc(1)
+            r.kv += 1
+        return Batch(batch.reqs, extend=False)
+
+    def process(self, reqs: tuple[Req, ...], partial: Req | None) -> list[Req]:
+        """process_batch_result: one token for every request whose prefill is complete; those done released."""
+        done = []
+        for r in reqs:
+            if r is partial or r.finished or r.retracted:
+                continue  # a partial chunk samples nothing; a request aborted or retracted meanwhile neither
+            r.output += 1
+            if r.aborted or r.output >= r.max_new:
+                r.finished = True
+                self._release(r)
+                del self.by_id[r.rid]
+                done.append(r)
+        return done
+
+
+class Adder:
+    """PrefillAdder with PrefillBudget, for one pool of page size 1 and no radix tree."""
+
+    def __init__(self, s: Scheduler, running: Batch) -> None:
+        c = s.c
+        self.s = s
+        self.page = c.page_size
+        self.rem_input = c.max_prefill_tokens
+        self.rem_chunk = c.chunked_prefill_size
+        self.total_offset = 0.0
+        self.current_offset = 0.0
+        for r in running.reqs:
+            ratio = 1.0 if r.ignore_eos else s.ratio
+            self.total_offset += min(r.max_new - r.output, CLIP_MAX_NEW_TOKENS) * ratio
+        self.can_run: list[Req] = []
+        self.new_chunked: Req | None = None
+        self.running = running
+
+    @property
+    def rem_total(self) -> float:
+        return self.s.pool.free - self.total_offset
+
+    @property
+    def rem_current(self) -> float:
+        return self.s.pool.free - self.current_offset
+
+    def state(self) -> Add:
+        if not (self.rem_total > 0 and self.rem_current > 0):
+            return Add.NO_TOKEN
+        if self.rem_input <= 0:
+            return Add.OTHER
+        if self.rem_chunk is not None and self.rem_chunk <= 0:
+            return Add.OTHER
+        return Add.CONTINUE
+
+    def _charge(self, extend: int, max_new: int) -> None:
+        paged = -(-extend // self.page) * self.page
+        self.total_offset += paged + self.page + max_new
+        self.current_offset += paged + self.page
+        self.rem_input -= paged
+        if self.rem_chunk is not None:
+            self.rem_chunk -= paged
+
+    def add_chunked(self, req: Req) -> Req | None:
+        assert self.rem_chunk is not None
+        avail = min(self.rem_chunk, int(self.rem_total))
+        rem = avail if avail > 0 else self.rem_chunk
+        cand = req.fill - req.prefix_len
+        truncated = cand > rem
+        new_len = min(cand, rem)
+        req.extend_end = req.prefix_len + new_len
+        self.can_run.append(req)
+        self._charge(new_len, 0 if truncated else min(req.max_new, CLIP_MAX_NEW_TOKENS))
+        return req if truncated else None
+
+    def add_one(self, req: Req) -> Add:
+        if req.ignore_eos:
+            return self._add_ignore_eos(req)
+        max_new = min(max(req.max_new - req.output, 0), CLIP_MAX_NEW_TOKENS)
+        cand = req.fill - req.prefix_len
+        total = cand + max_new + self.page
+        if not total < self.rem_total:
+            return Add.NO_TOKEN
+        paged = -(-cand // self.page) * self.page
+        if self.rem_chunk is None and self.can_run and paged >= self.rem_input:
+            return Add.OTHER
+        extend, admit_new = cand, min(req.max_new, CLIP_MAX_NEW_TOKENS)
+        chunked = False
+        if self.rem_chunk is not None and paged > self.rem_chunk:
+            extend = self.rem_chunk // self.page * self.page
+            extend = (req.prefix_len + extend) // self.page * self.page - req.prefix_len
+            if extend <= 0:
+                return Add.OTHER
+            chunked, admit_new = True, 0
+        req.extend_end = req.prefix_len + extend
+        self.can_run.append(req)
+        if chunked:
+            self.new_chunked = req
+        self._charge(extend, admit_new)
+        return self.state()
+
+    def _add_ignore_eos(self, req: Req) -> Add:
+        """add_one_req_ignore_eos: the pool must hold every admitted request's remaining tokens in turn."""
+        cand = req.fill - req.prefix_len
+        paged_input = -(-cand // self.page) * self.page + self.page
+        if not paged_input <= min(self.rem_current, self.rem_total):
+            return Add.NO_TOKEN
+        states = []
+        for r in [req, *self.running.reqs, *self.can_run]:
+            ratio = 1.0 if r.ignore_eos else self.s.ratio
+            left = r.max_new * ratio - r.output
+            if left > 0:
+                states.append((left, r.prompt + r.output))
+        states.sort(key=lambda x: x[0])
+        cur = self.rem_current - paged_input
+        freed = 0
+        for i, (left, occupied) in enumerate(states):
+            bs = len(states) - i
+            if cur + freed - left * bs <= IGNORE_EOS_RESERVE_TOKENS * bs:
+                return Add.NO_TOKEN
+            freed += occupied
+        if self.rem_chunk is None or cand <= self.rem_chunk:
+            req.extend_end = req.fill
+            self.can_run.append(req)
+            self._charge(req.extend_len, min(req.max_new, CLIP_MAX_NEW_TOKENS))
+        else:
+            if self.rem_chunk <= 0:
+                return Add.OTHER
+            req.extend_end = req.prefix_len + self.rem_chunk
+            self.can_run.append(req)
+            self.new_chunked = req
+            self._charge(self.rem_chunk, 0)
+        return self.state()
+
+
+def run_by_iteration(  # noqa: C901 - the recorder's loop, both event loops
+    config: SchedulerConfig,
+    requests: list[tuple[int, int, int, int | None]],
+    ignore_eos: bool = False,
+    overlap: bool = True,
+    limit: int = 1_000_000,
+) -> list[StepRecord]:
+    """The workload as the recorder drives SGLang's event loop (event_loop_overlap, SGLang's default, or
+    event_loop_normal): request i = (arrival iteration, prompt, output tokens, cancel iteration or None) is added,
+    or aborted, before the iteration of that number."""
+    queue: deque[tuple[tuple[Req, ...], Req | None]] = deque()
+    s = Scheduler(config)
+    arrivals: dict[int, list[int]] = {}
+    cancels: dict[int, list[int]] = {}
+    for i, (arrive, _, _, cancel) in enumerate(requests):
+        arrivals.setdefault(arrive, []).append(i)
+        if cancel is not None:
+            cancels.setdefault(cancel, []).append(i)
+    last = max(arrivals, default=-1)
+    steps: list[StepRecord] = []
+    for it in range(limit):
+        for i in arrivals.get(it, ()):
+            _, prompt, output, _ = requests[i]
+            s.add(i, prompt, output, ignore_eos)
+        for i in cancels.get(it, ()):
+            s.abort(i)
+        batch = s.next_batch()
+        retracted, s.retracted = s.retracted, 0
+        ratio = s.ratio
+        extend: tuple[tuple[int, int], ...] = ()
+        decode: tuple[int, ...] = ()
+        if batch is not None:
+            if batch.extend:
+                extend = tuple((r.rid, r.extend_len) for r in batch.reqs)
+            else:
+                decode = tuple(r.rid for r in batch.reqs)
+        running, waiting = len(s.running.reqs), len(s.waiting)
+        if not overlap:
+            if batch is not None:
+                s.process(tuple(batch.reqs), batch.chunked)
+        else:
+            if batch is not None:
+                queue.append((tuple(batch.reqs), batch.chunked))
+            if s.last is not None:
+                s.process(*queue.popleft())
+            s.inflight = set(queue[0][0]) if queue else set()
+        s.last = batch
+        steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.free, 0))
+        if it > last and batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not queue:
+            break
+    return steps

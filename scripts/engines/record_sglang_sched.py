@@ -1,0 +1,164 @@
+"""Record SGLang 0.5.23's own scheduler over seeded workloads (tests/fixtures/engines/sglang_sched.json).
+
+usage: python scripts/engines/record_sglang_sched.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING]
+
+Each case runs sglang_sched_case.py in a process of its own: SGLang sizes and builds its pools (on the CPU,
+``max_total_tokens`` keeping them small), builds its Scheduler and runs the workload through its event loop step
+by step (see that file). The workloads are generated here from a seed and stored with the answer, so the test
+replays exactly what SGLang saw. Never edit a recorded number by hand: change the case list here and re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record_sglang import SGLANG_VERSION, case
+from record_vllm import CONFIGS, ROOT
+from record_vllm_sched import workload
+
+OUT = ROOT / "tests" / "fixtures" / "engines" / "sglang_sched.json"
+SCRIPT = Path(__file__).with_name("sglang_sched_case.py")
+
+
+def sched(name: str, model: str, requests: list[list[Any]], **args: Any) -> dict[str, Any]:
+    """A case: SGLang's sizing inputs as record_sglang.case gives them, the scheduler's flags, the workload."""
+    return {"name": name, **case(model, **args), "requests": requests}
+
+
+def cases() -> list[dict[str, Any]]:
+    mixed = workload(1, 40, span=60, prompt=(50, 1500), output=(10, 400), cancel=0.1)
+    burst = workload(2, 60, span=0, prompt=(20, 600), output=(50, 300))
+    long_out = workload(3, 12, span=20, prompt=(100, 400), output=(600, 1200))
+    long_prompts = workload(5, 20, span=40, prompt=(1500, 7000), output=(20, 300), cancel=0.05)
+    shared = workload(4, 30, span=40, prompt=(320, 900), output=(20, 200), cancel=0.1)
+    base = {"context_length": 8192, "chunked_prefill_size": 1024}
+    out: list[dict[str, Any]] = []
+    for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True})):
+        out += [
+            sched(
+                f"llama-hand-{loop}",
+                "llama-3.1-8b",
+                [
+                    [0, 300, 200, None],
+                    [0, 500, 100, None],
+                    [1, 1000, 300, None],
+                    [3, 200, 50, 6],
+                    [4, 1500, 40, None],
+                    [5, 100, 80, None],
+                    [9, 700, 60, None],
+                ],
+                max_total_tokens=3000,
+                context_length=2048,
+                chunked_prefill_size=512,
+                **flags,
+            ),
+            sched(f"llama-mixed-{loop}", "llama-3.1-8b", mixed, max_total_tokens=6000, **base, **flags),
+            sched(f"llama-burst-retract-{loop}", "llama-3.1-8b", burst, max_total_tokens=5000, **base, **flags),
+            sched(
+                f"llama-long-output-{loop}",
+                "llama-3.1-8b",
+                long_out,
+                max_total_tokens=3000,
+                context_length=2048,
+                chunked_prefill_size=512,
+                **flags,
+            ),
+            sched(
+                f"llama-long-prompts-chunked-{loop}",
+                "llama-3.1-8b",
+                long_prompts,
+                max_total_tokens=16000,
+                context_length=8192,
+                chunked_prefill_size=2048,
+                **flags,
+            ),
+            sched(
+                f"llama-shared-prefix-{loop}",
+                "llama-3.1-8b",
+                shared,
+                max_total_tokens=5000,
+                shared_prefix=300,
+                **base,
+                **flags,
+            ),
+            sched(
+                f"llama-radix-off-{loop}",
+                "llama-3.1-8b",
+                mixed,
+                max_total_tokens=6000,
+                disable_radix_cache=True,
+                **base,
+                **flags,
+            ),
+        ]
+    out += [
+        sched("llama-max-running-4", "llama-3.1-8b", mixed, max_total_tokens=8000, max_running_requests=4, **base),
+        sched(
+            "llama-lpm-shared-prefix",
+            "llama-3.1-8b",
+            shared,
+            max_total_tokens=5000,
+            shared_prefix=300,
+            schedule_policy="lpm",
+            **base,
+        ),
+        sched(
+            "llama-mixed-chunk",
+            "llama-3.1-8b",
+            mixed,
+            max_total_tokens=6000,
+            enable_mixed_chunk=True,
+            disable_overlap_schedule=True,
+            **base,
+        ),
+        sched("llama-burst-ignore-eos", "llama-3.1-8b", burst, max_total_tokens=5000, ignore_eos=True, **base),
+        sched(
+            "llama-conservative", "llama-3.1-8b", burst, max_total_tokens=5000, schedule_conservativeness=0.3, **base
+        ),
+    ]
+    return out
+
+
+def run_case(python: str, c: dict[str, Any]) -> dict[str, Any]:
+    arg = {**c, "model": str(CONFIGS / c["model"])}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(arg, f)
+    proc = subprocess.run([python, str(SCRIPT), "@" + f.name], capture_output=True, text=True, timeout=1800)
+    Path(f.name).unlink()
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("SGLANG_CASE_RESULT ")]
+    if not lines:
+        raise RuntimeError(f"{c['name']}: no result\n{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(lines[-1].removeprefix("SGLANG_CASE_RESULT "))
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("python", help="the Python of a venv with sglang==0.5.23")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", default="", help="record only the cases whose name contains this")
+    args = ap.parse_args()
+    todo = [c for c in cases() if args.only in c["name"]]
+    old = json.loads(OUT.read_text())["cases"] if OUT.exists() and args.only else []
+    done = [d for d in old if args.only not in d["case"]["name"]]
+    start = time.time()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for c, result in zip(todo, pool.map(lambda c: run_case(args.python, c), todo), strict=True):
+            done.append({"case": c, **result})
+            status = f"{len(result['ok']['steps'])} steps" if "ok" in result else f"error: {result['error']}"
+            print(f"{c['name']}: {status}", flush=True)
+    OUT.write_text(json.dumps({"sglang": SGLANG_VERSION, "cases": done}, separators=(",", ":")) + "\n")
+    print(f"{len(done)} cases in {time.time() - start:.0f} s -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()

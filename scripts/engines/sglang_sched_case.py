@@ -1,0 +1,319 @@
+"""Run SGLang 0.5.23's own scheduler over one workload, step by step, on a machine without a GPU.
+
+usage (inside the SGLang venv; see scripts/engines/README.md):
+    python scripts/engines/sglang_sched_case.py '{"model": DIR, "gpu": {...}, "available_bytes": A, ...,
+                                                  "requests": [[arrive, prompt, output, cancel], ...]}'
+    python scripts/engines/sglang_sched_case.py @case.json
+
+The pools are SGLang's own, sized and built by ``KVCacheConfigurator.configure`` as in sglang_log_case.py but on
+the CPU (``max_total_tokens`` keeps them small). The scheduler is SGLang's ``Scheduler`` with the parts that
+need a GPU, a tokenizer or other processes left out (``Scheduler.__init__``'s init_* steps that touch the pools,
+the tree cache, the schedule policy, chunked prefill, the batch result processor; IPC, metrics, watchdogs and the
+model worker not run): the model worker is a stub whose ``forward_batch_generation`` samples token 1 for every
+request whose prefill is complete. Requests enter through ``handle_generate_request`` with a
+``TokenizedGenerateReqInput`` (distinct token ids per request unless a shared prefix is given; ``max_new_tokens``
+= the output length; the stub never samples EOS, so a request ends by length, and SGLang reserves for it
+new_token_ratio × its remaining tokens unless the case sets ``ignore_eos``); a cancel is
+``abort_request(AbortReq(rid))`` before the iteration given.
+The loop is ``event_loop_normal``'s body (``disable_overlap_schedule``) or ``event_loop_overlap``'s.
+Prints one line ``SGLANG_CASE_RESULT {json}``: every iteration's batch (mode, each request's new tokens), the
+running batch, the waiting queue, retractions, the free and evictable token counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+import types
+from array import array
+from collections import deque
+from typing import Any
+
+if len(sys.argv) > 1 and sys.argv[1].startswith("@"):
+    with open(sys.argv[1][1:]) as f:
+        sys.argv[1] = f.read()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# isort: off
+import transformers.models.auto.processing_auto  # noqa: F401  (before the stubs: it probes torchvision)
+import tvm_ffi  # noqa: F401  (before the stubs: it probes cuda.*)
+import sglang_platform
+# isort: on
+
+sglang_platform.STUB_PREFIXES += ("torchvision",)
+import sglang_case as sc  # noqa: E402  (configures the stand-in platform from sys.argv[1])
+
+CASE = sc.CASE
+
+
+sc.SERVER_ARGS += (
+    "max_total_tokens",
+    "chunked_prefill_size",
+    "max_prefill_tokens",
+    "disable_overlap_schedule",
+    "schedule_policy",
+    "schedule_conservativeness",
+    "enable_mixed_chunk",
+    "swa_full_tokens_ratio",
+)
+
+
+def build() -> Any:
+    """SGLang's Scheduler over SGLang's own pools, the GPU-, IPC- and model-bound parts left out."""
+    import torch
+    from sglang.srt.managers import scheduler as sm
+    from sglang.srt.mem_cache import kv_cache_builder
+    from sglang.srt.runtime_context import get_schedule
+
+    sa, mc, kvc, _model_cls, _window = sc.configurator()
+    kvc.device = "cpu"
+    pools = kvc.configure(pre_model_load_memory=CASE["pre_bytes"] / (1 << 30))
+    sched = get_schedule()
+
+    class Runner:
+        pass
+
+    runner = Runner()
+    runner.token_to_kv_pool = pools.token_to_kv_pool
+    runner.token_to_kv_pool_allocator = pools.token_to_kv_pool_allocator
+    runner.req_to_token_pool = pools.req_to_token_pool
+    runner.model_config = mc
+    runner.spec_algorithm = kvc.spec_algorithm
+    runner.mtp_draft_device_pools = ()
+    runner.mtp_draft_mamba_pools = ()
+    runner.prefill_aware_swa = False
+    runner.canary_manager = None
+    runner.attn_backend = types.SimpleNamespace()
+    runner.device = "cpu"
+    from sglang.srt.model_executor.model_runner_components.ngram_embedding_manager import NgramEmbeddingManager
+
+    runner.ngram_embedding_manager = NgramEmbeddingManager.from_model(
+        model=None, model_config=mc, req_to_token_pool=pools.req_to_token_pool,
+        max_running_requests=pools.max_running_requests, device="cpu",
+    )  # fmt: skip
+    return sa, mc, kvc, pools, runner, sched, sm, kv_cache_builder, torch
+
+
+FORWARD_STREAM: Any = None
+GROUP = types.SimpleNamespace(cpu_group=None, device_group=None, world_size=1, rank=0, rank_in_group=0,
+                              is_first_rank=True, is_last_rank=True, ranks=[0], local_rank=0, first_rank=0,
+                              last_rank=0)  # fmt: skip
+
+
+class Worker:
+    """The model worker, as the scheduler sees it: the pools, the worker info, and a forward that samples token 1
+    for every request whose prefill completes (a partial chunk samples nothing; the scheduler decides that)."""
+
+    def __init__(self, runner: Any, pools: Any, mc: Any, sched: Any, kvc: Any) -> None:
+        self.model_runner = runner
+        self.model_config = mc
+        self.pools = pools
+        self.sched = sched
+        self.is_hybrid_swa = bool(kvc.is_hybrid_swa)
+        self.sliding_window_size = kvc.sliding_window_size
+        self.random_seed = 0
+        self.device = "cpu"
+
+    def get_memory_pool(self) -> Any:
+        return self.pools.req_to_token_pool, self.pools.token_to_kv_pool_allocator
+
+    def get_tokens_per_layer_info(self) -> Any:
+        return self.pools.full_max_total_num_tokens, self.pools.swa_max_total_num_tokens
+
+    def get_pad_input_ids_func(self) -> Any:
+        return None
+
+    def forward_batch_generation(self, batch: Any, **kw: Any) -> Any:
+        import torch
+        from sglang.srt.managers.utils import GenerationBatchResult
+
+        return GenerationBatchResult(next_token_ids=torch.ones(batch.batch_size(), dtype=torch.int64))
+
+    def get_worker_info(self) -> Any:
+        kv_capacity = self.pools.max_total_num_tokens
+        max_req_len = min(self.model_config.context_len - 1, kv_capacity - 1)
+        pools = self.pools
+        sched = self.sched
+        return (pools.max_total_num_tokens, sched.max_prefill_tokens, pools.max_running_requests,
+                sched.max_queued_requests, max_req_len, max_req_len - 5, 0, "cpu", None, None, None, None)  # fmt: skip
+
+
+def scheduler() -> Any:
+    sa, mc, kvc, pools, runner, sched, sm, _kcb, torch = build()
+    worker = Worker(runner, pools, mc, sched, kvc)
+    global FORWARD_STREAM
+    FORWARD_STREAM = runner.forward_stream = torch.cpu.Stream()
+    S = sm.Scheduler
+    noop = lambda self, *a, **k: None  # noqa: E731
+
+    def init_model_worker(self: Any) -> None:
+        self.tp_worker = self.model_worker = worker
+        self.draft_worker = None
+        (self.max_total_num_tokens, self.max_prefill_tokens, self.max_running_requests, self.max_queued_requests,
+         self.max_req_len, self.max_req_input_len, self.random_seed, self.device, self.forward_stream, _, _, _
+         ) = worker.get_worker_info()  # fmt: skip
+        self.min_free_slots_delayer = None
+        self.pad_input_ids_func = None
+        self.forward_stream = FORWARD_STREAM
+        self.schedule_stream = torch.cpu.Stream()
+        from sglang.srt.runtime_context import get_context, get_parallel
+
+        if not get_parallel().pp_max_micro_batch_size:  # as init_model_worker does
+            get_context().override(
+                "scheduler.pp_max_micro_batch_size_default",
+                pp_max_micro_batch_size=max(self.max_running_requests // get_parallel().pp_size, 1),
+            )
+        for name in ("tp_group", "attn_tp_group", "attn_cp_group", "pp_group", "world_group", "dp_tp_group"):
+            setattr(self, name, GROUP)
+        for name in ("tp_cpu_group", "attn_tp_cpu_group", "attn_cp_cpu_group", "dp_tp_cpu_group"):
+            setattr(self, name, None)
+
+    real_ipc = S.init_ipc_channels
+
+    class Sink:
+        def __getattr__(self, name: str) -> Any:
+            return lambda *a, **k: None
+
+    def init_ipc_channels(self: Any, port_args: Any) -> None:
+        real_ipc(self, port_args)
+        import dataclasses
+
+        sends = {f.name: Sink() for f in dataclasses.fields(self.ipc_channels) if f.name.startswith("send_")}
+        self.ipc_channels = dataclasses.replace(self.ipc_channels, **sends)
+        self.recv_from_tokenizer = Sink()
+
+    S.init_ipc_channels = init_ipc_channels
+    for name in ("init_idle_sleeper",
+                 "init_mamba_backend", "init_soft_watchdog", "emit_metrics_constants", "maybe_init_hccl_dp_prewarm",
+                 "init_watch_dog_memory_saver_input_blocker",
+                 "init_request_receiver", "init_rank_consensus_checker",
+                 "init_startup_timing_begin", "init_startup_timing_summary"):  # fmt: skip
+        setattr(S, name, noop)
+    S.init_weight_updater = lambda self: setattr(self, "weight_updater", Sink())
+    S.init_profiler = lambda self: setattr(self, "profiler_manager", Sink())
+    S.init_model_worker = init_model_worker
+    from sglang.srt.runtime_context import get_parallel
+
+    group = GROUP
+    ranks = {"attn_tp_rank": 0, "attn_cp_rank": 0, "tp_rank": 0, "pp_rank": 0, "attn_dp_rank": 0, "moe_ep_rank": 0,
+             "moe_tp_rank": 0, "dp_rank": 0, "attn_tp_size": 1, "attn_cp_size": 1, "attn_dp_size": 1}  # fmt: skip
+    groups = dict.fromkeys(("tp_group", "attn_tp_group", "attn_cp_group", "pp_group", "world_group"), group)
+    for name, value in {**ranks, **groups}.items():
+        try:
+            get_parallel().override_permanently(**{name: value})
+        except Exception as exc:  # a name this version does not have, or derives
+            print("parallel:", name, type(exc).__name__, exc, file=sys.stderr)
+    sm.bootstrap.init_parallel_runtime = lambda **k: None
+    sm.bootstrap.init_layer_runtime = lambda **k: None
+    from sglang.srt.mem_cache import allocation
+
+    # the index bookkeeping in Python instead of Triton kernels (the same writes, on the CPU)
+    allocation.attention_backends = lambda: ("torch_native", "torch_native")
+    from sglang.srt.server_args import PortArgs
+
+    return S(sa, PortArgs.init_new(sa)), pools
+
+
+def prompt_ids(i: int, n: int, shared: int) -> list[int]:
+    """Request i's prompt: the shared prefix (the same ids in every request), then ids of its own."""
+    head = [7 + j % 50 for j in range(min(shared, n))]
+    return head + [1000 + i] + [(i * 31 + j) % 90000 + 100 for j in range(n - len(head) - 1)]
+
+
+def pop_and_process(s: Any) -> None:
+    batch, result = s.result_queue.popleft()
+    s.process_batch_result(batch, result)
+
+
+def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes them
+    from sglang.srt.managers.io_struct import AbortReq, TokenizedGenerateReqInput
+    from sglang.srt.sampling.sampling_params import SamplingParams
+
+    s, pools = scheduler()
+    overlap = not CASE.get("disable_overlap_schedule", False)
+    requests = CASE["requests"]
+    shared = CASE.get("shared_prefix", 0)
+    arrivals: dict[int, list[int]] = {}
+    cancels: dict[int, list[int]] = {}
+    for i, (arrive, _, _, cancel) in enumerate(requests):
+        arrivals.setdefault(arrive, []).append(i)
+        if cancel is not None:
+            cancels.setdefault(cancel, []).append(i)
+    last = max(arrivals, default=-1)
+    steps: list[dict[str, Any]] = []
+    alloc, tree = s.token_to_kv_pool_allocator, s.tree_cache
+    if overlap:
+        s.enable_skip_finishing_decode = True
+        s.result_queue = deque()
+    s._war_barrier_enabled = False  # run_event_loop's fences between streams: nothing to fence on the CPU
+    for it in range(CASE.get("limit", 200_000)):
+        for i in arrivals.get(it, ()):
+            _, prompt, output, _ = requests[i]
+            params = SamplingParams(max_new_tokens=output, ignore_eos=CASE.get("ignore_eos", False))
+            params.normalize(None)  # as the tokenizer manager does before sending
+            s.handle_generate_request(TokenizedGenerateReqInput(
+                rid=str(i), input_text=None, input_ids=array("q", prompt_ids(i, prompt, shared)), input_embeds=None,
+                mm_inputs=None, token_type_ids=None,
+                sampling_params=params,
+                return_logprob=False, logprob_start_len=-1, top_logprobs_num=0, token_ids_logprob=None,
+                stream=False,
+            ))  # fmt: skip
+        for i in cancels.get(it, ()):
+            s.abort_request(AbortReq(rid=str(i)))
+        plan = s.get_next_batch_to_run(running_batch=s.running_batch, last_batch=s.last_batch)
+        s.running_batch = plan.running_batch
+        batch = plan.batch_to_run
+        record: dict[str, Any] = {"it": it}
+        if batch is not None:
+            if batch.forward_mode.is_extend():
+                record["extend"] = [[int(r.rid), int(n)] for r, n in zip(batch.reqs, batch.extend_lens, strict=False)]
+                if batch.decoding_reqs:
+                    record["mixed"] = [int(r.rid) for r in batch.decoding_reqs]
+            else:
+                record["decode"] = [int(r.rid) for r in batch.reqs]
+        record["running"] = len(s.running_batch.reqs)
+        record["waiting"] = len(s.waiting_queue)
+        record["retracted"] = (
+            s.metrics_reporter.num_retracted_reqs if hasattr(s.metrics_reporter, "num_retracted_reqs") else None
+        )
+        s.metrics_reporter.num_retracted_reqs = 0
+        record["ratio"] = round(s.new_token_ratio_tracker.current, 6)
+        if not overlap:  # event_loop_normal
+            if batch is not None:
+                s.process_batch_result(batch, s.run_batch(batch))
+        else:  # event_loop_overlap
+            disable = s.is_disable_overlap_for_batch(batch, last_batch=s.last_batch)
+            if disable:
+                pop_and_process(s)
+            result = None
+            if batch is not None:
+                result = s.run_batch(batch)
+                s._apply_war_barrier()
+                s.result_queue.append((batch.copy(), result))
+            if s.last_batch is not None and not disable:
+                pop_and_process(s)
+            if s.is_generation:
+                s.launch_batch_sample_if_needed(result, batch)
+        s.last_batch = batch
+        record["free"] = int(alloc.available_size())
+        record["evictable"] = int(tree.evictable_size())
+        steps.append(record)
+        if (it > last and batch is None and not s.waiting_queue and s.running_batch.is_empty() and s.chunked_req is None
+                and not s.result_queue):  # fmt: skip
+            break
+    return {"max_total_num_tokens": pools.max_total_num_tokens, "max_running_requests": pools.max_running_requests,
+            "chunked_prefill_size": s.chunked_prefill_size, "max_prefill_tokens": s.max_prefill_tokens,
+            "page_size": s.page_size, "context_len": s.model_config.context_len,
+            "max_req_input_len": s.max_req_input_len, "steps": steps}  # fmt: skip
+
+
+if __name__ == "__main__":
+    try:
+        result: dict[str, Any] = {"ok": main()}
+    except Exception as exc:
+        result = {"error": {"type": type(exc).__name__, "message": str(exc).strip().splitlines()[0][:400]}}
+        if os.environ.get("SGLANG_CASE_DEBUG"):
+            traceback.print_exc()
+    print("SGLANG_CASE_RESULT " + json.dumps(result))
