@@ -8,6 +8,7 @@ import csv
 import io
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvplan.errors import BadInputError
@@ -214,3 +215,23 @@ def _trace_row(path: str, n: int, row: dict[str, object]) -> RequestSpec:
         cancel_after=None if cancel < 0 else cancel,
         cancel_after_tokens=None if tokens < 0 else int(tokens),
     )
+
+
+@dataclass(frozen=True)
+class IterationPlan:
+    """A recorded workload by engine-loop iteration, as the recorders drive the engines: request i = (arrival
+    iteration, prompt, output tokens, cancel iteration or None) is added, or aborted, before that iteration."""
+
+    arrivals: dict[int, list[int]]
+    cancels: dict[int, list[int]]
+    last: int  # the last arrival's iteration (-1: none)
+
+    @classmethod
+    def of(cls, requests: Sequence[tuple[int, int, int, int | None]]) -> IterationPlan:
+        arrivals: dict[int, list[int]] = {}
+        cancels: dict[int, list[int]] = {}
+        for i, (arrive, _, _, cancel) in enumerate(requests):
+            arrivals.setdefault(arrive, []).append(i)
+            if cancel is not None:
+                cancels.setdefault(cancel, []).append(i)
+        return cls(arrivals, cancels, max(arrivals, default=-1))

@@ -235,13 +235,11 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
     overlap = not CASE.get("disable_overlap_schedule", False)
     requests = CASE["requests"]
     shared = CASE.get("shared_prefix", 0)
-    arrivals: dict[int, list[int]] = {}
-    cancels: dict[int, list[int]] = {}
-    for i, (arrive, _, _, cancel) in enumerate(requests):
-        arrivals.setdefault(arrive, []).append(i)
-        if cancel is not None:
-            cancels.setdefault(cancel, []).append(i)
-    last = max(arrivals, default=-1)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from kvplan.simulation.workload import IterationPlan  # the same reading of a workload as the port's
+
+    plan = IterationPlan.of(requests)
+    arrivals, cancels, last = plan.arrivals, plan.cancels, plan.last
     steps: list[dict[str, Any]] = []
     alloc, tree = s.token_to_kv_pool_allocator, s.tree_cache
     if overlap:

@@ -14,8 +14,11 @@ the SWA and Mamba pools.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+
+from kvplan.simulation.workload import IterationPlan
 
 #: SGLang's environment defaults (sglang/srt/environ.py)
 INIT_NEW_TOKEN_RATIO = 0.7
@@ -421,9 +424,9 @@ class Adder:
         return self.state()
 
 
-def run_by_iteration(  # noqa: C901 - the recorder's loop, both event loops
+def run_by_iteration(
     config: SchedulerConfig,
-    requests: list[tuple[int, int, int, int | None]],
+    requests: Sequence[tuple[int, int, int, int | None]],
     ignore_eos: bool = False,
     overlap: bool = True,
     limit: int = 1_000_000,
@@ -433,19 +436,13 @@ def run_by_iteration(  # noqa: C901 - the recorder's loop, both event loops
     or aborted, before the iteration of that number."""
     queue: deque[tuple[tuple[Req, ...], Req | None]] = deque()
     s = Scheduler(config)
-    arrivals: dict[int, list[int]] = {}
-    cancels: dict[int, list[int]] = {}
-    for i, (arrive, _, _, cancel) in enumerate(requests):
-        arrivals.setdefault(arrive, []).append(i)
-        if cancel is not None:
-            cancels.setdefault(cancel, []).append(i)
-    last = max(arrivals, default=-1)
+    plan = IterationPlan.of(requests)
     steps: list[StepRecord] = []
     for it in range(limit):
-        for i in arrivals.get(it, ()):
+        for i in plan.arrivals.get(it, ()):
             _, prompt, output, _ = requests[i]
             s.add(i, prompt, output, ignore_eos)
-        for i in cancels.get(it, ()):
+        for i in plan.cancels.get(it, ()):
             s.abort(i)
         batch = s.next_batch()
         retracted, s.retracted = s.retracted, 0
@@ -469,6 +466,7 @@ def run_by_iteration(  # noqa: C901 - the recorder's loop, both event loops
             s.inflight = set(queue[0][0]) if queue else set()
         s.last = batch
         steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.free, 0))
-        if it > last and batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not queue:
+        idle = batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not queue
+        if it > plan.last and idle:
             break
     return steps

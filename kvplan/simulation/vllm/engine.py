@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kvplan.simulation.vllm.request import Request
 from kvplan.simulation.vllm.scheduler import Scheduler, SchedulerConfig, StepOutput, StepRecord
+from kvplan.simulation.workload import IterationPlan
 
 
 @dataclass
@@ -75,19 +76,13 @@ def run_by_iteration(
     """The workload as the recorder drives vLLM: request i = (arrival iteration, prompt, output tokens, cancel
     iteration or None) is added, or aborted, before the engine-loop iteration of that number."""
     loop = EngineLoop(Scheduler(config))
-    arrivals: dict[int, list[int]] = {}
-    cancels: dict[int, list[int]] = {}
-    for i, (arrive, _, _, cancel) in enumerate(requests):
-        arrivals.setdefault(arrive, []).append(i)
-        if cancel is not None:
-            cancels.setdefault(cancel, []).append(i)
-    last = max(arrivals, default=-1)
+    plan = IterationPlan.of(requests)
     while loop.iteration < limit:
-        for i in arrivals.get(loop.iteration, ()):
+        for i in plan.arrivals.get(loop.iteration, ()):
             _, prompt, output, _ = requests[i]
             loop.scheduler.add(Request(i, prompt, output, shared_prefix=shared_prefix))
-        loop.scheduler.abort(cancels.get(loop.iteration, ()))
+        loop.scheduler.abort(plan.cancels.get(loop.iteration, ()))
         loop.step()
-        if loop.iteration > last and loop.idle():
+        if loop.iteration > plan.last and loop.idle():
             break
     return loop
