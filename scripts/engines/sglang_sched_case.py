@@ -217,9 +217,15 @@ def scheduler() -> Any:
 
 
 def prompt_ids(i: int, n: int, shared: int) -> list[int]:
-    """Request i's prompt: the shared prefix (the same ids in every request), then ids of its own."""
+    """Request i's n prompt ids: the shared prefix (the same ids in every request), then ids of its own."""
     head = [7 + j % 50 for j in range(min(shared, n))]
-    return head + [1000 + i] + [(i * 31 + j) % 90000 + 100 for j in range(n - len(head) - 1)]
+    own = [1000 + i] + [(i * 31 + j) % 90000 + 100 for j in range(n - len(head) - 1)]
+    return head + own[: n - len(head)]
+
+
+def rid(i: int) -> str:
+    """Request ids of one width: SGLang's abort_request aborts every request whose id starts with the one given."""
+    return f"{i:08d}"
 
 
 def pop_and_process(s: Any) -> None:
@@ -252,14 +258,14 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
             params = SamplingParams(max_new_tokens=output, ignore_eos=CASE.get("ignore_eos", False))
             params.normalize(None)  # as the tokenizer manager does before sending
             s.handle_generate_request(TokenizedGenerateReqInput(
-                rid=str(i), input_text=None, input_ids=array("q", prompt_ids(i, prompt, shared)), input_embeds=None,
+                rid=rid(i), input_text=None, input_ids=array("q", prompt_ids(i, prompt, shared)), input_embeds=None,
                 mm_inputs=None, token_type_ids=None,
                 sampling_params=params,
                 return_logprob=False, logprob_start_len=-1, top_logprobs_num=0, token_ids_logprob=None,
                 stream=False,
             ))  # fmt: skip
         for i in cancels.get(it, ()):
-            s.abort_request(AbortReq(rid=str(i)))
+            s.abort_request(AbortReq(rid=rid(i)))
         plan = s.get_next_batch_to_run(running_batch=s.running_batch, last_batch=s.last_batch)
         s.running_batch = plan.running_batch
         batch = plan.batch_to_run

@@ -1,8 +1,8 @@
 """kvplan's port of SGLang's scheduler against SGLang 0.5.23's own Scheduler, step for step
 (tests/fixtures/engines/sglang_sched.json, recorded by scripts/engines/record_sglang_sched.py).
 
-The port covers the radix cache off so far; the recorded workloads it does not cover yet are strict xfails
-naming what is missing, so each turns into a failure the day it passes."""
+A recorded workload the port does not cover yet is a strict xfail naming what is missing, so it turns into a
+failure the day it passes."""
 
 from __future__ import annotations
 
@@ -19,10 +19,6 @@ RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "sglang_sche
 
 def _missing(case: dict[str, Any]) -> str | None:
     """What the port lacks for this workload (None: it is ported)."""
-    if case.get("enable_mixed_chunk"):
-        return "mixed chunked prefill"
-    if not case.get("disable_radix_cache"):
-        return "the radix cache's tree (eviction by node, prefix matches)"
     return None
 
 
@@ -35,6 +31,9 @@ def _config(answer: dict[str, Any], case: dict[str, Any]) -> SchedulerConfig:
         context_len=answer["context_len"],
         page_size=answer["page_size"],
         schedule_conservativeness=case.get("schedule_conservativeness", 1.0),
+        radix_cache=not case.get("disable_radix_cache", False),
+        mixed_chunk=bool(case.get("enable_mixed_chunk")),
+        schedule_policy=case.get("schedule_policy", "fcfs"),
     )
 
 
@@ -75,6 +74,7 @@ def test_step_for_step(entry: dict[str, Any]) -> None:
         [(a, p, o, c) for a, p, o, c in case["requests"]],
         ignore_eos=case.get("ignore_eos", False),
         overlap=not case.get("disable_overlap_schedule", False),
+        shared_prefix=case.get("shared_prefix", 0),
     )
     want = answer["steps"]
     assert len(got) == len(want)
@@ -82,11 +82,17 @@ def test_step_for_step(entry: dict[str, Any]) -> None:
         assert _as_recorded(g) == {k: v for k, v in w.items() if k != "mixed"}, f"iteration {w['it']}"
 
 
-def test_retraction_happens() -> None:
-    """The ported workloads exercise what makes SGLang differ from vLLM under load: chunked prefill and
-    retraction with the new-token ratio re-estimated (recorded, not assumed)."""
+def test_workloads_exercise_the_scheduler() -> None:
+    """The ported workloads exercise what makes SGLang differ from vLLM under load (recorded, not assumed):
+    chunked prefill, retraction with the new-token ratio re-estimated, radix-cache hits on a shared prefix,
+    evictable tokens, mixed batches."""
     ported = [e for e in RECORDED if _missing(e["case"]) is None]
-    assert ported
     steps = [s for e in ported for s in e["ok"]["steps"]]
-    assert any(s["retracted"] for s in steps)
+    assert sum(s["retracted"] for s in steps) >= 5
     assert any(len(s.get("extend", [])) and s["extend"][0][1] == 1024 for s in steps)  # a full chunk
+    assert any(s["evictable"] > 0 for s in steps)
+    assert any(s.get("mixed") for s in steps)
+    shared = next(e for e in ported if e["case"]["name"] == "llama-shared-prefix-normal")
+    first = {rid: n for s in shared["ok"]["steps"] for rid, n in s.get("extend", [])[:1]}
+    prompts = {i: r[1] for i, r in enumerate(shared["case"]["requests"])}
+    assert any(n < prompts[rid] - 299 for rid, n in first.items())  # a prefill that skipped the cached prefix

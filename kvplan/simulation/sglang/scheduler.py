@@ -1,14 +1,17 @@
-"""SGLang 0.5.23's scheduler over one token pool, step by step (work in progress: the radix cache off).
+"""SGLang 0.5.23's scheduler over one token pool, step by step.
 
-Ported from sglang/srt/managers/scheduler.py (get_next_batch_to_run, _get_new_batch_prefill_raw,
-update_running_batch, process_batch_result), schedule_policy.py (PrefillAdder: add_chunked_req, add_one_req,
-_select_prefill_admission, budget_state), mem_cache/prefill_budget.py (PrefillBudget), schedule_batch.py
-(check_decode_mem, retract_decode and its order, release_req) and scheduler_components/new_token_ratio_tracker.py.
+Ported from sglang/srt/managers/scheduler.py (get_next_batch_to_run, _get_new_batch_prefill_raw with the mixed
+chunk, update_running_batch, the two event loops), scheduler_components/batch_result_processor.py (a token for
+every request whose prefill is complete, checkpoint_kv_cache, release_kv_cache), schedule_policy.py
+(PrefillAdder: add_chunked_req, add_one_req, add_one_req_ignore_eos, _select_prefill_admission, budget_state;
+SchedulePolicy.calc_priority: FCFS with the waiting-prefix refresh, LPM with in-batch prefix caching),
+mem_cache/prefill_budget.py (PrefillBudget), schedule_batch.py (check_decode_mem, retract_decode and its order,
+release_req), scheduler_components/new_token_ratio_tracker.py, and the radix cache (kvplan.simulation.sglang.radix).
 Proven against SGLang's own scheduler driven step by step (scripts/engines/sglang_sched_case.py →
-tests/fixtures/engines/sglang_sched.json). What is ported: one full-attention token pool of page size 1,
-first-come-first-served admission, chunked prefill, the new-token ratio and its decay, retraction; the event loop
-with the overlap schedule off (``event_loop_normal``). Not yet: the radix cache's tree, the overlap loop, pages,
-the SWA and Mamba pools.
+tests/fixtures/engines/sglang_sched.json): every iteration of every recorded workload. What is ported: one
+full-attention token pool of page size 1 (MHA or MLA alike: the pool counts tokens), the radix cache on and off,
+FCFS and LPM, chunked prefill and mixed chunks, the new-token ratio, retraction, both event loops. Not yet: pages
+above 1, the SWA and Mamba pools.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from kvplan.simulation.sglang.radix import Node, RadixTree, Seq
 from kvplan.simulation.workload import IterationPlan
 
 #: SGLang's environment defaults (sglang/srt/environ.py)
@@ -27,6 +31,10 @@ NEW_TOKEN_RATIO_DECAY_STEPS = 600
 RETRACT_DECODE_STEPS = 20
 CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
 IGNORE_EOS_RESERVE_TOKENS = 1
+WAITING_PREFIX_REFRESH_INTERVAL = 32
+WAITING_QUEUE_PREFIX_MATCH_MAX = 128
+IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD = 32
+IN_BATCH_PREFIX_CACHING_DEPRIORITIZE_THRESHOLD = 32
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,9 @@ class SchedulerConfig:
     context_len: int
     page_size: int = 1
     schedule_conservativeness: float = 1.0
+    radix_cache: bool = True  # --disable-radix-cache turns it off
+    mixed_chunk: bool = False  # --enable-mixed-chunk (with chunked prefill): decode rows ride in prefill batches
+    schedule_policy: str = "fcfs"  # --schedule-policy: fcfs, or lpm (longest cached prefix first)
 
     @property
     def max_req_len(self) -> int:
@@ -60,8 +71,12 @@ class Req:
     output: int = 0  # len(output_ids)
     prefix_len: int = 0  # tokens whose KV the request already holds when a prefill round starts
     extend_end: int = 0  # tokens whose KV exists after this round
-    kv: int = 0  # KV tokens the request holds
+    kv: int = 0  # positions with KV (kv_allocated_len): the cached prefix, the chunks, the decoded tokens
+    protected: int = 0  # of them, the prefix the radix tree holds for it (cache_protected_len)
     holds_slot: bool = False  # a req_to_token row
+    seq: Seq | None = None  # its tokens, for the radix tree
+    node: Node | None = None  # the tree node its lock holds (req.lock)
+    last: Node | None = None  # the last node of its latest prefix match (req.last_node)
     finished: bool = False
     aborted: bool = False
     retracted: bool = False  # until re-admitted: a result still queued for it is dropped
@@ -88,6 +103,7 @@ class Batch:
     extend: bool = False
     is_full: bool = False
     chunked: Req | None = None
+    decoding: tuple[Req, ...] = ()  # a mixed batch's decode rows (a token each), after its prefills
 
 
 @dataclass(frozen=True)
@@ -134,24 +150,58 @@ class Scheduler:
         self.retracted = 0
         self.by_id: dict[int, Req] = {}
         self.inflight: set[Req] = set()  # the overlap loop's queued batch, not yet processed
+        self.tree = RadixTree() if config.radix_cache else None
+        self.refresh_calls = 0  # SchedulePolicy._waiting_prefix_refresh_calls
 
     # -- requests in and out --
-    def add(self, rid: int, prompt: int, output: int, ignore_eos: bool = False) -> Req:
+    def add(self, rid: int, prompt: int, output: int, ignore_eos: bool = False, shared_prefix: int = 0) -> Req:
         """handle_generate_request with init_req_max_new_tokens' clipping."""
         c = self.c
         max_new = max(0, min(output, c.max_req_len - prompt - 1))
         page = c.page_size
         paged = -(-prompt // page) * page
         max_new = max(0, min(max_new, c.max_total_num_tokens - paged - page - 1))
-        req = Req(rid, prompt, max_new, ignore_eos)
+        req = Req(rid, prompt, max_new, ignore_eos, seq=Seq(rid, prompt, min(shared_prefix, prompt)))
         self.by_id[rid] = req
         self.waiting.append(req)
         return req
 
-    def _release(self, req: Req) -> None:
-        """cache_finished_req / release_kv_cache with the radix cache off: every token and the row go back."""
-        self.pool.free += req.kv
-        req.kv = 0
+    def _evict_to_free(self, tokens: int) -> None:
+        """evict_to_free_tokens: evict the radix tree's least recently used leaves until ``tokens`` are free."""
+        if self.tree is not None and tokens > self.pool.free:
+            self.pool.free += self.tree.evict(tokens - self.pool.free)
+
+    def _checkpoint(self, req: Req, up_to: int) -> None:
+        """checkpoint_into_tree: insert the request's tokens up to ``up_to`` (then, past the prompt, its prompt
+        again), and move its lock onto the node the insert ended on."""
+        tree = self.tree
+        assert tree is not None and req.seq is not None
+        if up_to <= 0:
+            return
+        _, node = tree.insert(req.seq, up_to, req.protected)
+        self.pool.free += tree.freed
+        if 0 < req.prompt < up_to:
+            tree.insert(req.seq, req.prompt, req.prompt)
+            self.pool.free += tree.freed
+        if req.node is not None:
+            tree.unlock(req.node)
+        tree.lock(node)
+        req.node = node
+        req.protected = up_to
+
+    def _release(self, req: Req, checkpoint: bool = True) -> None:
+        """release_kv_cache: with the radix cache, the request's tokens go into the tree (``checkpoint``) or
+        back to the pool, and its lock is dropped; without, every token goes back. The row is freed."""
+        if self.tree is not None:
+            if checkpoint:
+                self._checkpoint(req, req.kv)
+            self.pool.free += req.kv - req.protected
+            if req.node is not None:
+                self.tree.unlock(req.node)
+                req.node = None
+        else:
+            self.pool.free += req.kv
+        req.kv = req.protected = 0
         if req.holds_slot:
             self.pool.rows += 1
             req.holds_slot = False
@@ -174,12 +224,15 @@ class Scheduler:
         running = self.running
         exclude = self.chunked
         if exclude is not None and exclude.extend_end > exclude.prefix_len:
-            exclude.prefix_len = exclude.extend_end  # checkpoint_kv_cache: the chunk's KV stays the request's
+            if self.tree is not None:  # stash_chunked_request: checkpoint_kv_cache
+                self._checkpoint(exclude, exclude.extend_end)
+            exclude.prefix_len = exclude.extend_end
         last = self.last
         if last is not None and last.extend:
-            n = len(last.reqs)
-            last.reqs = [r for r in last.reqs if not r.finished and r is not exclude]
-            if len(last.reqs) < n:
+            rows = [*last.reqs, *last.decoding]  # a mixed batch's requests: its prefills, then its decode rows
+            last.reqs = [r for r in rows if not r.finished and r is not exclude]
+            last.decoding = ()
+            if len(last.reqs) < len(rows):
                 running.is_full = False
             if last.reqs and last is not running:
                 if not running.reqs:
@@ -198,9 +251,6 @@ class Scheduler:
             return self._decode(running)
         return None
 
-    def _budget_total(self) -> float:
-        return float(self.pool.free)
-
     def _prefill(self, running: Batch) -> Batch | None:  # noqa: C901 - one admission pass
         c = self.c
         if not running.reqs:
@@ -212,7 +262,9 @@ class Scheduler:
         if min(c.max_running_requests - running_bs, rows_free) <= 0 and self.chunked is None:
             running.is_full = True
             return None
-        adder = Adder(self, running)
+        self._calc_priority()
+        mixed = self.c.mixed_chunk and self.c.chunked_prefill_size is not None
+        adder = Adder(self, running, len(running.reqs) if mixed else 0)
         if self.chunked is not None:
             self.chunked = adder.add_chunked(self.chunked)
         for req in self.waiting:
@@ -223,7 +275,11 @@ class Scheduler:
                 running.is_full = True
             if running.is_full:
                 break
-            req.prefix_len = 0  # no tree to match against
+            if self.tree is not None:  # init_next_round_input: match the tree
+                assert req.seq is not None
+                req.prefix_len, req.last = self.tree.match(req.seq, req.fill - 1)
+            else:
+                req.prefix_len = 0
             res = adder.add_one(req)
             if res is not Add.CONTINUE:
                 if res is Add.NO_TOKEN:
@@ -237,14 +293,61 @@ class Scheduler:
             assert self.chunked is None
             self.chunked = adder.new_chunked
         batch = Batch(list(adder.can_run), extend=True, chunked=self.chunked)
+        self._evict_to_free(sum(r.extend_len for r in batch.reqs))
         for r in batch.reqs:  # prepare_for_extend
             r.retracted = False
             if not r.holds_slot:
                 self.pool.rows -= 1
                 r.holds_slot = True
             self.pool.alloc(r.extend_len)
-            r.kv += r.extend_len
+            r.kv = r.extend_end
+        if mixed and running.reqs:  # mix_with_running: the running requests decode in this batch
+            finishing = [r for r in running.reqs if r in self.inflight and r.output + 1 >= r.max_new]
+            if finishing:
+                running.reqs = [r for r in running.reqs if r not in finishing]
+                running.is_full = False
+            if running.reqs and self._fits(len(running.reqs)):
+                for r in running.reqs:  # prepare_for_decode
+                    self.pool.alloc(1)
+                    r.kv += 1
+                batch.decoding = tuple(running.reqs)
+                self.running = Batch(is_full=running.is_full)
         return batch
+
+    def _calc_priority(self) -> None:
+        """SchedulePolicy.calc_priority: FCFS keeps the queue (and refreshes the waiting prefixes); LPM, while the
+        queue holds at most 128 requests, matches each against the tree and sorts by the longest cached prefix,
+        a request whose short hit another waiting request shares put last (in-batch prefix caching)."""
+        tree = self.tree
+        if tree is None or self.c.schedule_policy != "lpm" or len(self.waiting) > WAITING_QUEUE_PREFIX_MATCH_MAX:
+            self._touch_waiting()
+            return
+        later: set[int] = set()
+        seen: list[tuple[Seq, int]] = []
+        matched: dict[int, int] = {}
+        for r in self.waiting:
+            assert r.seq is not None
+            r.prefix_len, r.last = tree.match(r.seq, r.fill)
+            matched[r.rid] = min(r.prefix_len, r.fill - 1)
+            if r.prefix_len <= IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD:
+                shared = max((min(r.seq.diverge(o), r.fill, n) for o, n in seen), default=0)
+                if shared >= IN_BATCH_PREFIX_CACHING_DEPRIORITIZE_THRESHOLD:
+                    later.add(r.rid)
+                else:
+                    seen.append((r.seq, r.fill))
+        self.waiting.sort(key=lambda r: float("inf") if r.rid in later else -matched[r.rid])
+
+    def _touch_waiting(self) -> None:
+        """SchedulePolicy._touch_waiting_prefixes: every 32nd pass the waiting requests' cached prefixes are
+        touched, the queue's head last (FCFS with the radix cache and LRU eviction)."""
+        if self.tree is None or not self.waiting:
+            return
+        refresh = self.refresh_calls % WAITING_PREFIX_REFRESH_INTERVAL == 0
+        self.refresh_calls += 1
+        if refresh:
+            for r in reversed(self.waiting[:WAITING_QUEUE_PREFIX_MATCH_MAX]):
+                assert r.seq is not None
+                self.tree.match(r.seq, r.fill)
 
     def _decode(self, batch: Batch) -> Batch | None:
         """update_running_batch. With the overlap schedule, the requests whose queued result gives them their
@@ -257,6 +360,7 @@ class Scheduler:
             batch.is_full = False
             return None
         need = len(batch.reqs) * self.c.page_size
+        self._evict_to_free(need)
         if self.pool.free < need and finishing:
             batch.is_full = False  # the queued result frees them at the end of this step
             return None
@@ -266,18 +370,18 @@ class Scheduler:
                           reverse=True)  # fmt: skip
             retracted = []
             first = True
-            while first or self.pool.free < len(keep) * self.c.page_size:
+            while first or not self._fits(len(keep)):
                 if len(keep) == 1:
                     break
                 first = False
                 req = batch.reqs[keep.pop()]
-                self._release(req)
+                self._release(req, checkpoint=False)
+                self._evict_to_free(len(keep) * RETRACT_DECODE_STEPS)
                 req.prefix_len = req.extend_end = 0  # reset_for_retract: outputs kept, KV re-prefilled
                 req.retracted = True
                 retracted.append(req)
-            assert self.pool.free >= len(keep) * self.c.page_size, "out of memory after retracting all others"
-            kept = set(keep)
-            batch.reqs = [r for i, r in enumerate(batch.reqs) if i in kept]
+            assert self._fits(len(keep)), "out of memory after retracting all others"
+            batch.reqs = [batch.reqs[i] for i in keep]  # filter_batch(keep_indices=...): in the order kept
             decoded = sum(r.output for r in batch.reqs)
             budget = sum(r.max_new for r in batch.reqs)
             self.ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(batch.reqs)) / (budget + 1))
@@ -289,12 +393,20 @@ class Scheduler:
             batch.is_full = False
         if not batch.reqs:
             return None
+        self._evict_to_free(len(batch.reqs))
         for r in batch.reqs:  # prepare_for_decode
             self.pool.alloc(1)
             r.kv += 1
         return Batch(batch.reqs, extend=False)
 
-    def process(self, reqs: tuple[Req, ...], partial: Req | None) -> list[Req]:
+    def _fits(self, n: int) -> bool:
+        """check_decode_mem for n requests: evict, then a new token each."""
+        self._evict_to_free(n * self.c.page_size)
+        return self.pool.free >= n * self.c.page_size
+
+    def process(
+        self, reqs: tuple[Req, ...], partial: Req | None, prefill: bool = False, decoding: tuple[Req, ...] = ()
+    ) -> list[Req]:
         """process_batch_result: one token for every request whose prefill is complete; those done released."""
         done = []
         for r in reqs:
@@ -306,20 +418,23 @@ class Scheduler:
                 self._release(r)
                 del self.by_id[r.rid]
                 done.append(r)
+            elif prefill and self.tree is not None and r not in decoding:
+                self._checkpoint(r, r.extend_end)
+                r.prefix_len = r.extend_end
         return done
 
 
 class Adder:
-    """PrefillAdder with PrefillBudget, for one pool of page size 1 and no radix tree."""
+    """PrefillAdder with PrefillBudget (one token pool). ``mixed``: the decode rows a mixed batch will carry."""
 
-    def __init__(self, s: Scheduler, running: Batch) -> None:
+    def __init__(self, s: Scheduler, running: Batch, mixed: int = 0) -> None:
         c = s.c
         self.s = s
         self.page = c.page_size
-        self.rem_input = c.max_prefill_tokens
-        self.rem_chunk = c.chunked_prefill_size
-        self.total_offset = 0.0
-        self.current_offset = 0.0
+        self.rem_input = c.max_prefill_tokens - mixed
+        self.rem_chunk = c.chunked_prefill_size - mixed if c.chunked_prefill_size is not None else None
+        self.total_offset = float(mixed)
+        self.current_offset = float(mixed)
         for r in running.reqs:
             ratio = 1.0 if r.ignore_eos else s.ratio
             self.total_offset += min(r.max_new - r.output, CLIP_MAX_NEW_TOKENS) * ratio
@@ -327,13 +442,18 @@ class Adder:
         self.new_chunked: Req | None = None
         self.running = running
 
+    def _available(self) -> int:
+        """PrefillBudget._available_and_evictable."""
+        tree = self.s.tree
+        return self.s.pool.free + (tree.evictable if tree is not None else 0)
+
     @property
     def rem_total(self) -> float:
-        return self.s.pool.free - self.total_offset
+        return self._available() - self.total_offset
 
     @property
     def rem_current(self) -> float:
-        return self.s.pool.free - self.current_offset
+        return self._available() - self.current_offset
 
     def state(self) -> Add:
         if not (self.rem_total > 0 and self.rem_current > 0):
@@ -365,8 +485,22 @@ class Adder:
         return req if truncated else None
 
     def add_one(self, req: Req) -> Add:
-        if req.ignore_eos:
+        tree = self.s.tree
+        if req.ignore_eos and tree is None:
             return self._add_ignore_eos(req)
+        if tree is None:
+            return self._add_one(req)
+        assert req.last is not None
+        tree.lock(req.last)  # _lock_node while the admission is chosen; kept as req.lock when it is committed
+        res = self._add_one(req)
+        if self.can_run and self.can_run[-1] is req:
+            req.node = req.last
+            req.protected = req.kv = req.prefix_len
+        else:
+            tree.unlock(req.last)
+        return res
+
+    def _add_one(self, req: Req) -> Add:
         max_new = min(max(req.max_new - req.output, 0), CLIP_MAX_NEW_TOKENS)
         cand = req.fill - req.prefix_len
         total = cand + max_new + self.page
@@ -429,19 +563,20 @@ def run_by_iteration(
     requests: Sequence[tuple[int, int, int, int | None]],
     ignore_eos: bool = False,
     overlap: bool = True,
+    shared_prefix: int = 0,
     limit: int = 1_000_000,
 ) -> list[StepRecord]:
     """The workload as the recorder drives SGLang's event loop (event_loop_overlap, SGLang's default, or
     event_loop_normal): request i = (arrival iteration, prompt, output tokens, cancel iteration or None) is added,
     or aborted, before the iteration of that number."""
-    queue: deque[tuple[tuple[Req, ...], Req | None]] = deque()
+    queue: deque[tuple[tuple[Req, ...], Req | None, bool, tuple[Req, ...]]] = deque()
     s = Scheduler(config)
     plan = IterationPlan.of(requests)
     steps: list[StepRecord] = []
     for it in range(limit):
         for i in plan.arrivals.get(it, ()):
             _, prompt, output, _ = requests[i]
-            s.add(i, prompt, output, ignore_eos)
+            s.add(i, prompt, output, ignore_eos, shared_prefix)
         for i in plan.cancels.get(it, ()):
             s.abort(i)
         batch = s.next_batch()
@@ -451,21 +586,22 @@ def run_by_iteration(
         decode: tuple[int, ...] = ()
         if batch is not None:
             if batch.extend:
-                extend = tuple((r.rid, r.extend_len) for r in batch.reqs)
+                extend = tuple((r.rid, r.extend_len) for r in batch.reqs) + tuple((r.rid, 1) for r in batch.decoding)
             else:
                 decode = tuple(r.rid for r in batch.reqs)
         running, waiting = len(s.running.reqs), len(s.waiting)
         if not overlap:
             if batch is not None:
-                s.process(tuple(batch.reqs), batch.chunked)
+                s.process((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding)
         else:
             if batch is not None:
-                queue.append((tuple(batch.reqs), batch.chunked))
+                queue.append(((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding))
             if s.last is not None:
                 s.process(*queue.popleft())
             s.inflight = set(queue[0][0]) if queue else set()
         s.last = batch
-        steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.free, 0))
+        evictable = s.tree.evictable if s.tree is not None else 0
+        steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.free, evictable))
         idle = batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not queue
         if it > plan.last and idle:
             break

@@ -1,0 +1,197 @@
+"""SGLang 0.5.23's radix cache over one full-attention token pool, page size 1 — its bookkeeping, not its indices.
+
+Ported from sglang/srt/mem_cache/unified_cache/unified_tree_core.py (UnifiedTreeCore: _match_prefix_helper and
+_match_post_processor, the insert walk with its overlap and commit steps, _split_node, _add_new_node, the
+evictable-leaf set) and unified_cache/components/full.py (the eviction heap: device leaves by last access, a parent
+pushed when its last child goes). Tokens are not stored: a request's sequence is its shared prefix (the same
+tokens in every request), then tokens of its own, then its outputs; two sequences agree up to where they diverge.
+Access times are SGLang's global counter (``get_and_increase_time_counter``), advanced by the same events.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass, field
+
+INF = 1 << 62
+
+
+@dataclass(slots=True, eq=False)
+class Seq:
+    """A request's token sequence, as far as equality goes."""
+
+    rid: int
+    prompt: int
+    shared: int  # the leading tokens every request's prompt shares
+
+    def token(self, p: int) -> tuple[int, ...]:
+        """A stand-in for the token id at position p (equal where the real ids are equal)."""
+        if p < self.shared:
+            return (0, p)
+        if p < self.prompt:
+            return (1, self.rid, p)
+        return (2,)  # an output token: the recorder's model samples the same id every time
+
+    def diverge(self, other: Seq) -> int:
+        """The length of the prefix the two sequences share."""
+        if other is self or other.rid == self.rid:
+            return INF
+        if self.shared == self.prompt == other.prompt == other.shared:
+            return INF  # the same prompt, all of it shared, then the same outputs
+        return min(self.shared, other.shared)
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    seq: Seq | None  # whose tokens the key holds (None: the root)
+    start: int
+    end: int
+    parent: Node | None
+    access: float
+    children: dict[tuple[int, ...], Node] = field(default_factory=dict)
+    lock: int = 0
+    cached: bool = True  # holds KV on the device
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def __lt__(self, other: Node) -> bool:
+        return self.access < other.access
+
+
+class RadixTree:
+    """The tree, its evictable and protected token counts, and the tokens it frees back to the pool."""
+
+    def __init__(self) -> None:
+        self._clock = itertools.count(1)
+        self.root = Node(None, 0, 0, None, 0.0)
+        self.root.lock = 1
+        self.evictable = 0
+        self.protected = 0
+        self.freed = 0  # tokens given back to the pool by the last operation (eviction, duplicates)
+
+    def _tick(self) -> int:
+        return next(self._clock)
+
+    def _new(self, seq: Seq | None, start: int, end: int, parent: Node | None) -> Node:
+        access = self._tick()
+        self._tick()  # UnifiedTreeNode.__init__ also stamps creation_time from the same counter
+        return Node(seq, start, end, parent, access)
+
+    def _split(self, child: Node, split_len: int) -> Node:
+        """_split_node: the first split_len tokens of child become a new parent node."""
+        assert child.parent is not None and child.seq is not None
+        new = self._new(child.seq, child.start, child.start + split_len, child.parent)
+        new.lock = child.lock
+        new.cached = child.cached
+        new.children = {child.seq.token(child.start + split_len): child}
+        child.parent.children[child.seq.token(child.start)] = new
+        child.parent = new
+        child.start += split_len
+        child.access = self._tick()
+        return new
+
+    def match(self, seq: Seq, length: int) -> tuple[int, Node]:
+        """match_prefix over seq[:length]: the cached prefix length and its last node (splitting a node the
+        match ends inside), the path's access times refreshed."""
+        node, pos = self.root, 0
+        while pos < length:
+            child = node.children.get(seq.token(pos))
+            if child is None or not child.cached:
+                break
+            assert child.seq is not None
+            agree = min(child.end, seq.diverge(child.seq), length) - pos
+            if agree < len(child):
+                node = self._split(child, agree)
+                pos += agree
+                break
+            node = child
+            pos += agree
+        now: float = self._tick()
+        n: Node | None = node
+        while n is not None:
+            n.access = now
+            now -= 0.00001
+            n = n.parent
+        return pos, node
+
+    def insert(self, seq: Seq, length: int, prev_prefix: int) -> tuple[int, Node]:
+        """insert (begin_insert and its walk): seq[:length] with the request's own KV; tokens another request
+        cached meanwhile in [prev_prefix, ...) are duplicates, given back to the pool. Returns the prefix already
+        in the tree and the node the insert ends on."""
+        self.freed = 0
+        self.root.access = self._tick()
+        node, pos = self.root, 0
+        while pos < length:
+            child = node.children.get(seq.token(pos))
+            if child is None:
+                break
+            assert child.seq is not None
+            child.access = self._tick()
+            agree = min(child.end, seq.diverge(child.seq), length) - pos
+            if agree < len(child):
+                child = self._split(child, agree)
+            if not child.cached:  # _unevict_node_on_insert: the request's own KV fills the evicted node
+                child.cached = True
+                if child.lock:
+                    self.protected += agree
+                else:
+                    self.evictable += agree
+            else:
+                dup_start = max(0, prev_prefix - pos)
+                if dup_start < agree:
+                    self.freed += agree - dup_start
+            node = child
+            pos += agree
+        prefix = pos
+        if pos < length:
+            leaf = self._new(seq, pos, length, node)
+            node.children[seq.token(pos)] = leaf
+            self.evictable += length - pos
+            node = leaf
+        return prefix, node
+
+    def lock(self, node: Node) -> None:
+        n: Node | None = node
+        while n is not None and n is not self.root:
+            if n.lock == 0:
+                self.evictable -= len(n)
+                self.protected += len(n)
+            n.lock += 1
+            n = n.parent
+
+    def unlock(self, node: Node) -> None:
+        n: Node | None = node
+        while n is not None and n is not self.root:
+            n.lock -= 1
+            if n.lock == 0:
+                self.evictable += len(n)
+                self.protected -= len(n)
+            n = n.parent
+
+    def _leaves(self) -> list[Node]:
+        out, stack = [], [self.root]
+        while stack:
+            n = stack.pop()
+            if n.children:
+                stack.extend(n.children.values())
+            elif n is not self.root and n.lock == 0 and n.cached:
+                out.append(n)
+        return out
+
+    def evict(self, tokens: int) -> int:
+        """Evict device leaves, least recently used first, until ``tokens`` are freed; the tokens freed."""
+        heap = [(n.access, n) for n in self._leaves()]
+        heapq.heapify(heap)
+        freed = 0
+        while freed < tokens and heap:
+            _, n = heapq.heappop(heap)
+            parent = n.parent
+            assert parent is not None and n.seq is not None
+            freed += len(n)
+            self.evictable -= len(n)
+            del parent.children[n.seq.token(n.start)]
+            if parent is not self.root and not parent.children and parent.lock == 0 and parent.cached:
+                heapq.heappush(heap, (parent.access, parent))
+        return freed
