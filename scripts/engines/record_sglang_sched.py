@@ -120,6 +120,28 @@ def cases() -> list[dict[str, Any]]:
             disable_overlap_schedule=True,
             **base,
         ),
+        sched("llama-page-16", "llama-3.1-8b", mixed, max_total_tokens=6000, page_size=16, **base),
+        sched(
+            "llama-page-16-shared-prefix",
+            "llama-3.1-8b",
+            shared,
+            max_total_tokens=5000,
+            page_size=16,
+            shared_prefix=300,
+            disable_overlap_schedule=True,
+            **base,
+        ),
+        sched("deepseek-v2-lite-mla", "deepseek-v2-lite", mixed, max_total_tokens=6000, **base),
+        sched("gpt-oss-20b-swa", "gpt-oss-20b", mixed, max_total_tokens=6000, **base),
+        sched(
+            "nemotron-h-mamba",
+            "nemotron-h-8b",
+            mixed,
+            max_total_tokens=6000,
+            max_running_requests=16,
+            max_mamba_cache_size=40,
+            **base,
+        ),
         sched("llama-burst-ignore-eos", "llama-3.1-8b", burst, max_total_tokens=5000, ignore_eos=True, **base),
         sched(
             "llama-conservative", "llama-3.1-8b", burst, max_total_tokens=5000, schedule_conservativeness=0.3, **base

@@ -47,6 +47,14 @@ import sglang_case as sc  # noqa: E402  (configures the stand-in platform from s
 
 CASE = sc.CASE
 
+from sglang.srt.arg_groups import mamba_hook  # noqa: E402
+
+mamba_hook._platform_supports_mamba_cache_extra_buffer = lambda: True  # Mamba state snapshots, as on a CUDA GPU
+
+import torch  # noqa: E402
+
+torch.Tensor.pin_memory = lambda self, *a, **k: self  # host staging for copies to the GPU: nothing to pin here
+
 
 sc.SERVER_ARGS += (
     "max_total_tokens",
@@ -57,6 +65,7 @@ sc.SERVER_ARGS += (
     "schedule_conservativeness",
     "enable_mixed_chunk",
     "swa_full_tokens_ratio",
+    "max_mamba_cache_size",
 )
 
 
@@ -70,6 +79,8 @@ def build() -> Any:
     sa, mc, kvc, _model_cls, _window = sc.configurator()
     kvc.device = "cpu"
     pools = kvc.configure(pre_model_load_memory=CASE["pre_bytes"] / (1 << 30))
+    if hasattr(pools.token_to_kv_pool_allocator, "use_triton_kernels"):
+        pools.token_to_kv_pool_allocator.use_triton_kernels = False  # the paged allocator's naive path: same pages
     sched = get_schedule()
 
     class Runner:
@@ -303,6 +314,15 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
         s.last_batch = batch
         record["free"] = int(alloc.available_size())
         record["evictable"] = int(tree.evictable_size())
+        if hasattr(alloc, "swa_available_size"):  # the sliding-window pool beside the full one
+            record["swa_free"] = int(alloc.swa_available_size())
+            record["swa_evictable"] = int(tree.swa_evictable_size())
+        mamba = getattr(s.req_to_token_pool, "mamba_allocator", None) or getattr(
+            s.req_to_token_pool, "mamba_pool", None
+        )
+        if mamba is not None:  # the Mamba state slots
+            record["mamba_free"] = int(mamba.available_size())
+            record["mamba_evictable"] = int(tree.mamba_evictable_size())
         steps.append(record)
         if (it > last and batch is None and not s.waiting_queue and s.running_batch.is_empty() and s.chunked_req is None
                 and not s.result_queue):  # fmt: skip

@@ -19,6 +19,10 @@ RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "sglang_sche
 
 def _missing(case: dict[str, Any]) -> str | None:
     """What the port lacks for this workload (None: it is ported)."""
+    if case["model"] == "gpt-oss-20b":
+        return "the sliding-window pool beside the full one (SWA allocator, the tree's SWA component)"
+    if case["model"] == "nemotron-h-8b":
+        return "the Mamba state slots (the Mamba pool, its extra buffers, the tree's Mamba component)"
     return None
 
 
@@ -50,7 +54,7 @@ def _as_recorded(step: StepRecord) -> dict[str, Any]:
 
 def test_recorded_workloads() -> None:
     """The issue's bar: at least 20 workloads recorded, every one answered by SGLang (none refused)."""
-    assert len(RECORDED) >= 19
+    assert len(RECORDED) >= 20
     assert all("ok" in r for r in RECORDED)
     loops = {bool(r["case"].get("disable_overlap_schedule")) for r in RECORDED}
     assert loops == {True, False}  # both event loops

@@ -1,10 +1,12 @@
-"""SGLang 0.5.23's radix cache over one full-attention token pool, page size 1 — its bookkeeping, not its indices.
+"""SGLang 0.5.23's radix cache over one full-attention token pool — its bookkeeping, not its indices.
 
 Ported from sglang/srt/mem_cache/unified_cache/unified_tree_core.py (UnifiedTreeCore: _match_prefix_helper and
 _match_post_processor, the insert walk with its overlap and commit steps, _split_node, _add_new_node, the
 evictable-leaf set) and unified_cache/components/full.py (the eviction heap: device leaves by last access, a parent
 pushed when its last child goes). Tokens are not stored: a request's sequence is its shared prefix (the same
 tokens in every request), then tokens of its own, then its outputs; two sequences agree up to where they diverge.
+With pages above one token, keys are whole pages (RadixKey.page_aligned, match_at page by page): a node's children
+are told apart by their first page, and a match or split ends on a page boundary.
 Access times are SGLang's global counter (``get_and_increase_time_counter``), advanced by the same events.
 """
 
@@ -25,13 +27,13 @@ class Seq:
     prompt: int
     shared: int  # the leading tokens every request's prompt shares
 
-    def token(self, p: int) -> tuple[int, ...]:
-        """A stand-in for the token id at position p (equal where the real ids are equal)."""
-        if p < self.shared:
+    def page(self, p: int, size: int) -> tuple[int, ...]:
+        """A stand-in for the ids of the page of ``size`` tokens at position p (equal where the real ids are)."""
+        if p + size <= self.shared:
             return (0, p)
-        if p < self.prompt:
-            return (1, self.rid, p)
-        return (2,)  # an output token: the recorder's model samples the same id every time
+        if self.shared == self.prompt:
+            return (3, self.prompt, p)  # all of the prompt shared: equal to every such sequence of its length
+        return (1, self.rid, p)
 
     def diverge(self, other: Seq) -> int:
         """The length of the prefix the two sequences share."""
@@ -63,7 +65,8 @@ class Node:
 class RadixTree:
     """The tree, its evictable and protected token counts, and the tokens it frees back to the pool."""
 
-    def __init__(self) -> None:
+    def __init__(self, page: int = 1) -> None:
+        self.page = page
         self._clock = itertools.count(1)
         self.root = Node(None, 0, 0, None, 0.0)
         self.root.lock = 1
@@ -85,23 +88,31 @@ class RadixTree:
         new = self._new(child.seq, child.start, child.start + split_len, child.parent)
         new.lock = child.lock
         new.cached = child.cached
-        new.children = {child.seq.token(child.start + split_len): child}
-        child.parent.children[child.seq.token(child.start)] = new
+        new.children = {child.seq.page(child.start + split_len, self.page): child}
+        child.parent.children[child.seq.page(child.start, self.page)] = new
         child.parent = new
         child.start += split_len
         child.access = self._tick()
         return new
 
+    def _agree(self, seq: Seq, child: Node, pos: int, length: int) -> int:
+        """How many of child's tokens seq[pos:length] matches, in whole pages (at least the first: the child
+        was found by it)."""
+        assert child.seq is not None
+        agree = min(child.end, seq.diverge(child.seq), length) - pos
+        return max(agree - agree % self.page, self.page)
+
     def match(self, seq: Seq, length: int) -> tuple[int, Node]:
         """match_prefix over seq[:length]: the cached prefix length and its last node (splitting a node the
         match ends inside), the path's access times refreshed."""
+        length -= length % self.page
         node, pos = self.root, 0
         while pos < length:
-            child = node.children.get(seq.token(pos))
+            child = node.children.get(seq.page(pos, self.page))
             if child is None or not child.cached:
                 break
             assert child.seq is not None
-            agree = min(child.end, seq.diverge(child.seq), length) - pos
+            agree = self._agree(seq, child, pos, length)
             if agree < len(child):
                 node = self._split(child, agree)
                 pos += agree
@@ -122,14 +133,15 @@ class RadixTree:
         in the tree and the node the insert ends on."""
         self.freed = 0
         self.root.access = self._tick()
+        length -= length % self.page
         node, pos = self.root, 0
         while pos < length:
-            child = node.children.get(seq.token(pos))
+            child = node.children.get(seq.page(pos, self.page))
             if child is None:
                 break
             assert child.seq is not None
             child.access = self._tick()
-            agree = min(child.end, seq.diverge(child.seq), length) - pos
+            agree = self._agree(seq, child, pos, length)
             if agree < len(child):
                 child = self._split(child, agree)
             if not child.cached:  # _unevict_node_on_insert: the request's own KV fills the evicted node
@@ -147,7 +159,7 @@ class RadixTree:
         prefix = pos
         if pos < length:
             leaf = self._new(seq, pos, length, node)
-            node.children[seq.token(pos)] = leaf
+            node.children[seq.page(pos, self.page)] = leaf
             self.evictable += length - pos
             node = leaf
         return prefix, node
@@ -191,7 +203,7 @@ class RadixTree:
             assert parent is not None and n.seq is not None
             freed += len(n)
             self.evictable -= len(n)
-            del parent.children[n.seq.token(n.start)]
+            del parent.children[n.seq.page(n.start, self.page)]
             if parent is not self.root and not parent.children and parent.lock == 0 and parent.cached:
                 heapq.heappush(heap, (parent.access, parent))
         return freed

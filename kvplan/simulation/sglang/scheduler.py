@@ -150,7 +150,7 @@ class Scheduler:
         self.retracted = 0
         self.by_id: dict[int, Req] = {}
         self.inflight: set[Req] = set()  # the overlap loop's queued batch, not yet processed
-        self.tree = RadixTree() if config.radix_cache else None
+        self.tree = RadixTree(config.page_size) if config.radix_cache else None
         self.refresh_calls = 0  # SchedulePolicy._waiting_prefix_refresh_calls
 
     # -- requests in and out --
@@ -166,6 +166,25 @@ class Scheduler:
         self.waiting.append(req)
         return req
 
+    def _paged(self, tokens: int) -> int:
+        """Tokens rounded up to whole pages."""
+        page = self.c.page_size
+        return -(-tokens // page) * page
+
+    def _decode_need(self, reqs: list[Req]) -> int:
+        """new_tokens_required_next_decode: a page for every request whose last page is full."""
+        page = self.c.page_size
+        return sum(1 for r in reqs if r.kv % page == 0) * page
+
+    def _alloc_decode(self, reqs: list[Req]) -> None:
+        """alloc_for_decode: evict for a page each (one token each with pages of one), then a page for every
+        request that starts one."""
+        page = self.c.page_size
+        self._evict_to_free(len(reqs) * page)
+        self.pool.alloc(self._decode_need(reqs))
+        for r in reqs:
+            r.kv += 1
+
     def _evict_to_free(self, tokens: int) -> None:
         """evict_to_free_tokens: evict the radix tree's least recently used leaves until ``tokens`` are free."""
         if self.tree is not None and tokens > self.pool.free:
@@ -178,16 +197,19 @@ class Scheduler:
         assert tree is not None and req.seq is not None
         if up_to <= 0:
             return
-        _, node = tree.insert(req.seq, up_to, req.protected)
+        page = self.c.page_size
+        aligned = up_to - up_to % page
+        _, node = tree.insert(req.seq, aligned, req.protected)
         self.pool.free += tree.freed
-        if 0 < req.prompt < up_to:
-            tree.insert(req.seq, req.prompt, req.prompt)
+        prompt = req.prompt - req.prompt % page
+        if 0 < prompt < aligned:
+            tree.insert(req.seq, prompt, prompt)
             self.pool.free += tree.freed
         if req.node is not None:
             tree.unlock(req.node)
         tree.lock(node)
         req.node = node
-        req.protected = up_to
+        req.protected = aligned
 
     def _release(self, req: Req, checkpoint: bool = True) -> None:
         """release_kv_cache: with the radix cache, the request's tokens go into the tree (``checkpoint``) or
@@ -195,12 +217,12 @@ class Scheduler:
         if self.tree is not None:
             if checkpoint:
                 self._checkpoint(req, req.kv)
-            self.pool.free += req.kv - req.protected
+            self.pool.free += self._paged(req.kv) - req.protected  # its pages past the tree's
             if req.node is not None:
                 self.tree.unlock(req.node)
                 req.node = None
         else:
-            self.pool.free += req.kv
+            self.pool.free += self._paged(req.kv)
         req.kv = req.protected = 0
         if req.holds_slot:
             self.pool.rows += 1
@@ -293,23 +315,23 @@ class Scheduler:
             assert self.chunked is None
             self.chunked = adder.new_chunked
         batch = Batch(list(adder.can_run), extend=True, chunked=self.chunked)
-        self._evict_to_free(sum(r.extend_len for r in batch.reqs))
+        page = self.c.page_size
+        demand = sum(r.extend_len for r in batch.reqs)  # alloc_for_extend: and a page each when paged
+        self._evict_to_free(demand + (len(batch.reqs) * page if page > 1 else 0))
         for r in batch.reqs:  # prepare_for_extend
             r.retracted = False
             if not r.holds_slot:
                 self.pool.rows -= 1
                 r.holds_slot = True
-            self.pool.alloc(r.extend_len)
+            self.pool.alloc(self._paged(r.extend_end) - self._paged(r.prefix_len))
             r.kv = r.extend_end
         if mixed and running.reqs:  # mix_with_running: the running requests decode in this batch
             finishing = [r for r in running.reqs if r in self.inflight and r.output + 1 >= r.max_new]
             if finishing:
                 running.reqs = [r for r in running.reqs if r not in finishing]
                 running.is_full = False
-            if running.reqs and self._fits(len(running.reqs)):
-                for r in running.reqs:  # prepare_for_decode
-                    self.pool.alloc(1)
-                    r.kv += 1
+            if running.reqs and self._fits(running.reqs):
+                self._alloc_decode(running.reqs)  # prepare_for_decode
                 batch.decoding = tuple(running.reqs)
                 self.running = Batch(is_full=running.is_full)
         return batch
@@ -359,18 +381,16 @@ class Scheduler:
         if not batch.reqs:
             batch.is_full = False
             return None
-        need = len(batch.reqs) * self.c.page_size
-        self._evict_to_free(need)
-        if self.pool.free < need and finishing:
+        fits = self._fits(batch.reqs)
+        if not fits and finishing:
             batch.is_full = False  # the queued result frees them at the end of this step
             return None
-        need = len(batch.reqs) * self.c.page_size  # page size 1: a new token each
-        if self.pool.free < need:
+        if not fits:
             keep = sorted(range(len(batch.reqs)), key=lambda i: (batch.reqs[i].output, -batch.reqs[i].prompt),
                           reverse=True)  # fmt: skip
             retracted = []
             first = True
-            while first or not self._fits(len(keep)):
+            while first or not self._fits([batch.reqs[i] for i in keep]):
                 if len(keep) == 1:
                     break
                 first = False
@@ -380,7 +400,7 @@ class Scheduler:
                 req.prefix_len = req.extend_end = 0  # reset_for_retract: outputs kept, KV re-prefilled
                 req.retracted = True
                 retracted.append(req)
-            assert self._fits(len(keep)), "out of memory after retracting all others"
+            assert self._fits([batch.reqs[i] for i in keep]), "out of memory after retracting all others"
             batch.reqs = [batch.reqs[i] for i in keep]  # filter_batch(keep_indices=...): in the order kept
             decoded = sum(r.output for r in batch.reqs)
             budget = sum(r.max_new for r in batch.reqs)
@@ -393,16 +413,14 @@ class Scheduler:
             batch.is_full = False
         if not batch.reqs:
             return None
-        self._evict_to_free(len(batch.reqs))
-        for r in batch.reqs:  # prepare_for_decode
-            self.pool.alloc(1)
-            r.kv += 1
+        self._alloc_decode(batch.reqs)  # prepare_for_decode
         return Batch(batch.reqs, extend=False)
 
-    def _fits(self, n: int) -> bool:
-        """check_decode_mem for n requests: evict, then a new token each."""
-        self._evict_to_free(n * self.c.page_size)
-        return self.pool.free >= n * self.c.page_size
+    def _fits(self, reqs: list[Req]) -> bool:
+        """check_decode_mem: evict for the next decode step, then whether its pages are free."""
+        need = self._decode_need(reqs)
+        self._evict_to_free(need)
+        return self.pool.free >= need
 
     def process(
         self, reqs: tuple[Req, ...], partial: Req | None, prefill: bool = False, decoding: tuple[Req, ...] = ()
