@@ -140,8 +140,8 @@ def curve(model: str | ModelDescription, *, units: str = "iec", **settings: Any)
 
 
 def simulate(model: str | ModelDescription, *, units: str = "iec", **settings: Any) -> Document:
-    """A workload through llama-server's slots or vLLM's scheduler (``kvplan simulate``; ``gpu="H100-80GB"``,
-    ``request_rate=10``, ``engine="vllm"``, …)."""
+    """A workload through llama-server's slots, vLLM's or SGLang's scheduler (``kvplan simulate``;
+    ``gpu="H100-80GB"``, ``request_rate=10``, ``engine="sglang"``, ``chunked_prefill_size=4096``, …)."""
     return _run("simulate", model, settings, units)
 
 

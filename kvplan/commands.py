@@ -105,6 +105,7 @@ def simulate(req: SimulateRequest, units: Units = Units.IEC, progress: Progress 
             async_scheduling=req.async_scheduling,
             bandwidth=req.bandwidth,
             peak_tflops=req.peak_tflops,
+            sglang=req.sglang,
         )
         span = req.workload.span
 

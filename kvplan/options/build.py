@@ -19,7 +19,7 @@ from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
 from kvplan.capacity.request import Budgets, LlamaCppOptions, Origin, Raw, Request, ServerFlag
 from kvplan.errors import SpecError, UsageError
 from kvplan.facts.llama_server_args import FIT_FULL_CTX
-from kvplan.options.commands import COMMANDS, WORKLOAD
+from kvplan.options.commands import COMMANDS, SGLANG_SCHEDULE, WORKLOAD
 from kvplan.options.requests import (
     CheckRequest,
     CommandRequest,
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 COMMAND_OWN = frozenset(
     {"fit", "fit_target", "fit_ctx", "contexts", "bandwidth", "peak_tflops", "async_scheduling", "gpus_file"}
     | set(WORKLOAD)
+    | set(SGLANG_SCHEDULE)
     | set(SIM_BUDGETS)
     | {"arch", "family", "svg", "junit", "format", "units"}
 )
@@ -328,7 +329,7 @@ def _curve(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerF
 
 def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[ServerFlag, ...]) -> SimulateRequest:
     req = _deployment(pos["MODEL"], raw, server, need_hardware=True)
-    check_runtime(req.runtime, {k: v for k, v in raw.items() if k == "async_scheduling"})
+    check_runtime(req.runtime, {k: v for k, v in raw.items() if k == "async_scheduling" or k in SGLANG_SCHEDULE})
     given: dict[str, Raw] = {}
     if "workload" in raw:
         given = workload_file(parse(raw, "workload")["workload"])
@@ -336,7 +337,9 @@ def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[Serv
     if {"request_rate", "max_concurrency", "trace"} & set(flags):  # the flags' mode replaces the file's
         for mode in ("request_rate", "max_concurrency", "trace"):
             given.pop(mode, None)
-    values = parse(raw, "async_scheduling", "bandwidth", "peak_tflops")
+    from kvplan.simulation.sglang.flags import SglangSchedule
+
+    values = parse(raw, "async_scheduling", "bandwidth", "peak_tflops", *SGLANG_SCHEDULE)
     return SimulateRequest(
         req,
         build_workload({**given, **flags}),
@@ -344,6 +347,7 @@ def _simulate(pos: Mapping[str, str], raw: Mapping[str, Raw], server: tuple[Serv
         values.get("async_scheduling", True),
         values.get("bandwidth"),
         values.get("peak_tflops"),
+        SglangSchedule(**{k: values[k] for k in SGLANG_SCHEDULE if k in values}),
     )
 
 

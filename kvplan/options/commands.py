@@ -77,6 +77,15 @@ ENGINE = (
 HARDWARE = ("gpu", "memory", "gpus_file", "engine")
 WEIGHTS = ("weights", "weight_bytes", "params")
 BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
+#: SGLang's scheduler flags, for simulate
+SGLANG_SCHEDULE = (
+    "chunked_prefill_size",
+    "max_prefill_tokens",
+    "schedule_policy",
+    "schedule_conservativeness",
+    "enable_mixed_chunk",
+    "disable_overlap_schedule",
+)
 WORKLOAD = (
     "workload",
     "request_rate",
@@ -170,16 +179,18 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "simulate",
-            "requests over time: llama-server's slots, vLLM's scheduler",
-            "A workload through llama-server's slots (the default runtime) or vLLM 0.33's own scheduler (--engine "
-            "vllm; ported and proven step for step): KV in use, failed requests or preemptions, and cancels over "
-            "time, and roofline floors for TTFT and inter-token latency.",
+            "requests over time: llama-server, vLLM and SGLang scheduling",
+            "A workload through llama-server's slots (the default runtime), vLLM 0.33's own scheduler (--engine "
+            "vllm) or SGLang 0.5.23's (--engine sglang; each ported and proven step for step): KV in use, failed, "
+            "preempted or retracted requests, and cancels over time, and roofline floors for TTFT and inter-token "
+            "latency.",
             (MODEL,),
             (
                 *HARDWARE,
                 *LLAMACPP_CONTEXT,
                 *ENGINE,
                 "async_scheduling",
+                *SGLANG_SCHEDULE,
                 *WEIGHTS,
                 "overhead",
                 "bandwidth",

@@ -13,6 +13,7 @@ from kvplan.facts.llama_server_args import FIT_MIN_CTX, FIT_TARGET_MIB
 if TYPE_CHECKING:
     from kvplan.analysis.curve import Contexts
     from kvplan.simulation.budgets import SimBudgets
+    from kvplan.simulation.sglang.flags import SglangSchedule
     from kvplan.simulation.workload import Workload
 
 
@@ -51,6 +52,7 @@ class SimulateRequest:
     async_scheduling: bool = True
     bandwidth: float | None = None  # GB/s
     peak_tflops: float | None = None
+    sglang: SglangSchedule | None = None  # SGLang's scheduler flags (None: its defaults)
 
 
 @dataclass(frozen=True)

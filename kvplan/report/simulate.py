@@ -22,8 +22,8 @@ def simulate_document(
 ) -> Document:
     st, series = r.stats, r.series
     peak_blocks, preemptions = series.peak_blocks, series.preemptions
-    unit = "cells" if p.failure == "failures" else "blocks"
-    trouble = f"{st.failed:,} failed" if p.failure == "failures" else f"{preemptions:,} preemptions"
+    unit = {"failures": "cells", "retractions": "tokens"}.get(p.failure, "blocks")
+    trouble = f"{st.failed:,} failed" if p.failure == "failures" else f"{preemptions:,} {p.failure}"
     if p.failure != "failures" and st.failed:
         trouble += f", {st.failed:,} refused"
     ttft50, ttft99 = st.ttft.percentiles(50, 99)
@@ -40,7 +40,11 @@ def simulate_document(
         ("Workload", w.describe() + (f", shared prefix {w.shared_prefix:,} tokens" if w.shared_prefix else "")),
         ("Roofline", f"{hw.bandwidth / 1e12:.3g} TB/s, {hw.peak_flops / 1e12:,.0f} TFLOPS dense per GPU ({hw.source})"),
     )
-    failed_row = "failed by the server" if p.failure == "failures" else "refused by vLLM (prompt ≥ max_model_len)"
+    failed_row = {
+        "failures": "failed by the server",
+        "retractions": "refused by SGLang (prompt ≥ its longest input)",
+    }.get(p.failure, "refused by vLLM (prompt ≥ max_model_len)")
+    retracted = p.failure == "retractions"
     run_rows: tuple[dict[str, object], ...] = (
         {"metric": "requests arrived", "value": st.arrived},
         {"metric": "served to the end", "value": st.served},
@@ -56,8 +60,8 @@ def simulate_document(
             ()
             if p.failure == "failures"
             else (
-                {"metric": "preemptions", "value": preemptions},
-                {"metric": "requests preempted", "value": st.preempted},
+                {"metric": "retractions" if retracted else "preemptions", "value": preemptions},
+                {"metric": "requests retracted" if retracted else "requests preempted", "value": st.preempted},
             )
         ),
         {"metric": f"free {unit} after the last request", "value": r.final_free},
@@ -136,13 +140,25 @@ def simulate_document(
             "(-kvu) fails every request in flight when it fills: a larger -c, fewer -np, or one stream per slot "
             "avoids it"
         )
+    elif st.failed and retracted:
+        worst = max(st.failures, key=lambda k: st.failures[k])
+        warnings.append(
+            f"{st.failed:,} requests refused by SGLang ({st.failures[worst]:,}: {worst!r}); a longer "
+            "--context-length (and a pool that holds it) admits them"
+        )
     elif st.failed:
         worst = max(st.failures, key=lambda k: st.failures[k])
         warnings.append(
             f"{st.failed:,} requests refused by vLLM ({st.failures[worst]:,}: {worst!r}); a longer --max-model-len "
             "admits them"
         )
-    if preemptions:
+    if preemptions and retracted:
+        warnings.append(
+            f"{preemptions:,} retractions: SGLang's pool had no room for the next decode step and it retracted "
+            f"{st.preempted:,} requests (KV freed, prefilled again later); a lower --max-running-requests, a "
+            "--schedule-conservativeness above 1, more GPU memory or an fp8 cache avoids it"
+        )
+    elif preemptions:
         warnings.append(
             f"{preemptions:,} preemptions: vLLM ran out of KV blocks and recomputed {st.preempted:,} requests "
             "(a lower --max-num-seqs, more GPU memory, or an fp8 cache avoids it)"

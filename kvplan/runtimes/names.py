@@ -26,7 +26,18 @@ OWN_SETTINGS: dict[str, frozenset[str]] = {
             "async_scheduling",
         }
     ),
-    "sglang": frozenset({"mem_fraction_static", "enable_prefix_caching"}),
+    "sglang": frozenset(
+        {
+            "mem_fraction_static",
+            "enable_prefix_caching",
+            "chunked_prefill_size",
+            "max_prefill_tokens",
+            "schedule_policy",
+            "schedule_conservativeness",
+            "enable_mixed_chunk",
+            "disable_overlap_schedule",
+        }
+    ),
     "trtllm": frozenset({"free_gpu_memory_fraction"}),
 }
 #: the serving engines' --kv-cache-dtype spellings → bytes per element

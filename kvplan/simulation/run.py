@@ -26,6 +26,7 @@ from kvplan.simulation.workload import RequestSpec, Workload
 
 if TYPE_CHECKING:
     from kvplan.simulation.llamacpp import ServerConfig
+    from kvplan.simulation.sglang.scheduler import SchedulerConfig as SglangConfig
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ class StepLimits:
 
 class Simulator(Protocol):
     """An engine's schedule over time — what `simulate`, its budgets and its report run: vLLM's scheduler, ported
-    (VllmSimulator), or llama-server's slots (kvplan.simulation.llamacpp.ServerSimulator)."""
+    (VllmSimulator), SGLang's (kvplan.simulation.sglang.engine.SglangSimulator), or llama-server's slots
+    (kvplan.simulation.llamacpp.ServerSimulator)."""
 
     steps_of: ClassVar[str]  # what one step is: "engine", "server"
 
@@ -98,11 +100,11 @@ class RequestResult:
 
 @dataclass(frozen=True)
 class SimResult:
-    config: SchedulerConfig | ServerConfig
+    config: SchedulerConfig | ServerConfig | SglangConfig
     series: Series  # the steps (at a bounded resolution) and what every step adds up to
     stats: RequestStats  # every request's outcome and latencies
     requests: tuple[RequestResult, ...]  # the first MAX_REQUEST_ROWS requests, one by one
-    usable_blocks: int  # the pool less the null block: what is free when nothing runs
+    usable_blocks: int  # the pool less the null block (vLLM), cells (llama-server), tokens (SGLang): free when idle
     final_free: int
     end: float  # when the last request ended
 

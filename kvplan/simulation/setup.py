@@ -15,6 +15,7 @@ from kvplan.runtimes.names import LLAMACPP
 from kvplan.simulation.llamacpp import ServerConfig, ServerSimulator
 from kvplan.simulation.roofline import CostModel, Hardware, token_costs
 from kvplan.simulation.run import MAX_STEPS, SimResult, SimulationError, Simulator, StepLimits, VllmSimulator
+from kvplan.simulation.sglang.flags import SglangSchedule
 from kvplan.simulation.vllm import GroupSpec, SchedulerConfig
 from kvplan.simulation.workload import Lengths, Workload
 from kvplan.units import Units, format_size
@@ -32,7 +33,7 @@ class Prepared:
     simulator: Simulator  # the engine's schedule over time
     cost: CostModel
     notes: tuple[str, ...]
-    failure: str  # what running out of KV means here: vLLM preempts; llama-server fails requests
+    failure: str  # what running out of KV means here: vLLM preempts, SGLang retracts, llama-server fails requests
     kv_bytes: int  # the KV cache per GPU (vLLM's budget; llama.cpp's allocation on the GPUs)
 
     def run(self, workload: Workload, progress: Callable[[float, int], None] | None = None) -> SimResult:
@@ -123,18 +124,23 @@ def prepare(
     async_scheduling: bool = True,
     bandwidth: float | None = None,
     peak_tflops: float | None = None,
+    sglang: SglangSchedule | None = None,
 ) -> Prepared:
     name = canonical_runtime(req.runtime)
     if name == LLAMACPP:
         return prepare_server(model, req, hardware_for(req, bandwidth, peak_tflops))
     from kvplan.capacity.engines import EngineRuntime
     from kvplan.runtimes.engines import ENGINES
+    from kvplan.runtimes.engines.sglang import SGLang
 
     engine = ENGINES.get(name)
+    if isinstance(engine, SGLang):
+        return prepare_sglang(model, req, sglang or SglangSchedule(), hardware_for(req, bandwidth, peak_tflops))
     if engine is None or not engine.simulated:
         raise UnsupportedError(
-            "simulate follows vLLM's own scheduler (ported and proven step for step) and llama-server's slots; "
-            "give --engine vllm or llama.cpp (SGLang's and TensorRT-LLM's schedulers are not simulated yet)"
+            "simulate follows vLLM's and SGLang's own schedulers (ported and proven step for step) and "
+            "llama-server's slots; give --engine vllm, sglang or llama.cpp (TensorRT-LLM's scheduler is not "
+            "simulated yet)"
         )
     target = EngineRuntime(engine).target(model, req)
     s = target.settings
@@ -159,23 +165,7 @@ def prepare(
         groups=several,
         state_checkpoint=checkpoint,
     )
-    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
-    act, attention, notes = token_costs(model)
-    lay = cap.layout
-    busiest = [lay.specs[ref] for ref in lay.stages[lay.busiest_stage]]
-    windows: dict[int, int] = {}
-    for spec in busiest:
-        if spec.window:
-            windows[spec.window] = windows.get(spec.window, 0) + spec.token_bytes
-    cost = CostModel(
-        weight_bytes=round(target.weight_bytes_per_rank * act.read_share),
-        flops_per_token=2.0 * (act.params or target.weight_bytes // 2) / ranks,
-        kv_bytes_per_token=sum(spec.token_bytes for spec in busiest if not spec.window and spec.kind != "state"),
-        state_bytes=sum(spec.content_bytes for spec in busiest if spec.kind == "state"),
-        windowed=tuple((b, w) for w, b in sorted(windows.items())),
-        attention_flops_per_pair=attention / ranks,
-        hardware=hardware_for(req, bandwidth, peak_tflops),
-    )
+    cost, notes = _engine_cost(model, target, cap, hardware_for(req, bandwidth, peak_tflops))
 
     def settings(units: Units) -> str:
         return (
@@ -206,6 +196,120 @@ def prepare(
         cost,
         tuple(notes),
         "preemptions",
+        cap.kv_budget_bytes,
+    )
+
+
+def _engine_cost(model: ModelDescription, target: Any, cap: Any, hardware: Hardware) -> tuple[CostModel, list[str]]:
+    """The roofline's cost of a step on one rank of the busiest pipeline stage, and how it was worked out."""
+    s = target.settings
+    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
+    act, attention, notes = token_costs(model)
+    lay = cap.layout
+    busiest = [lay.specs[ref] for ref in lay.stages[lay.busiest_stage]]
+    windows: dict[int, int] = {}
+    for spec in busiest:
+        if spec.window:
+            windows[spec.window] = windows.get(spec.window, 0) + spec.token_bytes
+    cost = CostModel(
+        weight_bytes=round(target.weight_bytes_per_rank * act.read_share),
+        flops_per_token=2.0 * (act.params or target.weight_bytes // 2) / ranks,
+        kv_bytes_per_token=sum(spec.token_bytes for spec in busiest if not spec.window and spec.kind != "state"),
+        state_bytes=sum(spec.content_bytes for spec in busiest if spec.kind == "state"),
+        windowed=tuple((b, w) for w, b in sorted(windows.items())),
+        attention_flops_per_pair=attention / ranks,
+        hardware=hardware,
+    )
+    return cost, notes
+
+
+#: SGLang's --max-prefill-tokens default (ServerArgs)
+SGLANG_MAX_PREFILL_TOKENS = 16384
+
+
+def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule, hardware: Hardware) -> Prepared:
+    """SGLang with the request's flags and SGLang's defaults for the GPU, on the token pool `fit --engine sglang`
+    sizes (proven against SGLang's own sizing)."""
+    from kvplan.capacity.engines import EngineRuntime
+    from kvplan.runtimes.engines import ENGINES
+    from kvplan.runtimes.engines.sglang import SGLang, memory_defaults
+    from kvplan.simulation.sglang.engine import SglangSimulator
+    from kvplan.simulation.sglang.scheduler import SchedulerConfig as SglangConfig
+
+    engine = ENGINES[SGLang.name]
+    target = EngineRuntime(engine).target(model, req)
+    s = target.settings
+    if s.pipeline_parallel_size > 1:
+        raise UnsupportedError(
+            "simulate follows SGLang's event loop without pipeline parallelism (its --pp-size loop keeps several "
+            "micro-batches in flight); drop --pp-size"
+        )
+    max_len = req.engine.max_model_len or s.max_model_len or engine.default_max_len(model)
+    cap = target.capacity(replace(s, max_model_len=max_len))
+    if cap.swa_tokens is not None or cap.state_slots:
+        pool = "a sliding-window pool" if cap.swa_tokens is not None else "a Mamba state pool"
+        raise UnsupportedError(
+            f"{model.name}: SGLang keeps {pool} beside its token pool; simulate follows SGLang's scheduler over one "
+            "token pool (full attention or MLA) so far"
+        )
+    if cap.tokens <= 0 or not cap.max_requests:
+        raise RefusedConfigError(f"SGLang has no KV pool for {model.name} here: {cap.basis}")
+    tp = s.tensor_parallel_size
+    config = SglangConfig(
+        max_total_num_tokens=cap.tokens,
+        max_running_requests=cap.max_requests,
+        max_prefill_tokens=flags.max_prefill_tokens or SGLANG_MAX_PREFILL_TOKENS,
+        chunked_prefill_size=flags.chunked_prefill_size or memory_defaults(target.gpu_bytes, tp)[0],
+        context_len=max_len,
+        page_size=cap.layout.block_tokens,
+        schedule_conservativeness=flags.schedule_conservativeness,
+        radix_cache=s.enable_prefix_caching is not False,
+        mixed_chunk=flags.enable_mixed_chunk,
+        schedule_policy=flags.schedule_policy,
+    )
+    overlap = not flags.disable_overlap_schedule
+    cost, notes = _engine_cost(model, target, cap, hardware)
+
+    def settings(units: Units) -> str:
+        return (
+            f"{config.max_total_num_tokens:,} KV tokens in pages of {config.page_size} "
+            f"({format_size(cap.kv_budget_bytes, units)} per GPU), --context-length {config.context_len:,}, "
+            f"--max-running-requests {config.max_running_requests:,}, --chunked-prefill-size "
+            f"{config.chunked_prefill_size:,}, --max-prefill-tokens {config.max_prefill_tokens:,}, radix cache "
+            f"{'on' if config.radix_cache else 'off'}, --schedule-policy {config.schedule_policy}, "
+            f"{'overlap' if overlap else 'normal'} event loop"
+            + (", mixed chunks" if config.mixed_chunk else "")
+        )
+
+    scheduler = {
+        "max_total_num_tokens": config.max_total_num_tokens,
+        "page_size": config.page_size,
+        "context_len": config.context_len,
+        "max_running_requests": config.max_running_requests,
+        "chunked_prefill_size": config.chunked_prefill_size,
+        "max_prefill_tokens": config.max_prefill_tokens,
+        "radix_cache": config.radix_cache,
+        "schedule_policy": config.schedule_policy,
+        "schedule_conservativeness": config.schedule_conservativeness,
+        "enable_mixed_chunk": config.mixed_chunk,
+        "overlap_schedule": overlap,
+    }
+    notes.append(f"the scheduler is SGLang {engine.version}'s own, ported and proven step for step")
+    if flags.chunked_prefill_size is None:
+        notes.append(
+            f"--chunked-prefill-size {config.chunked_prefill_size:,}: SGLang's default for a GPU of "
+            f"{format_size(target.gpu_bytes)} (handle_gpu_memory_settings)"
+        )
+    return Prepared(
+        model,
+        target.engine.name,
+        f"{target.engine.label} {target.engine.version} on {target.gpu_label}",
+        settings,
+        scheduler,
+        SglangSimulator(config, overlap),
+        cost,
+        tuple(notes),
+        "retractions",
         cap.kv_budget_bytes,
     )
 

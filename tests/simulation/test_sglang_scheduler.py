@@ -100,3 +100,34 @@ def test_workloads_exercise_the_scheduler() -> None:
     first = {rid: n for s in shared["ok"]["steps"] for rid, n in s.get("extend", [])[:1]}
     prompts = {i: r[1] for i, r in enumerate(shared["case"]["requests"])}
     assert any(n < prompts[rid] - 299 for rid, n in first.items())  # a prefill that skipped the cached prefix
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in RECORDED if _missing(e["case"]) is None and not e["case"].get("ignore_eos")],
+    ids=lambda e: e["case"]["name"],
+)
+def test_a_replay_trace_through_simulate_is_every_recorded_step(entry: dict[str, Any]) -> None:
+    """A trace in engine-loop iterations through `simulate`'s own loop for SGLang — the clock, the clients, the
+    statistics — schedules what SGLang's scheduler scheduled, batch for batch, and gives the pool back."""
+    from kvplan.simulation.roofline import CostModel, Hardware
+    from kvplan.simulation.sglang.engine import SglangSimulator
+    from kvplan.simulation.workload import RequestSpec, Workload
+
+    case, answer = entry["case"], entry["ok"]
+    config = _config(answer, case)
+    trace = tuple(RequestSpec(0.0, p, o, arrival_step=a, cancel_step=c) for a, p, o, c in case["requests"])
+    w = Workload(
+        trace=tuple(sorted(trace, key=lambda r: r.arrival_step or 0)), shared_prefix=case.get("shared_prefix", 0)
+    )
+    sim = SglangSimulator(config, overlap=not case.get("disable_overlap_schedule", False))
+    r = sim.run(CostModel(1_000_000, 2e9, 1000, 1e6, Hardware(1e12, 1e14, "test")), w)
+    total = answer["max_total_num_tokens"]
+    got = [(s.prefill_tokens + s.decode_tokens, s.running, s.waiting, s.preempted, s.blocks_used)
+           for s in r.series.finished_rows()]  # fmt: skip
+    want = [(sum(n for _, n in s.get("extend", [])) + len(s.get("decode", [])), s["running"], s["waiting"],
+             s["retracted"], total - s["free"] - s["evictable"])
+            for s in answer["steps"] if "extend" in s or "decode" in s]  # fmt: skip
+    assert r.series.per_row == 1 and got == want
+    last = answer["steps"][-1]
+    assert r.final_free == last["free"] + last["evictable"] == total and r.blocks_returned

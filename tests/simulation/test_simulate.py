@@ -171,8 +171,8 @@ def test_cli_usage_errors(args: tuple[str, ...], code: int, message: str) -> Non
 
 
 def test_cli_refusals(tmp_path: Path) -> None:
-    r = kv("simulate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "1")
-    assert r.exit_code == 4 and "give --engine vllm or llama.cpp" in r.stderr
+    r = kv("simulate", "llama-3.1-8b", "--engine", "trtllm", "--gpu", "H100-80GB", "--request-rate", "1")
+    assert r.exit_code == 4 and "give --engine vllm, sglang or llama.cpp" in r.stderr
     r = kv(*BASE[:-1], "T4", "--kv-cache-memory-bytes", "4GiB", "--max-model-len", "8192", "--request-rate", "1")
     assert r.exit_code == 2 and "--bandwidth" in r.stderr
     bad = tmp_path / "bad.jsonl"

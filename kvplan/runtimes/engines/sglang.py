@@ -168,6 +168,7 @@ class SGLang(Engine):
     aliases: ClassVar[tuple[str, ...]] = ("sglang",)
     dtype_ladder: ClassVar[tuple[str, ...]] = ("auto", "fp8_e4m3")
     separate_swa_pool: ClassVar[bool] = True
+    simulated: ClassVar[bool] = True  # kvplan/simulation/sglang/ ports its scheduler (one token pool so far)
     block_unit: ClassVar[str] = "page"
     measures_overhead: ClassVar[bool] = False  # activations and graphs live in the (1 − mem_fraction_static) slack
     own_settings: ClassVar[frozenset[str]] = OWN_SETTINGS["sglang"]

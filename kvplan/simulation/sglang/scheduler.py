@@ -150,6 +150,8 @@ class Scheduler:
         self.retracted = 0
         self.by_id: dict[int, Req] = {}
         self.inflight: set[Req] = set()  # the overlap loop's queued batch, not yet processed
+        self.retracted_reqs: list[Req] = []  # retracted since the caller last cleared it
+        self.sampled: list[Req] = []  # the requests the latest process() gave a token
         self.tree = RadixTree(config.page_size) if config.radix_cache else None
         self.refresh_calls = 0  # SchedulePolicy._waiting_prefix_refresh_calls
 
@@ -228,17 +230,28 @@ class Scheduler:
             self.pool.rows += 1
             req.holds_slot = False
 
-    def abort(self, rid: int) -> None:
+    def abort(self, rid: int) -> bool:
+        """abort_request: a waiting request leaves at once (True); a running one finishes when its batch's
+        result is processed (False)."""
         req = self.by_id.get(rid)
         if req is None or req.finished:
-            return
+            return False
         if req in self.waiting:
             self.waiting.remove(req)
             self._release(req)
             req.finished = req.aborted = True
             del self.by_id[rid]
-        else:
-            req.aborted = True  # finished when its batch's result is processed
+            return True
+        req.aborted = True
+        return False
+
+    def in_use(self) -> int:
+        """Tokens neither free nor evictable from the radix cache."""
+        return self.c.max_total_num_tokens - self.reclaimable()
+
+    def reclaimable(self) -> int:
+        """Free tokens and the radix cache's evictable ones: the whole pool once every request has ended."""
+        return self.pool.free + (self.tree.evictable if self.tree is not None else 0)
 
     # -- the schedule --
     def next_batch(self) -> Batch | None:
@@ -406,6 +419,7 @@ class Scheduler:
             budget = sum(r.max_new for r in batch.reqs)
             self.ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(batch.reqs)) / (budget + 1))
             self.retracted = len(retracted)
+            self.retracted_reqs.extend(retracted)
             self.waiting.extend(retracted)
         else:
             self.ratio = max(self.ratio - self.ratio_decay, self.ratio_min)
@@ -427,10 +441,12 @@ class Scheduler:
     ) -> list[Req]:
         """process_batch_result: one token for every request whose prefill is complete; those done released."""
         done = []
+        self.sampled = []
         for r in reqs:
             if r is partial or r.finished or r.retracted:
                 continue  # a partial chunk samples nothing; a request aborted or retracted meanwhile neither
             r.output += 1
+            self.sampled.append(r)
             if r.aborted or r.output >= r.max_new:
                 r.finished = True
                 self._release(r)

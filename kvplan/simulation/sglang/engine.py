@@ -1,0 +1,144 @@
+"""SGLang's scheduler over time: the port (kvplan.simulation.sglang.scheduler) on the roofline's clock.
+
+Requests arrive at their times and are added before the first iteration that starts after them (SGLang's
+``ingest_requests`` at the top of its event loop); a cancel aborts the request there too. Each iteration's batch
+takes the floor time of what it computes; a token exists when the batch that samples it ends (with the overlap
+schedule SGLang processes that result one iteration later, which the port follows for what it schedules, not for
+when the GPU produced the token). KV in use counts the tokens neither free nor held by the radix cache as
+evictable (what a request could not get back).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kvplan.simulation.roofline import CostModel
+from kvplan.simulation.run import Clients, SimResult, SimulationError, StepLimits, check_steps
+from kvplan.simulation.sglang.scheduler import Batch, Req, Scheduler, SchedulerConfig
+from kvplan.simulation.stats import Series, StepPoint
+from kvplan.simulation.workload import Workload
+
+
+def refusal(prompt: int, config: SchedulerConfig) -> str | None:
+    """SGLang's refusal of a prompt too long for the pool or the context (validate_input_length,
+    sglang/srt/managers/utils.py, with --allow-auto-truncate off), None when it is admitted."""
+    limit = config.max_req_input_len
+    if prompt >= limit:
+        return (f"Input length ({prompt} tokens) exceeds the maximum allowed length ({limit} tokens). Use a "
+                "shorter input or enable --allow-auto-truncate.")  # fmt: skip
+    return None
+
+
+@dataclass(frozen=True)
+class SglangSimulator:
+    """SGLang 0.5.23's scheduler and event loop over time."""
+
+    config: SchedulerConfig
+    overlap: bool = True  # event_loop_overlap (SGLang's default); False: --disable-overlap-schedule
+    steps_of: ClassVar[str] = "engine"
+
+    def limits(self) -> StepLimits:
+        c = self.config
+        batch = c.chunked_prefill_size or c.max_prefill_tokens
+        return StepLimits(c.max_running_requests, batch, None, c.context_len)
+
+    def run(
+        self, cost: CostModel, workload: Workload, progress: Callable[[float, int], None] | None = None
+    ) -> SimResult:
+        return simulate(self.config, self.overlap, cost, workload, progress)
+
+
+def _work(batch: Batch) -> list[tuple[int, int, Req]]:
+    """(tokens computed, tokens of context before them, request) for every row of the batch."""
+    if batch.extend:
+        rows = [(r.extend_len, r.prefix_len, r) for r in batch.reqs]
+        return rows + [(1, r.kv - 1, r) for r in batch.decoding]
+    return [(1, r.kv - 1, r) for r in batch.reqs]
+
+
+def simulate(  # noqa: C901 - one event loop
+    config: SchedulerConfig,
+    overlap: bool,
+    cost: CostModel,
+    workload: Workload,
+    progress: Callable[[float, int], None] | None = None,
+) -> SimResult:
+    clients = Clients(workload, random.Random(workload.seed), None)
+    results = clients.results
+    s = Scheduler(config)
+    series = Series()
+    queue: deque[tuple[tuple[Req, ...], Req | None, bool, tuple[Req, ...], float]] = deque()
+    total = config.max_total_num_tokens
+    t = 0.0
+    idle_steps = 0
+    iteration = 0
+    replay = workload.in_steps  # arrivals and cancels by iteration, as the recorder drives SGLang
+    while True:
+        for spec in clients.due_step(iteration, t) if replay else clients.due(t):
+            rid = clients.arrive(spec)
+            refused = refusal(spec.prompt, config)
+            if refused is not None:  # the scheduler aborts it on arrival
+                clients.ended(rid, t, False, refused)
+                continue
+            s.add(rid, spec.prompt, spec.output, shared_prefix=workload.shared_prefix)
+        for rid in [*clients.cancels_due(t), *(clients.step_cancels_due(iteration) if replay else ())]:
+            if rid in results and s.abort(rid):
+                clients.ended(rid, t, True)
+        batch = s.next_batch()
+        iteration += 1
+        retracted, s.retracted = s.retracted, 0
+        for req in s.retracted_reqs:
+            results[req.rid].preemptions += 1
+        s.retracted_reqs.clear()
+        entry = point = None
+        if batch is not None:
+            work = _work(batch)
+            step = cost.step((n, before) for n, before, _ in work)
+            new = sum(n for n, _, _ in work)
+            decode = sum(1 for n, before, r in work if n == 1 and before >= r.prompt)
+            point = (t, step, new - decode, decode, len(s.running.reqs), len(s.waiting))
+            t += step.seconds
+            entry = ((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, t)
+            idle_steps = 0
+            check_steps(series.steps, t, workload, "engine")
+            if progress is not None and series.steps % 2000 == 0:
+                progress(t, clients.stats.arrived)
+        else:
+            idle_steps += 1
+        done: tuple[tuple[Req, ...], Req | None, bool, tuple[Req, ...], float] | None = None
+        if not overlap:
+            done = entry
+        else:  # event_loop_overlap: the previous batch's result is processed once this one is launched
+            if entry is not None:
+                queue.append(entry)
+            if s.last is not None:
+                done = queue.popleft()
+            s.inflight = set(queue[0][0]) if queue else set()
+        s.last = batch
+        if done is not None:
+            rows, partial, extend, decoding, end = done
+            ended = s.process(rows, partial, extend, decoding)
+            clients.sampled([r.rid for r in s.sampled], end)  # the tokens exist when their batch ended
+            for req in ended:
+                clients.ended(req.rid, end, req.aborted)
+        if point is not None:  # KV in use once the iteration's results are in, as SGLang's pool shows it
+            start, step, prefill, decode, running, waiting = point
+            series.add(StepPoint(start, step.seconds, prefill, decode, running, waiting, s.in_use(), retracted,
+                                 step.bytes, step.flops, step.compute_bound))  # fmt: skip
+        if batch is None and not queue:
+            if not s.waiting and not s.running.reqs and s.chunked is None:
+                upcoming = clients.next_arrival()
+                if upcoming is None:
+                    break
+                if not replay:
+                    t = max(t, upcoming)
+            elif idle_steps > 3:
+                head = s.waiting[0]
+                raise SimulationError(
+                    f"a request of {head.fill:,} tokens can never be admitted: SGLang's pool holds {total:,} tokens"
+                )
+    return SimResult(config, series, clients.stats, tuple(clients.kept), total, s.reclaimable(), clients.end)

@@ -1,0 +1,82 @@
+"""`kvplan simulate --engine sglang`: SGLang's flags reach the ported scheduler, the pool is `fit`'s, what SGLang
+refuses is refused, and the run keeps the pool's invariant (the scheduler itself: test_sglang_scheduler.py)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import kv
+
+BASE = ("simulate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB")
+
+
+def test_the_pool_is_fits_and_sglangs_defaults_for_the_gpu() -> None:
+    doc = kv(*BASE, "--context-length", "8192", "--request-rate", "2", "--duration", "5", "-o", "json").json()
+    fit = kv("fit", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB", "--context-length", "8192",
+             "-o", "json").json()  # fmt: skip
+    sched = doc["scheduler"]
+    assert sched["max_total_num_tokens"] == fit["engine"]["kv_tokens_per_gpu"] == doc["kv_capacity"]
+    assert sched["max_running_requests"] == fit["engine"]["max_running_requests"]
+    # handle_gpu_memory_settings: 8192 on an 80 GB GPU (SGLang's own logs of H100 runs say so); ServerArgs' 16384
+    assert (sched["chunked_prefill_size"], sched["max_prefill_tokens"]) == (8192, 16384)
+    assert sched["radix_cache"] and sched["overlap_schedule"] and sched["schedule_policy"] == "fcfs"
+    assert doc["kv_unit"] == "tokens" and doc["blocks_returned"]
+    assert doc["engine"]["label"] == "SGLang 0.5.23 on H100-80GB"
+
+
+def test_sglang_flags_reach_the_scheduler() -> None:
+    doc = kv(*BASE, "--context-length", "8192", "--request-rate", "2", "--duration", "5", "--chunked-prefill-size",
+             "1024", "--max-prefill-tokens", "4096", "--schedule-policy", "lpm", "--schedule-conservativeness", "0.5",
+             "--enable-mixed-chunk", "--disable-overlap-schedule", "--disable-radix-cache", "--max-running-requests",
+             "16", "--page-size", "16", "-o", "json").json()  # fmt: skip
+    sched = doc["scheduler"]
+    assert sched == {**sched, "chunked_prefill_size": 1024, "max_prefill_tokens": 4096, "schedule_policy": "lpm",
+                     "schedule_conservativeness": 0.5, "enable_mixed_chunk": True, "overlap_schedule": False,
+                     "radix_cache": False, "max_running_requests": 16, "page_size": 16}  # fmt: skip
+    assert doc["blocks_returned"]
+
+
+def test_a_small_pool_retracts_and_gives_every_token_back() -> None:
+    """An RTX 4090 holds 12,928 tokens of Llama-3.1-8B: long outputs admitted at the new-token ratio outgrow it,
+    and SGLang retracts; once every request ended, the free and evictable tokens are the whole pool."""
+    doc = kv("simulate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "8192",
+             "--request-rate", "8", "--duration", "10", "--prompt-len", "lognormal:1500:0.7", "--output-len",
+             "uniform:100:1200", "--shared-prefix", "500", "-o", "json").json()  # fmt: skip
+    run = {r["metric"]: r["value"] for r in doc["run"]}
+    assert run["retractions"] > 0 and run["requests retracted"] > 0
+    assert run["free tokens after the last request"] == doc["kv_capacity"] == 12928 and doc["blocks_returned"]
+    assert any("retractions: SGLang's pool had no room" in w for w in doc["warnings"])
+
+
+def test_a_prompt_sglang_refuses() -> None:
+    """validate_input_length: a prompt of max_req_input_len tokens or more (the context less 6 here) is refused."""
+    doc = kv(*BASE, "--context-length", "4096", "--request-rate", "2", "--duration", "3", "--prompt-len", "4090",
+             "-o", "json").json()  # fmt: skip
+    run = {r["metric"]: r["value"] for r in doc["run"]}
+    assert run["refused by SGLang (prompt ≥ its longest input)"] == run["requests arrived"] > 0
+    assert any("Input length (4090 tokens) exceeds the maximum allowed length (4090 tokens)" in w
+               for w in doc["warnings"])  # fmt: skip
+    ok = kv(*BASE, "--context-length", "4096", "--request-rate", "2", "--duration", "3", "--prompt-len", "4089",
+            "-o", "json").json()  # fmt: skip
+    assert {r["metric"]: r["value"] for r in ok["run"]}["served to the end"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("simulate", "gpt-oss-20b", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "1"), 4,
+         "SGLang keeps a sliding-window pool beside its token pool"),
+        (("simulate", "falcon-h1-7b", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "1"), 4,
+         "SGLang keeps a Mamba state pool beside its token pool"),
+        (("simulate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GBx2", "--pp-size", "2",
+          "--request-rate", "1"), 4, "drop --pp-size"),
+        (("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB", "--chunked-prefill-size", "1024",
+          "--request-rate", "1"), 2, "--chunked-prefill-size: is SGLang's; vLLM does not have it"),
+        ((*BASE, "--schedule-policy", "lifo", "--request-rate", "1"), 2, "expected one of fcfs, lpm"),
+        (("fit", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB", "--chunked-prefill-size", "1024"), 2,
+         "--chunked-prefill-size"),
+    ],
+)  # fmt: skip
+def test_refusals_and_usage_errors(args: tuple[str, ...], code: int, message: str) -> None:
+    r = kv(*args)
+    assert r.exit_code == code and message in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
