@@ -277,8 +277,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
             f"--max-running-requests {config.max_running_requests:,}, --chunked-prefill-size "
             f"{config.chunked_prefill_size:,}, --max-prefill-tokens {config.max_prefill_tokens:,}, radix cache "
             f"{'on' if config.radix_cache else 'off'}, --schedule-policy {config.schedule_policy}, "
-            f"{'overlap' if overlap else 'normal'} event loop"
-            + (", mixed chunks" if config.mixed_chunk else "")
+            f"{'overlap' if overlap else 'normal'} event loop" + (", mixed chunks" if config.mixed_chunk else "")
         )
 
     scheduler = {

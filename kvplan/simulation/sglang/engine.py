@@ -97,9 +97,12 @@ def simulate(  # noqa: C901 - one event loop
         entry = point = None
         if batch is not None:
             work = _work(batch)
-            step = cost.step((n, before) for n, before, _ in work)
-            new = sum(n for n, _, _ in work)
-            decode = sum(1 for n, before, r in work if n == 1 and before >= r.prompt)
+            step = cost.step([(n, before) for n, before, _ in work])
+            new = decode = 0
+            for n, before, r in work:
+                new += n
+                if n == 1 and before >= r.prompt:
+                    decode += 1
             point = (t, step, new - decode, decode, len(s.running.reqs), len(s.waiting))
             t += step.seconds
             entry = ((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, t)

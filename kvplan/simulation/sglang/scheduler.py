@@ -176,6 +176,8 @@ class Scheduler:
     def _decode_need(self, reqs: list[Req]) -> int:
         """new_tokens_required_next_decode: a page for every request whose last page is full."""
         page = self.c.page_size
+        if page == 1:
+            return len(reqs)  # every request starts a page of one
         return sum(1 for r in reqs if r.kv % page == 0) * page
 
     def _alloc_decode(self, reqs: list[Req]) -> None:
