@@ -120,6 +120,18 @@ def cases() -> list[dict[str, Any]]:
             disable_overlap_schedule=True,
             **base,
         ),
+        *(
+            sched(
+                f"llama-closed-loop-12-{loop}",
+                "llama-3.1-8b",
+                workload(21, 60, span=0, prompt=(100, 2500), output=(20, 600)),
+                max_total_tokens=6000,
+                concurrency=12,
+                **base,
+                **flags,
+            )
+            for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True}))
+        ),
         sched("llama-page-16", "llama-3.1-8b", mixed, max_total_tokens=6000, page_size=16, **base),
         sched(
             "llama-page-16-shared-prefix",

@@ -258,6 +258,12 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
 
     plan = IterationPlan.of(requests)
     arrivals, cancels, last = plan.arrivals, plan.cancels, plan.last
+    concurrency = CASE.get("concurrency")  # closed loop: N in flight, the next arrives after one finishes
+    live: dict[int, Any] = {}
+    pending = 0
+    if concurrency:
+        arrivals, last = {0: list(range(min(concurrency, len(requests))))}, 0
+        pending = min(concurrency, len(requests))
     steps: list[dict[str, Any]] = []
     alloc, tree = s.token_to_kv_pool_allocator, s.tree_cache
     if overlap:
@@ -277,6 +283,7 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
                 return_logprob=False, logprob_start_len=-1, top_logprobs_num=0, token_ids_logprob=None,
                 stream=False,
             ))  # fmt: skip
+            live[i] = next(r for r in reversed(s.waiting_queue) if r.rid == rid(i))
         for i in cancels.get(it, ()):
             s.abort_request(AbortReq(rid=rid(i)))
         plan = s.get_next_batch_to_run(running_batch=s.running_batch, last_batch=s.last_batch)
@@ -326,6 +333,12 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
             record["mamba_free"] = int(mamba.available_size())
             record["mamba_evictable"] = int(tree.mamba_evictable_size())
         steps.append(record)
+        for i in [i for i, r in live.items() if r.finished()]:
+            del live[i]
+            if concurrency and pending < len(requests):  # the client sends its next request
+                arrivals.setdefault(it + 1, []).append(pending)
+                pending += 1
+                last = it + 1
         if (it > last and batch is None and not s.waiting_queue and s.running_batch.is_empty() and s.chunked_req is None
                 and not s.result_queue):  # fmt: skip
             break

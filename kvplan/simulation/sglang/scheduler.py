@@ -594,23 +594,30 @@ class Adder:
         return self.state()
 
 
-def run_by_iteration(
+def run_by_iteration(  # noqa: C901 - the recorder's loop: both event loops, a closed loop
     config: SchedulerConfig,
     requests: Sequence[tuple[int, int, int, int | None]],
     ignore_eos: bool = False,
     overlap: bool = True,
     shared_prefix: int = 0,
+    concurrency: int | None = None,
     limit: int = 1_000_000,
 ) -> list[StepRecord]:
     """The workload as the recorder drives SGLang's event loop (event_loop_overlap, SGLang's default, or
     event_loop_normal): request i = (arrival iteration, prompt, output tokens, cancel iteration or None) is added,
-    or aborted, before the iteration of that number."""
+    or aborted, before the iteration of that number. ``concurrency``: a closed loop — the first N arrive at once,
+    and each request that ends lets the next one arrive before the following iteration."""
     queue: deque[tuple[tuple[Req, ...], Req | None, bool, tuple[Req, ...]]] = deque()
     s = Scheduler(config)
     plan = IterationPlan.of(requests)
+    arrivals, last = plan.arrivals, plan.last
+    pending = 0
+    if concurrency:
+        pending = min(concurrency, len(requests))
+        arrivals, last = {0: list(range(pending))}, 0
     steps: list[StepRecord] = []
     for it in range(limit):
-        for i in plan.arrivals.get(it, ()):
+        for i in arrivals.get(it, ()):
             _, prompt, output, _ = requests[i]
             s.add(i, prompt, output, ignore_eos, shared_prefix)
         for i in plan.cancels.get(it, ()):
@@ -626,19 +633,25 @@ def run_by_iteration(
             else:
                 decode = tuple(r.rid for r in batch.reqs)
         running, waiting = len(s.running.reqs), len(s.waiting)
+        ended: list[Req] = []
         if not overlap:
             if batch is not None:
-                s.process((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding)
+                ended = s.process((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding)
         else:
             if batch is not None:
                 queue.append(((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding))
             if s.last is not None:
-                s.process(*queue.popleft())
+                ended = s.process(*queue.popleft())
             s.inflight = set(queue[0][0]) if queue else set()
         s.last = batch
         evictable = s.tree.evictable if s.tree is not None else 0
         steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.free, evictable))
+        for _ in ended:
+            if concurrency and pending < len(requests):  # the client sends its next request
+                arrivals.setdefault(it + 1, []).append(pending)
+                pending += 1
+                last = it + 1
         idle = batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not queue
-        if it > plan.last and idle:
+        if it > last and idle:
             break
     return steps
