@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -175,13 +176,64 @@ def run_case(python: str, c: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+RANDOM_OUT = OUT.with_name("sglang_sched_random.json")
+
+
+def random_cases(n: int) -> list[dict[str, Any]]:
+    """A sweep of the scheduler's settings, drawn from seeds: pool, chunk, page, radix cache, event loop, policy,
+    conservativeness, mixed chunks, running cap, shared prefix, cancels, a closed loop, ignore_eos, MLA."""
+    out = []
+    for seed in range(n):
+        rng = random.Random(1000 + seed)
+        model = rng.choice(("llama-3.1-8b", "llama-3.1-8b", "deepseek-v2-lite"))
+        page = rng.choice((1, 1, 16, 32))
+        chunk = rng.choice((256, 512, 1024, 2048, 4096))
+        shared = rng.choice((0, 0, rng.randint(50, 600)))
+        lo = max(20, shared + 1) if shared else 20
+        args: dict[str, Any] = {
+            "max_total_tokens": rng.randint(2500, 12000) // page * page,
+            "context_length": 8192,
+            "chunked_prefill_size": chunk,
+            "max_prefill_tokens": rng.choice((16384, chunk * 2, 4096)),
+            "page_size": page,
+            "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 0.7, 1.5)),
+        }
+        if rng.random() < 0.3:
+            args["disable_radix_cache"] = True
+        if rng.random() < 0.4:
+            args["disable_overlap_schedule"] = True
+        if rng.random() < 0.25 and not args.get("disable_radix_cache"):
+            args["schedule_policy"] = "lpm"
+        if rng.random() < 0.25:
+            args["enable_mixed_chunk"] = True
+        if rng.random() < 0.3:
+            args["max_running_requests"] = rng.randint(2, 24)
+        if rng.random() < 0.2:
+            args["ignore_eos"] = True
+        if shared:
+            args["shared_prefix"] = shared
+        if rng.random() < 0.2:
+            args["concurrency"] = rng.randint(2, 16)
+        requests = workload(
+            2000 + seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
+            prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
+            cancel=rng.choice((0.0, 0.0, 0.15)),
+        )  # fmt: skip
+        out.append(sched(f"random-{seed:02d}-{model}", model, requests, **args))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("python", help="the Python of a venv with sglang==0.5.23")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", default="", help="record only the cases whose name contains this")
+    ap.add_argument("--random", type=int, default=0, help=f"record a sweep of N drawn cases into {RANDOM_OUT.name}")
     args = ap.parse_args()
-    todo = [c for c in cases() if args.only in c["name"]]
+    global OUT
+    if args.random:
+        OUT = RANDOM_OUT
+    todo = [c for c in (random_cases(args.random) if args.random else cases()) if args.only in c["name"]]
     old = json.loads(OUT.read_text())["cases"] if OUT.exists() and args.only else []
     done = [d for d in old if args.only not in d["case"]["name"]]
     start = time.time()

@@ -15,6 +15,9 @@ from helpers import FIXTURES
 from kvplan.simulation.sglang.scheduler import SchedulerConfig, StepRecord, run_by_iteration
 
 RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "sglang_sched.json").read_text())["cases"]
+#: a sweep of drawn settings (record_sglang_sched.py --random 30): pool, chunk, page, radix cache, event loop,
+#: policy, conservativeness, mixed chunks, running cap, shared prefix, cancels, closed loops, refused prompts
+SWEEP: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "sglang_sched_random.json").read_text())["cases"]
 
 
 def _missing(case: dict[str, Any]) -> str | None:
@@ -54,8 +57,8 @@ def _as_recorded(step: StepRecord) -> dict[str, Any]:
 
 def test_recorded_workloads() -> None:
     """The issue's bar: at least 20 workloads recorded, every one answered by SGLang (none refused)."""
-    assert len(RECORDED) >= 20
-    assert all("ok" in r for r in RECORDED)
+    assert len(RECORDED) >= 20 and len(SWEEP) >= 30
+    assert all("ok" in r for r in RECORDED + SWEEP)
     loops = {bool(r["case"].get("disable_overlap_schedule")) for r in RECORDED}
     assert loops == {True, False}  # both event loops
 
@@ -68,7 +71,7 @@ def test_recorded_workloads() -> None:
             id=e["case"]["name"],
             marks=[pytest.mark.xfail(strict=True, reason=m)] if (m := _missing(e["case"])) else [],
         )
-        for e in RECORDED
+        for e in RECORDED + SWEEP
     ],
 )
 def test_step_for_step(entry: dict[str, Any]) -> None:
@@ -108,7 +111,7 @@ def test_workloads_exercise_the_scheduler() -> None:
     # (a trace in iterations has no closed loop, and simulate's clients never ask ignore_eos)
     [
         e
-        for e in RECORDED
+        for e in RECORDED + SWEEP
         if _missing(e["case"]) is None and not e["case"].get("ignore_eos") and not e["case"].get("concurrency")
     ],
     ids=lambda e: e["case"]["name"],
@@ -137,3 +140,17 @@ def test_a_replay_trace_through_simulate_is_every_recorded_step(entry: dict[str,
     assert r.series.per_row == 1 and got == want
     last = answer["steps"][-1]
     assert r.final_free == last["free"] + last["evictable"] == total and r.blocks_returned
+
+
+def test_the_sweep_reaches_what_it_draws() -> None:
+    """The drawn settings really vary where the scheduler branches (so the sweep can fail there)."""
+    cases = [e["case"] for e in SWEEP]
+    assert {c["page_size"] for c in cases} >= {1, 16, 32}
+    assert {c["model"] for c in cases} == {"llama-3.1-8b", "deepseek-v2-lite"}
+    for flag in ("disable_radix_cache", "disable_overlap_schedule", "enable_mixed_chunk", "ignore_eos",
+                 "concurrency", "max_running_requests", "shared_prefix"):  # fmt: skip
+        assert any(c.get(flag) for c in cases), flag
+    assert any(c.get("schedule_policy") == "lpm" for c in cases)
+    refused = [e for e in SWEEP if any(p >= e["ok"]["max_req_input_len"] for _, p, _, _ in e["case"]["requests"])]
+    assert refused  # SGLang's one-token prefill of a prompt it refuses is in the recording
+    assert sum(s["retracted"] for e in SWEEP for s in e["ok"]["steps"]) > 0

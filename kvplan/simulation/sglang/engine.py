@@ -23,16 +23,6 @@ from kvplan.simulation.stats import Series, StepPoint
 from kvplan.simulation.workload import Workload
 
 
-def refusal(prompt: int, config: SchedulerConfig) -> str | None:
-    """SGLang's refusal of a prompt too long for the pool or the context (validate_input_length,
-    sglang/srt/managers/utils.py, with --allow-auto-truncate off), None when it is admitted."""
-    limit = config.max_req_input_len
-    if prompt >= limit:
-        return (f"Input length ({prompt} tokens) exceeds the maximum allowed length ({limit} tokens). Use a "
-                "shorter input or enable --allow-auto-truncate.")  # fmt: skip
-    return None
-
-
 @dataclass(frozen=True)
 class SglangSimulator:
     """SGLang 0.5.23's scheduler and event loop over time."""
@@ -79,11 +69,7 @@ def simulate(  # noqa: C901 - one event loop
     replay = workload.in_steps  # arrivals and cancels by iteration, as the recorder drives SGLang
     while True:
         for spec in clients.due_step(iteration, t) if replay else clients.due(t):
-            rid = clients.arrive(spec)
-            refused = refusal(spec.prompt, config)
-            if refused is not None:  # the scheduler aborts it on arrival
-                clients.ended(rid, t, False, refused)
-                continue
+            rid = clients.arrive(spec)  # one SGLang refuses still goes through the queue (as one token)
             s.add(rid, spec.prompt, spec.output, shared_prefix=workload.shared_prefix)
         for rid in [*clients.cancels_due(t), *(clients.step_cancels_due(iteration) if replay else ())]:
             if rid in results and s.abort(rid):
@@ -125,9 +111,9 @@ def simulate(  # noqa: C901 - one event loop
         if done is not None:
             rows, partial, extend, decoding, end = done
             ended = s.process(rows, partial, extend, decoding)
-            clients.sampled([r.rid for r in s.sampled], end)  # the tokens exist when their batch ended
+            clients.sampled([r.rid for r in s.sampled if r.error is None], end)  # when their batch ended
             for req in ended:
-                clients.ended(req.rid, end, req.aborted)
+                clients.ended(req.rid, end, req.aborted and req.error is None, req.error)
         if point is not None:  # KV in use once the iteration's results are in, as SGLang's pool shows it
             start, step, prefill, decode, running, waiting = point
             series.add(StepPoint(start, step.seconds, prefill, decode, running, waiting, s.in_use(), retracted,

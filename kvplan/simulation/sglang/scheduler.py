@@ -80,6 +80,7 @@ class Req:
     finished: bool = False
     aborted: bool = False
     retracted: bool = False  # until re-admitted: a result still queued for it is dropped
+    error: str | None = None  # SGLang refused it on arrival (it ends with its one-token prefill)
 
     @property
     def fill(self) -> int:
@@ -89,6 +90,20 @@ class Req:
     @property
     def extend_len(self) -> int:
         return self.extend_end - self.prefix_len
+
+
+#: the prompt SGLang gives a request it refuses on arrival: one token, id 0, the same for every such request
+REFUSED = Seq(-1, 1, 0)
+
+
+def refusal(prompt: int, config: SchedulerConfig) -> str | None:
+    """SGLang's refusal of a prompt too long for the pool or the context (validate_input_length,
+    sglang/srt/managers/utils.py, with --allow-auto-truncate off), None when it is admitted."""
+    limit = config.max_req_input_len
+    if prompt >= limit:
+        return (f"Input length ({prompt} tokens) exceeds the maximum allowed length ({limit} tokens). Use a "
+                "shorter input or enable --allow-auto-truncate.")  # fmt: skip
+    return None
 
 
 class Add(Enum):
@@ -157,13 +172,19 @@ class Scheduler:
 
     # -- requests in and out --
     def add(self, rid: int, prompt: int, output: int, ignore_eos: bool = False, shared_prefix: int = 0) -> Req:
-        """handle_generate_request with init_req_max_new_tokens' clipping."""
+        """handle_generate_request: init_req_max_new_tokens' clipping, then validate_input_length — a prompt of
+        max_req_input_len tokens or more is aborted on arrival (set_finish_with_abort): it still goes through the
+        queue, as one token (id 0), and ends with its prefill's result."""
         c = self.c
         max_new = max(0, min(output, c.max_req_len - prompt - 1))
         page = c.page_size
         paged = -(-prompt // page) * page
         max_new = max(0, min(max_new, c.max_total_num_tokens - paged - page - 1))
-        req = Req(rid, prompt, max_new, ignore_eos, seq=Seq(rid, prompt, min(shared_prefix, prompt)))
+        error = refusal(prompt, c)
+        if error is not None:
+            req = Req(rid, 1, max_new, ignore_eos, seq=REFUSED, aborted=True, error=error)
+        else:
+            req = Req(rid, prompt, max_new, ignore_eos, seq=Seq(rid, prompt, min(shared_prefix, prompt)))
         self.by_id[rid] = req
         self.waiting.append(req)
         return req
