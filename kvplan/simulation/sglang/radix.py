@@ -72,6 +72,7 @@ class RadixTree:
         self.root.lock = 1
         self.evictable = 0
         self.protected = 0
+        self.leaves: dict[Node, None] = {}  # evictable_device_leaves: unlocked, cached, childless (in order)
         self.freed = 0  # tokens given back to the pool by the last operation (eviction, duplicates)
 
     def _tick(self) -> int:
@@ -150,6 +151,8 @@ class RadixTree:
                     self.protected += agree
                 else:
                     self.evictable += agree
+                    if not child.children:
+                        self.leaves[child] = None
             else:
                 dup_start = max(0, prev_prefix - pos)
                 if dup_start < agree:
@@ -161,6 +164,8 @@ class RadixTree:
             leaf = self._new(seq, pos, length, node)
             node.children[seq.page(pos, self.page)] = leaf
             self.evictable += length - pos
+            self.leaves.pop(node, None)
+            self.leaves[leaf] = None
             node = leaf
         return prefix, node
 
@@ -170,6 +175,7 @@ class RadixTree:
             if n.lock == 0:
                 self.evictable -= len(n)
                 self.protected += len(n)
+                self.leaves.pop(n, None)
             n.lock += 1
             n = n.parent
 
@@ -180,21 +186,13 @@ class RadixTree:
             if n.lock == 0:
                 self.evictable += len(n)
                 self.protected -= len(n)
+                if not n.children and n.cached:
+                    self.leaves[n] = None
             n = n.parent
-
-    def _leaves(self) -> list[Node]:
-        out, stack = [], [self.root]
-        while stack:
-            n = stack.pop()
-            if n.children:
-                stack.extend(n.children.values())
-            elif n is not self.root and n.lock == 0 and n.cached:
-                out.append(n)
-        return out
 
     def evict(self, tokens: int) -> int:
         """Evict device leaves, least recently used first, until ``tokens`` are freed; the tokens freed."""
-        heap = [(n.access, n) for n in self._leaves()]
+        heap = [(n.access, n) for n in self.leaves]
         heapq.heapify(heap)
         freed = 0
         while freed < tokens and heap:
@@ -204,6 +202,8 @@ class RadixTree:
             freed += len(n)
             self.evictable -= len(n)
             del parent.children[n.seq.page(n.start, self.page)]
+            del self.leaves[n]
             if parent is not self.root and not parent.children and parent.lock == 0 and parent.cached:
+                self.leaves[parent] = None
                 heapq.heappush(heap, (parent.access, parent))
         return freed
