@@ -203,13 +203,14 @@ class Clients:
 
     def sampled(self, rids: Iterable[int], t: float) -> None:
         """One token each, seen by its client at ``t``."""
-        results, itl, shares, counts = self.results, self.stats.itl, self.share_cancels, self.token_cancels
+        results, shares, counts = self.results, self.share_cancels, self.token_cancels
+        gaps: list[float] = []
         for rid in rids:
             res = results[rid]
             if res.first_token is None:
                 res.first_token = t
             elif res.last_token is not None:
-                itl.add(t - res.last_token)
+                gaps.append(t - res.last_token)
             res.last_token = t
             res.tokens += 1
             share = shares.get(rid) if shares else None
@@ -220,6 +221,7 @@ class Clients:
             if enough is not None and res.tokens >= enough:
                 del self.token_cancels[rid]  # the client has seen its N tokens, and leaves
                 heapq.heappush(self.cancels, (t, rid))
+        self.stats.itl.extend(gaps)
 
     def ended(self, rid: int, now: float, cancelled: bool, error: str | None = None) -> None:
         r = self.results.pop(rid)

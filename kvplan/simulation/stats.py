@@ -55,6 +55,21 @@ class Quantiles:
         else:
             self._bucket(value)
 
+    def extend(self, values: list[float]) -> None:
+        """``add`` for each of ``values``, in one call (the gaps of one engine step's tokens)."""
+        if not values:
+            return
+        exact = self._exact
+        if exact is None or len(exact) + len(values) > EXACT_VALUES:
+            for v in values:
+                self.add(v)
+            return
+        self.count += len(values)
+        top = max(values)
+        if self.maximum is None or top > self.maximum:
+            self.maximum = top
+        exact.extend(values)
+
     def _bucket(self, value: float) -> None:
         key = -(1 << 62) if value <= 0 else math.floor(math.log(value) / math.log1p(2 * RESOLUTION))
         self._buckets[key] = self._buckets.get(key, 0) + 1

@@ -43,6 +43,25 @@ def test_quantiles_exact_and_past_the_exact_bound(values: list[float], q: float)
     assert abs(got - want) <= 1.001e-4 * want + (1e-300 if want == 0 else 0.0), (want, got)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 1e4, allow_nan=False), max_size=8), max_size=40), st.integers(1, 30))
+def test_quantiles_extend_is_add_for_each(chunks: list[list[float]], bound: int) -> None:
+    """One step's gaps at once (Quantiles.extend) count as each added in turn — below, across and past the exact
+    bound."""
+    saved = stats.EXACT_VALUES
+    stats.EXACT_VALUES = bound
+    try:
+        one, many = Quantiles(), Quantiles()
+        for chunk in chunks:
+            for v in chunk:
+                one.add(v)
+            many.extend(chunk)
+    finally:
+        stats.EXACT_VALUES = saved
+    assert (many.count, many.maximum, many.exact) == (one.count, one.maximum, one.exact)
+    assert [many.percentile(q) for q in (1, 50, 90, 100)] == [one.percentile(q) for q in (1, 50, 90, 100)]
+
+
 def _point(rng: random.Random, t: float) -> StepPoint:
     return StepPoint(t, rng.random() / 100, rng.randint(0, 9), rng.randint(0, 9), rng.randint(0, 50),
                      rng.randint(0, 50), rng.randint(0, 999), rng.randint(0, 2), rng.randint(0, 10**9),
