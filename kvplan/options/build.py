@@ -19,7 +19,7 @@ from kvplan.capacity.hardware import Hardware, parse_gpus, parse_memory
 from kvplan.capacity.request import Budgets, LlamaCppOptions, Origin, Raw, Request, ServerFlag
 from kvplan.errors import SpecError, UsageError
 from kvplan.facts.llama_server_args import FIT_FULL_CTX
-from kvplan.options.commands import COMMANDS, SGLANG_SCHEDULE, WORKLOAD
+from kvplan.options.commands import COMMANDS, WORKLOAD
 from kvplan.options.requests import (
     CheckRequest,
     CommandRequest,
@@ -35,7 +35,7 @@ from kvplan.options.requests import (
 from kvplan.options.settings import ENGINE_EQUIVALENT, LLAMACPP_EQUIVALENT, SETTINGS, SETTINGS_BY_DEST, SIM_BUDGETS
 from kvplan.runtimes import LLAMACPP, is_engine
 from kvplan.runtimes.engine_settings import EngineSettings
-from kvplan.runtimes.names import ENGINE_NAMES, OWN_SETTINGS
+from kvplan.runtimes.names import ENGINE_NAMES, OWN_SETTINGS, SGLANG_SCHEDULE
 
 if TYPE_CHECKING:
     from kvplan.simulation.budgets import SimBudgets

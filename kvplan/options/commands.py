@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvplan.options.settings import SETTINGS_BY_DEST, SIM_BUDGETS, Setting
+from kvplan.runtimes.names import SGLANG_SCHEDULE
 
 
 @dataclass(frozen=True)
@@ -77,15 +78,6 @@ ENGINE = (
 HARDWARE = ("gpu", "memory", "gpus_file", "engine")
 WEIGHTS = ("weights", "weight_bytes", "params")
 BUDGETS = ("max_kv", "max_total", "min_ctx", "min_parallel", "headroom")
-#: SGLang's scheduler flags, for simulate
-SGLANG_SCHEDULE = (
-    "chunked_prefill_size",
-    "max_prefill_tokens",
-    "schedule_policy",
-    "schedule_conservativeness",
-    "enable_mixed_chunk",
-    "disable_overlap_schedule",
-)
 WORKLOAD = (
     "workload",
     "request_rate",

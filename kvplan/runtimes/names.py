@@ -13,6 +13,15 @@ ENGINE_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
     "sglang": ("SGLang", ("sglang",)),
     "trtllm": ("TensorRT-LLM", ("trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm", "tensorrtllm")),
 }
+#: SGLang's scheduler flags (simulate --engine sglang)
+SGLANG_SCHEDULE = (
+    "chunked_prefill_size",
+    "max_prefill_tokens",
+    "schedule_policy",
+    "schedule_conservativeness",
+    "enable_mixed_chunk",
+    "disable_overlap_schedule",
+)
 #: engine → the request settings only it has
 OWN_SETTINGS: dict[str, frozenset[str]] = {
     "vllm": frozenset(
@@ -26,18 +35,7 @@ OWN_SETTINGS: dict[str, frozenset[str]] = {
             "async_scheduling",
         }
     ),
-    "sglang": frozenset(
-        {
-            "mem_fraction_static",
-            "enable_prefix_caching",
-            "chunked_prefill_size",
-            "max_prefill_tokens",
-            "schedule_policy",
-            "schedule_conservativeness",
-            "enable_mixed_chunk",
-            "disable_overlap_schedule",
-        }
-    ),
+    "sglang": frozenset({"mem_fraction_static", "enable_prefix_caching", *SGLANG_SCHEDULE}),
     "trtllm": frozenset({"free_gpu_memory_fraction"}),
 }
 #: the serving engines' --kv-cache-dtype spellings → bytes per element
