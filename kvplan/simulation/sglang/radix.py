@@ -7,7 +7,9 @@ pushed when its last child goes). Tokens are not stored: a request's sequence is
 tokens in every request), then tokens of its own, then its outputs; two sequences agree up to where they diverge.
 With pages above one token, keys are whole pages (RadixKey.page_aligned, match_at page by page): a node's children
 are told apart by their first page, and a match or split ends on a page boundary.
-Access times are SGLang's global counter (``get_and_increase_time_counter``), advanced by the same events.
+Access times are SGLang's global counter (``get_and_increase_time_counter``), advanced by the same events. Read
+from the Python TreeCore; the recordings it is proven against ran SGLang's default, the Rust RustUnifiedTreeCore
+its wheel bundles.
 """
 
 from __future__ import annotations
