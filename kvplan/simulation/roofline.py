@@ -45,7 +45,16 @@ class CostModel:
             pairs += n * before + n * (n + 1) // 2
         for b, w in self.windowed:  # a window's history + new
             windowed += sum(b * min(before + n, w + n) for n, before in work)
-        read = self.weight_bytes + self.kv_bytes_per_token * ctx + windowed + self.state_bytes * len(work)
+        return self._cost(len(work), new, ctx, pairs, windowed)
+
+    def totals(self, rows: int, new: int, ctx: int, pairs: int) -> StepCost:
+        """``step`` from its sums, for a model without sliding-window layers: ``rows`` requests, ``new`` tokens,
+        ``ctx`` = Σ (before + n), ``pairs`` = Σ (n·before + n(n+1)/2) — the same integers, so the same cost."""
+        assert not self.windowed, "sliding-window layers need each request's context: use step()"
+        return self._cost(rows, new, ctx, pairs, 0)
+
+    def _cost(self, rows: int, new: int, ctx: int, pairs: int, windowed: int) -> StepCost:
+        read = self.weight_bytes + self.kv_bytes_per_token * ctx + windowed + self.state_bytes * rows
         flops = self.flops_per_token * new + self.attention_flops_per_pair * pairs
         h = self.hardware
         return StepCost(

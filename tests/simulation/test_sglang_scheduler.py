@@ -154,3 +154,31 @@ def test_the_sweep_reaches_what_it_draws() -> None:
     refused = [e for e in SWEEP if any(p >= e["ok"]["max_req_input_len"] for _, p, _, _ in e["case"]["requests"])]
     assert refused  # SGLang's one-token prefill of a prompt it refuses is in the recording
     assert sum(s["retracted"] for e in SWEEP for s in e["ok"]["steps"]) > 0
+
+
+def test_the_loops_one_pass_sums_are_the_rows() -> None:
+    """The SGLang loop's one pass over a batch (engine._sums) gives the rows, tokens and context _work lists, on
+    every batch of a recorded mixed-chunk workload and a decode-heavy one."""
+    from kvplan.simulation.sglang import engine
+    from kvplan.simulation.sglang.scheduler import Scheduler
+
+    for name in ("llama-mixed-chunk", "llama-long-output-normal"):
+        entry = next(e for e in RECORDED if e["case"]["name"] == name)
+        case, answer = entry["case"], entry["ok"]
+        s = Scheduler(_config(answer, case))
+        for i, (_, p, o, _) in enumerate(case["requests"]):
+            s.add(i, p, o)
+        checked = 0
+        for _ in range(400):
+            batch = s.next_batch()
+            if batch is None:
+                break
+            work = engine._work(batch)
+            rows, new, decode, ctx, pairs = engine._sums(batch)
+            assert (rows, new, ctx, pairs) == (len(work), sum(n for n, _, _ in work), sum(b + n for n, b, _ in work),
+                                               sum(n * b + n * (n + 1) // 2 for n, b, _ in work))  # fmt: skip
+            assert decode == sum(1 for n, b, r in work if n == 1 and b >= r.prompt)
+            s.process((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding)
+            s.last = batch
+            checked += 1
+        assert checked > 50

@@ -17,6 +17,17 @@ from kvplan.simulation.workload import Lengths, parse_lengths
 BASE = ("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB")
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 9000), st.integers(0, 200_000)), max_size=60))
+def test_the_roofline_from_sums_is_the_roofline(work: list[tuple[int, int]]) -> None:
+    """CostModel.totals (the sums SGLang's loop keeps in one pass) costs a step as step() does, to the bit."""
+    cost = CostModel(16_000_000_000, 1.6e10, 131072, 1.1e6, Hardware(3.35e12, 9.89e14, "t"), state_bytes=12345)
+    new = sum(n for n, _ in work)
+    ctx = sum(b + n for n, b in work)
+    pairs = sum(n * b + n * (n + 1) // 2 for n, b in work)
+    assert cost.totals(len(work), new, ctx, pairs) == cost.step(work)
+
+
 def test_roofline_hand_checked() -> None:
     """Llama-3.1-8B on one H100: a decode step of one request at 1,000 tokens of context reads the 16 GB of
     weights and 1,001 tokens x 128 KiB of KV; 2 x 8e9 FLOPs per token plus attention."""

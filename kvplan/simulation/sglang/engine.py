@@ -50,6 +50,30 @@ def _work(batch: Batch) -> list[tuple[int, int, Req]]:
     return [(1, r.kv - 1, r) for r in batch.reqs]
 
 
+def _sums(batch: Batch) -> tuple[int, int, int, int, int]:
+    """The batch's rows, new tokens, decode rows, Σ (before + n) and Σ (n·before + n(n+1)/2), as _work gives them."""
+    new = decode = ctx = pairs = 0
+    if batch.extend:
+        for r in batch.reqs:
+            n, before = r.extend_len, r.prefix_len
+            new += n
+            ctx += before + n
+            pairs += n * before + n * (n + 1) // 2
+            if n == 1 and before >= r.prompt:
+                decode += 1
+        decoding: tuple[Req, ...] | list[Req] = batch.decoding
+    else:
+        decoding = batch.reqs
+    for r in decoding:  # a decode row: one token after kv - 1 of context
+        kv = r.kv
+        new += 1
+        ctx += kv
+        pairs += kv
+        if kv > r.prompt:
+            decode += 1
+    return len(batch.reqs) + (len(batch.decoding) if batch.extend else 0), new, decode, ctx, pairs
+
+
 def simulate(  # noqa: C901 - one event loop
     config: SchedulerConfig,
     overlap: bool,
@@ -82,13 +106,17 @@ def simulate(  # noqa: C901 - one event loop
         s.retracted_reqs.clear()
         entry = point = None
         if batch is not None:
-            work = _work(batch)
-            step = cost.step([(n, before) for n, before, _ in work])
-            new = decode = 0
-            for n, before, r in work:
-                new += n
-                if n == 1 and before >= r.prompt:
-                    decode += 1
+            if cost.windowed:
+                work = _work(batch)
+                step = cost.step([(n, before) for n, before, _ in work])
+                new = decode = 0
+                for n, before, r in work:
+                    new += n
+                    if n == 1 and before >= r.prompt:
+                        decode += 1
+            else:  # the same sums in one pass (CostModel.totals)
+                count, new, decode, ctx, pairs = _sums(batch)
+                step = cost.totals(count, new, ctx, pairs)
             point = (t, step, new - decode, decode, len(s.running.reqs), len(s.waiting))
             t += step.seconds
             entry = ((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, t)
