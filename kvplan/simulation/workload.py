@@ -217,21 +217,37 @@ def _trace_row(path: str, n: int, row: dict[str, object]) -> RequestSpec:
     )
 
 
-@dataclass(frozen=True)
+@dataclass
 class IterationPlan:
     """A recorded workload by engine-loop iteration, as the recorders drive the engines: request i = (arrival
-    iteration, prompt, output tokens, cancel iteration or None) is added, or aborted, before that iteration."""
+    iteration, prompt, output tokens, cancel iteration or None) is added, or aborted, before that iteration. A
+    closed loop (``concurrency`` N) ignores the arrivals: the first N arrive at once, and each request that ends
+    lets the next one arrive before the following iteration (``ended``)."""
 
     arrivals: dict[int, list[int]]
     cancels: dict[int, list[int]]
-    last: int  # the last arrival's iteration (-1: none)
+    last: int  # the last arrival's iteration so far (-1: none)
+    total: int = 0  # requests in the workload
+    pending: int = 0  # a closed loop's next request (0: not a closed loop)
 
     @classmethod
-    def of(cls, requests: Sequence[tuple[int, int, int, int | None]]) -> IterationPlan:
+    def of(cls, requests: Sequence[tuple[int, int, int, int | None]], concurrency: int | None = None) -> IterationPlan:
         arrivals: dict[int, list[int]] = {}
         cancels: dict[int, list[int]] = {}
         for i, (arrive, _, _, cancel) in enumerate(requests):
             arrivals.setdefault(arrive, []).append(i)
             if cancel is not None:
                 cancels.setdefault(cancel, []).append(i)
-        return cls(arrivals, cancels, max(arrivals, default=-1))
+        if concurrency:
+            first = min(concurrency, len(requests))
+            return cls({0: list(range(first))}, cancels, 0, len(requests), first)
+        return cls(arrivals, cancels, max(arrivals, default=-1), len(requests))
+
+    def ended(self, iteration: int, count: int) -> None:
+        """``count`` requests ended in ``iteration``: in a closed loop, as many clients send their next."""
+        for _ in range(count):
+            if not self.pending or self.pending >= self.total:
+                return
+            self.arrivals.setdefault(iteration + 1, []).append(self.pending)
+            self.pending += 1
+            self.last = iteration + 1

@@ -256,14 +256,9 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from kvplan.simulation.workload import IterationPlan  # the same reading of a workload as the port's
 
-    plan = IterationPlan.of(requests)
-    arrivals, cancels, last = plan.arrivals, plan.cancels, plan.last
-    concurrency = CASE.get("concurrency")  # closed loop: N in flight, the next arrives after one finishes
+    # a closed loop (concurrency N): N in flight, the next arrives after one finishes
+    workload = IterationPlan.of(requests, CASE.get("concurrency"))
     live: dict[int, Any] = {}
-    pending = 0
-    if concurrency:
-        arrivals, last = {0: list(range(min(concurrency, len(requests))))}, 0
-        pending = min(concurrency, len(requests))
     steps: list[dict[str, Any]] = []
     alloc, tree = s.token_to_kv_pool_allocator, s.tree_cache
     if overlap:
@@ -272,7 +267,7 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
     s._war_barrier_enabled = False  # run_event_loop's fences between streams: nothing to fence on the CPU
     started = time.perf_counter()
     for it in range(CASE.get("limit", 200_000)):
-        for i in arrivals.get(it, ()):
+        for i in workload.arrivals.get(it, ()):
             _, prompt, output, _ = requests[i]
             params = SamplingParams(max_new_tokens=output, ignore_eos=CASE.get("ignore_eos", False))
             params.normalize(None)  # as the tokenizer manager does before sending
@@ -284,7 +279,7 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
                 stream=False,
             ))  # fmt: skip
             live[i] = next(r for r in reversed(s.waiting_queue) if r.rid == rid(i))
-        for i in cancels.get(it, ()):
+        for i in workload.cancels.get(it, ()):
             s.abort_request(AbortReq(rid=rid(i)))
         plan = s.get_next_batch_to_run(running_batch=s.running_batch, last_batch=s.last_batch)
         s.running_batch = plan.running_batch
@@ -333,14 +328,12 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
             record["mamba_free"] = int(mamba.available_size())
             record["mamba_evictable"] = int(tree.mamba_evictable_size())
         steps.append(record)
-        for i in [i for i, r in live.items() if r.finished()]:
+        ended = [i for i, r in live.items() if r.finished()]
+        for i in ended:
             del live[i]
-            if concurrency and pending < len(requests):  # the client sends its next request
-                arrivals.setdefault(it + 1, []).append(pending)
-                pending += 1
-                last = it + 1
-        if (it > last and batch is None and not s.waiting_queue and s.running_batch.is_empty() and s.chunked_req is None
-                and not s.result_queue):  # fmt: skip
+        workload.ended(it, len(ended))  # the clients send their next requests
+        idle = batch is None and not s.waiting_queue and s.running_batch.is_empty() and s.chunked_req is None
+        if it > workload.last and idle and not s.result_queue:
             break
     print(f"SGLANG_LOOP_SECONDS {time.perf_counter() - started:.6f}")  # the event loop, start-up not (the bench)
     return {"max_total_num_tokens": pools.max_total_num_tokens, "max_running_requests": pools.max_running_requests,

@@ -178,7 +178,8 @@ def test_the_loops_one_pass_sums_are_the_rows() -> None:
             assert (rows, new, ctx, pairs) == (len(work), sum(n for n, _, _ in work), sum(b + n for n, b, _ in work),
                                                sum(n * b + n * (n + 1) // 2 for n, b, _ in work))  # fmt: skip
             assert decode == sum(1 for n, b, r in work if n == 1 and b >= r.prompt)
-            s.process((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding)
-            s.last = batch
+            launched = s.launch(batch, overlap=False)
+            assert launched is not None
+            s.process(launched)
             checked += 1
         assert checked > 50

@@ -11,7 +11,6 @@ evictable (what a request could not get back).
 from __future__ import annotations
 
 import random
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -85,7 +84,6 @@ def simulate(  # noqa: C901 - one event loop
     results = clients.results
     s = Scheduler(config)
     series = Series()
-    queue: deque[tuple[tuple[Req, ...], Req | None, bool, tuple[Req, ...], float]] = deque()
     total = config.max_total_num_tokens
     t = 0.0
     idle_steps = 0
@@ -100,53 +98,36 @@ def simulate(  # noqa: C901 - one event loop
                 clients.ended(rid, t, True)
         batch = s.next_batch()
         iteration += 1
-        retracted, s.retracted = s.retracted, 0
+        retracted = len(s.retracted_reqs)
         for req in s.retracted_reqs:
             results[req.rid].preemptions += 1
         s.retracted_reqs.clear()
-        entry = point = None
+        point = None
         if batch is not None:
-            if cost.windowed:
-                work = _work(batch)
-                step = cost.step([(n, before) for n, before, _ in work])
-                new = decode = 0
-                for n, before, r in work:
-                    new += n
-                    if n == 1 and before >= r.prompt:
-                        decode += 1
-            else:  # the same sums in one pass (CostModel.totals)
-                count, new, decode, ctx, pairs = _sums(batch)
+            count, new, decode, ctx, pairs = _sums(batch)
+            if cost.windowed:  # a window's history needs each row's context
+                step = cost.step([(n, before) for n, before, _ in _work(batch)])
+            else:
                 step = cost.totals(count, new, ctx, pairs)
             point = (t, step, new - decode, decode, len(s.running.reqs), len(s.waiting))
             t += step.seconds
-            entry = ((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, t)
             idle_steps = 0
             check_steps(series.steps, t, workload, "engine")
             if progress is not None and series.steps % 2000 == 0:
                 progress(t, clients.stats.arrived)
         else:
             idle_steps += 1
-        done: tuple[tuple[Req, ...], Req | None, bool, tuple[Req, ...], float] | None = None
-        if not overlap:
-            done = entry
-        else:  # event_loop_overlap: the previous batch's result is processed once this one is launched
-            if entry is not None:
-                queue.append(entry)
-            if s.last is not None:
-                done = queue.popleft()
-            s.inflight = set(queue[0][0]) if queue else set()
-        s.last = batch
+        done = s.launch(batch, overlap, end=t)
         if done is not None:
-            rows, partial, extend, decoding, end = done
-            ended = s.process(rows, partial, extend, decoding)
-            clients.sampled([r.rid for r in s.sampled if r.error is None], end)  # when their batch ended
+            ended = s.process(done)
+            clients.sampled([r.rid for r in s.sampled if r.error is None], done.end)  # when their batch ended
             for req in ended:
-                clients.ended(req.rid, end, req.aborted and req.error is None, req.error)
+                clients.ended(req.rid, done.end, req.aborted and req.error is None, req.error)
         if point is not None:  # KV in use once the iteration's results are in, as SGLang's pool shows it
             start, step, prefill, decode, running, waiting = point
             series.add(StepPoint(start, step.seconds, prefill, decode, running, waiting, s.in_use(), retracted,
                                  step.bytes, step.flops, step.compute_bound))  # fmt: skip
-        if batch is None and not queue:
+        if batch is None and not s.queue:
             if not s.waiting and not s.running.reqs and s.chunked is None:
                 upcoming = clients.next_arrival()
                 if upcoming is None:

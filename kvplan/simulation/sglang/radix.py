@@ -55,7 +55,6 @@ class Node:
     access: float
     children: dict[tuple[int, ...], Node] = field(default_factory=dict)
     lock: int = 0
-    cached: bool = True  # holds KV on the device
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -65,7 +64,7 @@ class Node:
 
 
 class RadixTree:
-    """The tree, its evictable and protected token counts, and the tokens it frees back to the pool."""
+    """The tree, its evictable token count, and the tokens it frees back to the pool."""
 
     def __init__(self, page: int = 1) -> None:
         self.page = page
@@ -73,8 +72,9 @@ class RadixTree:
         self.root = Node(None, 0, 0, None, 0.0)
         self.root.lock = 1
         self.evictable = 0
-        self.protected = 0
-        self.leaves: dict[Node, None] = {}  # evictable_device_leaves: unlocked, cached, childless (in order)
+        # evictable_device_leaves: unlocked and childless, in order. Without a host tier an evicted leaf is deleted
+        # (_delete_unbacked_device_leaf), so every node in the tree holds its KV.
+        self.leaves: dict[Node, None] = {}
         self.freed = 0  # tokens given back to the pool by the last operation (eviction, duplicates)
 
     def _tick(self) -> int:
@@ -90,7 +90,6 @@ class RadixTree:
         assert child.parent is not None and child.seq is not None
         new = self._new(child.seq, child.start, child.start + split_len, child.parent)
         new.lock = child.lock
-        new.cached = child.cached
         new.children = {child.seq.page(child.start + split_len, self.page): child}
         child.parent.children[child.seq.page(child.start, self.page)] = new
         child.parent = new
@@ -112,7 +111,7 @@ class RadixTree:
         node, pos = self.root, 0
         while pos < length:
             child = node.children.get(seq.page(pos, self.page))
-            if child is None or not child.cached:
+            if child is None:
                 break
             assert child.seq is not None
             agree = self._agree(seq, child, pos, length)
@@ -130,10 +129,10 @@ class RadixTree:
             n = n.parent
         return pos, node
 
-    def insert(self, seq: Seq, length: int, prev_prefix: int) -> tuple[int, Node]:
+    def insert(self, seq: Seq, length: int, prev_prefix: int) -> Node:
         """insert (begin_insert and its walk): seq[:length] with the request's own KV; tokens another request
-        cached meanwhile in [prev_prefix, ...) are duplicates, given back to the pool. Returns the prefix already
-        in the tree and the node the insert ends on."""
+        cached meanwhile in [prev_prefix, ...) are duplicates, given back to the pool (``freed``). Returns the node
+        the insert ends on."""
         self.freed = 0
         self.root.access = self._tick()
         length -= length % self.page
@@ -147,21 +146,11 @@ class RadixTree:
             agree = self._agree(seq, child, pos, length)
             if agree < len(child):
                 child = self._split(child, agree)
-            if not child.cached:  # _unevict_node_on_insert: the request's own KV fills the evicted node
-                child.cached = True
-                if child.lock:
-                    self.protected += agree
-                else:
-                    self.evictable += agree
-                    if not child.children:
-                        self.leaves[child] = None
-            else:
-                dup_start = max(0, prev_prefix - pos)
-                if dup_start < agree:
-                    self.freed += agree - dup_start
+            dup_start = max(0, prev_prefix - pos)
+            if dup_start < agree:
+                self.freed += agree - dup_start
             node = child
             pos += agree
-        prefix = pos
         if pos < length:
             leaf = self._new(seq, pos, length, node)
             node.children[seq.page(pos, self.page)] = leaf
@@ -169,14 +158,13 @@ class RadixTree:
             self.leaves.pop(node, None)
             self.leaves[leaf] = None
             node = leaf
-        return prefix, node
+        return node
 
     def lock(self, node: Node) -> None:
         n: Node | None = node
         while n is not None and n is not self.root:
             if n.lock == 0:
                 self.evictable -= len(n)
-                self.protected += len(n)
                 self.leaves.pop(n, None)
             n.lock += 1
             n = n.parent
@@ -187,8 +175,7 @@ class RadixTree:
             n.lock -= 1
             if n.lock == 0:
                 self.evictable += len(n)
-                self.protected -= len(n)
-                if not n.children and n.cached:
+                if not n.children:
                     self.leaves[n] = None
             n = n.parent
 
@@ -205,7 +192,7 @@ class RadixTree:
             self.evictable -= len(n)
             del parent.children[n.seq.page(n.start, self.page)]
             del self.leaves[n]
-            if parent is not self.root and not parent.children and parent.lock == 0 and parent.cached:
+            if parent is not self.root and not parent.children and parent.lock == 0:
                 self.leaves[parent] = None
                 heapq.heappush(heap, (parent.access, parent))
         return freed

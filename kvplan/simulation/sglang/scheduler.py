@@ -8,10 +8,10 @@ SchedulePolicy.calc_priority: FCFS with the waiting-prefix refresh, LPM with in-
 mem_cache/prefill_budget.py (PrefillBudget), schedule_batch.py (check_decode_mem, retract_decode and its order,
 release_req), scheduler_components/new_token_ratio_tracker.py, and the radix cache (kvplan.simulation.sglang.radix).
 Proven against SGLang's own scheduler driven step by step (scripts/engines/sglang_sched_case.py →
-tests/fixtures/engines/sglang_sched.json): every iteration of every recorded workload. What is ported: one
-full-attention token pool of page size 1 (MHA or MLA alike: the pool counts tokens), the radix cache on and off,
-FCFS and LPM, chunked prefill and mixed chunks, the new-token ratio, retraction, both event loops. Not yet: pages
-above 1, the SWA and Mamba pools.
+tests/fixtures/engines/sglang_sched.json, sglang_sched_random.json): every iteration of every recorded workload on
+one token pool. What is ported: one full-attention token pool (MHA or MLA alike: the pool counts tokens) in pages
+of any size, the radix cache on and off, FCFS and LPM, chunked prefill and mixed chunks, the new-token ratio,
+retraction, refused prompts, both event loops. Not yet: the SWA and Mamba pools.
 """
 
 from __future__ import annotations
@@ -96,6 +96,11 @@ class Req:
 REFUSED = Seq(-1, 1, 0)
 
 
+def paged(tokens: int, page: int) -> int:
+    """Tokens rounded up to whole pages (ceil_paged_tokens)."""
+    return -(-tokens // page) * page
+
+
 def refusal(prompt: int, config: SchedulerConfig) -> str | None:
     """SGLang's refusal of a prompt too long for the pool or the context (validate_input_length,
     sglang/srt/managers/utils.py, with --allow-auto-truncate off), None when it is admitted."""
@@ -121,6 +126,18 @@ class Batch:
     decoding: tuple[Req, ...] = ()  # a mixed batch's decode rows (a token each), after its prefills
 
 
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A batch whose result is still to come: every row, the chunk that samples nothing, whether it was a prefill,
+    a mixed batch's decode rows, and when it ended (the simulator's clock; 0 for the recorder's replay)."""
+
+    rows: tuple[Req, ...]
+    partial: Req | None
+    prefill: bool
+    decoding: tuple[Req, ...]
+    end: float = 0.0
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """One iteration as the recorder writes it."""
@@ -140,7 +157,6 @@ class Pool:
     """The token pool and the request rows (TokenToKVPoolAllocator, ReqToTokenPool) — counts, not indices."""
 
     def __init__(self, tokens: int, rows: int) -> None:
-        self.size = tokens
         self.free = tokens
         self.rows = rows
 
@@ -154,7 +170,6 @@ class Scheduler:
         self.c = config
         self.pool = Pool(config.max_total_num_tokens, config.max_running_requests)
         init = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
-        self.ratio_init = init
         self.ratio_min = min(init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
         self.ratio_decay = (init - self.ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.ratio = init
@@ -162,9 +177,9 @@ class Scheduler:
         self.running = Batch()
         self.last: Batch | None = None
         self.chunked: Req | None = None
-        self.retracted = 0
         self.by_id: dict[int, Req] = {}
-        self.inflight: set[Req] = set()  # the overlap loop's queued batch, not yet processed
+        self.queue: deque[Launched] = deque()  # the overlap loop's launched batch, its result not yet processed
+        self.inflight: set[Req] = set()  # that batch's requests
         self.retracted_reqs: list[Req] = []  # retracted since the caller last cleared it
         self.sampled: list[Req] = []  # the requests the latest process() gave a token
         self.tree = RadixTree(config.page_size) if config.radix_cache else None
@@ -178,8 +193,7 @@ class Scheduler:
         c = self.c
         max_new = max(0, min(output, c.max_req_len - prompt - 1))
         page = c.page_size
-        paged = -(-prompt // page) * page
-        max_new = max(0, min(max_new, c.max_total_num_tokens - paged - page - 1))
+        max_new = max(0, min(max_new, c.max_total_num_tokens - paged(prompt, page) - page - 1))
         error = refusal(prompt, c)
         if error is not None:
             req = Req(rid, 1, max_new, ignore_eos, seq=REFUSED, aborted=True, error=error)
@@ -188,11 +202,6 @@ class Scheduler:
         self.by_id[rid] = req
         self.waiting.append(req)
         return req
-
-    def _paged(self, tokens: int) -> int:
-        """Tokens rounded up to whole pages."""
-        page = self.c.page_size
-        return -(-tokens // page) * page
 
     def _decode_need(self, reqs: list[Req]) -> int:
         """new_tokens_required_next_decode: a page for every request whose last page is full."""
@@ -224,7 +233,7 @@ class Scheduler:
             return
         page = self.c.page_size
         aligned = up_to - up_to % page
-        _, node = tree.insert(req.seq, aligned, req.protected)
+        node = tree.insert(req.seq, aligned, req.protected)
         self.pool.free += tree.freed
         prompt = req.prompt - req.prompt % page
         if 0 < prompt < aligned:
@@ -242,12 +251,12 @@ class Scheduler:
         if self.tree is not None:
             if checkpoint:
                 self._checkpoint(req, req.kv)
-            self.pool.free += self._paged(req.kv) - req.protected  # its pages past the tree's
+            self.pool.free += paged(req.kv, self.c.page_size) - req.protected  # its pages past the tree's
             if req.node is not None:
                 self.tree.unlock(req.node)
                 req.node = None
         else:
-            self.pool.free += self._paged(req.kv)
+            self.pool.free += paged(req.kv, self.c.page_size)
         req.kv = req.protected = 0
         if req.holds_slot:
             self.pool.rows += 1
@@ -310,14 +319,12 @@ class Scheduler:
         return None
 
     def _prefill(self, running: Batch) -> Batch | None:  # noqa: C901 - one admission pass
-        c = self.c
         if not running.reqs:
             running.is_full = False
         if (running.is_full or not self.waiting) and self.chunked is None:
             return None
-        rows_free = self.pool.rows
         running_bs = len(running.reqs)
-        if min(c.max_running_requests - running_bs, rows_free) <= 0 and self.chunked is None:
+        if self._allocatable(running_bs, 0) <= 0 and self.chunked is None:
             running.is_full = True
             return None
         self._calc_priority()
@@ -329,7 +336,7 @@ class Scheduler:
             if adder.state() is Add.OTHER:
                 break
             held = sum(1 for r in adder.can_run if r.holds_slot)
-            if len(adder.can_run) >= max(0, min(c.max_running_requests - running_bs, rows_free + held)):
+            if len(adder.can_run) >= self._allocatable(running_bs, held):
                 running.is_full = True
             if running.is_full:
                 break
@@ -359,10 +366,10 @@ class Scheduler:
             if not r.holds_slot:
                 self.pool.rows -= 1
                 r.holds_slot = True
-            self.pool.alloc(self._paged(r.extend_end) - self._paged(r.prefix_len))
+            self.pool.alloc(paged(r.extend_end, page) - paged(r.prefix_len, page))
             r.kv = r.extend_end
         if mixed and running.reqs:  # mix_with_running: the running requests decode in this batch
-            finishing = [r for r in running.reqs if r in self.inflight and r.output + 1 >= r.max_new]
+            finishing = self._finishing_inflight(running.reqs)
             if finishing:
                 running.reqs = [r for r in running.reqs if r not in finishing]
                 running.is_full = False
@@ -371,6 +378,16 @@ class Scheduler:
                 batch.decoding = tuple(running.reqs)
                 self.running = Batch(is_full=running.is_full)
         return batch
+
+    def _allocatable(self, running_bs: int, held: int) -> int:
+        """get_num_allocatable_reqs: requests a prefill may still admit — the running cap's room and the free
+        request rows, with the rows the requests counted already hold."""
+        return max(0, min(self.c.max_running_requests - running_bs, self.pool.rows + held))
+
+    def _finishing_inflight(self, reqs: list[Req]) -> list[Req]:
+        """_reqs_finishing_inflight: with the overlap schedule, the requests whose queued result gives them their
+        last token by length."""
+        return [r for r in reqs if r in self.inflight and r.output + 1 >= r.max_new]
 
     def _calc_priority(self) -> None:
         """SchedulePolicy.calc_priority: FCFS keeps the queue (and refreshes the waiting prefixes); LPM, while the
@@ -411,7 +428,7 @@ class Scheduler:
         """update_running_batch. With the overlap schedule, the requests whose queued result gives them their
         last token by length sit this step out (_reqs_finishing_inflight)."""
         initial = len(batch.reqs)
-        finishing = [r for r in batch.reqs if r in self.inflight and r.output + 1 >= r.max_new]
+        finishing = self._finishing_inflight(batch.reqs)
         if finishing:
             batch.reqs = [r for r in batch.reqs if r not in finishing]
         if not batch.reqs:
@@ -441,7 +458,6 @@ class Scheduler:
             decoded = sum(r.output for r in batch.reqs)
             budget = sum(r.max_new for r in batch.reqs)
             self.ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(batch.reqs)) / (budget + 1))
-            self.retracted = len(retracted)
             self.retracted_reqs.extend(retracted)
             self.waiting.extend(retracted)
         else:
@@ -459,13 +475,28 @@ class Scheduler:
         self._evict_to_free(need)
         return self.pool.free >= need
 
-    def process(
-        self, reqs: tuple[Req, ...], partial: Req | None, prefill: bool = False, decoding: tuple[Req, ...] = ()
-    ) -> list[Req]:
+    def launch(self, batch: Batch | None, overlap: bool, end: float = 0.0) -> Launched | None:
+        """The event loop once the batch is chosen (event_loop_normal, or event_loop_overlap): the launched batch
+        whose result is processed now — this one, or with the overlap schedule the previous one, once this one is
+        launched."""
+        entry = None
+        if batch is not None:
+            entry = Launched((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, end)
+        done = entry
+        if overlap:
+            if entry is not None:
+                self.queue.append(entry)
+            done = self.queue.popleft() if self.last is not None else None
+            self.inflight = set(self.queue[0].rows) if self.queue else set()
+        self.last = batch
+        return done
+
+    def process(self, launched: Launched) -> list[Req]:
         """process_batch_result: one token for every request whose prefill is complete; those done released."""
         done = []
         self.sampled = []
-        for r in reqs:
+        partial, prefill, decoding = launched.partial, launched.prefill, launched.decoding
+        for r in launched.rows:
             if r is partial or r.finished or r.retracted:
                 continue  # a partial chunk samples nothing; a request aborted or retracted meanwhile neither
             r.output += 1
@@ -499,18 +530,13 @@ class Adder:
         self.new_chunked: Req | None = None
         self.running = running
 
-    def _available(self) -> int:
-        """PrefillBudget._available_and_evictable."""
-        tree = self.s.tree
-        return self.s.pool.free + (tree.evictable if tree is not None else 0)
-
     @property
     def rem_total(self) -> float:
-        return self._available() - self.total_offset
+        return self.s.reclaimable() - self.total_offset  # PrefillBudget: available and evictable, less reserved
 
     @property
     def rem_current(self) -> float:
-        return self._available() - self.current_offset
+        return self.s.reclaimable() - self.current_offset
 
     def state(self) -> Add:
         if not (self.rem_total > 0 and self.rem_current > 0):
@@ -522,12 +548,12 @@ class Adder:
         return Add.CONTINUE
 
     def _charge(self, extend: int, max_new: int) -> None:
-        paged = -(-extend // self.page) * self.page
-        self.total_offset += paged + self.page + max_new
-        self.current_offset += paged + self.page
-        self.rem_input -= paged
+        tokens = paged(extend, self.page)
+        self.total_offset += tokens + self.page + max_new
+        self.current_offset += tokens + self.page
+        self.rem_input -= tokens
         if self.rem_chunk is not None:
-            self.rem_chunk -= paged
+            self.rem_chunk -= tokens
 
     def add_chunked(self, req: Req) -> Req | None:
         assert self.rem_chunk is not None
@@ -563,12 +589,12 @@ class Adder:
         total = cand + max_new + self.page
         if not total < self.rem_total:
             return Add.NO_TOKEN
-        paged = -(-cand // self.page) * self.page
-        if self.rem_chunk is None and self.can_run and paged >= self.rem_input:
+        input_tokens = paged(cand, self.page)
+        if self.rem_chunk is None and self.can_run and input_tokens >= self.rem_input:
             return Add.OTHER
         extend, admit_new = cand, min(req.max_new, CLIP_MAX_NEW_TOKENS)
         chunked = False
-        if self.rem_chunk is not None and paged > self.rem_chunk:
+        if self.rem_chunk is not None and input_tokens > self.rem_chunk:
             extend = self.rem_chunk // self.page * self.page
             extend = (req.prefix_len + extend) // self.page * self.page - req.prefix_len
             if extend <= 0:
@@ -584,7 +610,7 @@ class Adder:
     def _add_ignore_eos(self, req: Req) -> Add:
         """add_one_req_ignore_eos: the pool must hold every admitted request's remaining tokens in turn."""
         cand = req.fill - req.prefix_len
-        paged_input = -(-cand // self.page) * self.page + self.page
+        paged_input = paged(cand, self.page) + self.page
         if not paged_input <= min(self.rem_current, self.rem_total):
             return Add.NO_TOKEN
         states = []
@@ -615,7 +641,7 @@ class Adder:
         return self.state()
 
 
-def run_by_iteration(  # noqa: C901 - the recorder's loop: both event loops, a closed loop
+def run_by_iteration(
     config: SchedulerConfig,
     requests: Sequence[tuple[int, int, int, int | None]],
     ignore_eos: bool = False,
@@ -628,23 +654,18 @@ def run_by_iteration(  # noqa: C901 - the recorder's loop: both event loops, a c
     event_loop_normal): request i = (arrival iteration, prompt, output tokens, cancel iteration or None) is added,
     or aborted, before the iteration of that number. ``concurrency``: a closed loop — the first N arrive at once,
     and each request that ends lets the next one arrive before the following iteration."""
-    queue: deque[tuple[tuple[Req, ...], Req | None, bool, tuple[Req, ...]]] = deque()
     s = Scheduler(config)
-    plan = IterationPlan.of(requests)
-    arrivals, last = plan.arrivals, plan.last
-    pending = 0
-    if concurrency:
-        pending = min(concurrency, len(requests))
-        arrivals, last = {0: list(range(pending))}, 0
+    plan = IterationPlan.of(requests, concurrency)
     steps: list[StepRecord] = []
     for it in range(limit):
-        for i in arrivals.get(it, ()):
+        for i in plan.arrivals.get(it, ()):
             _, prompt, output, _ = requests[i]
             s.add(i, prompt, output, ignore_eos, shared_prefix)
         for i in plan.cancels.get(it, ()):
             s.abort(i)
         batch = s.next_batch()
-        retracted, s.retracted = s.retracted, 0
+        retracted = len(s.retracted_reqs)
+        s.retracted_reqs.clear()
         ratio = s.ratio
         extend: tuple[tuple[int, int], ...] = ()
         decode: tuple[int, ...] = ()
@@ -654,25 +675,12 @@ def run_by_iteration(  # noqa: C901 - the recorder's loop: both event loops, a c
             else:
                 decode = tuple(r.rid for r in batch.reqs)
         running, waiting = len(s.running.reqs), len(s.waiting)
-        ended: list[Req] = []
-        if not overlap:
-            if batch is not None:
-                ended = s.process((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding)
-        else:
-            if batch is not None:
-                queue.append(((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding))
-            if s.last is not None:
-                ended = s.process(*queue.popleft())
-            s.inflight = set(queue[0][0]) if queue else set()
-        s.last = batch
+        done = s.launch(batch, overlap)
+        ended = s.process(done) if done is not None else []
         evictable = s.tree.evictable if s.tree is not None else 0
         steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.free, evictable))
-        for _ in ended:
-            if concurrency and pending < len(requests):  # the client sends its next request
-                arrivals.setdefault(it + 1, []).append(pending)
-                pending += 1
-                last = it + 1
-        idle = batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not queue
-        if it > last and idle:
+        plan.ended(it, len(ended))
+        idle = batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not s.queue
+        if it > plan.last and idle:
             break
     return steps
