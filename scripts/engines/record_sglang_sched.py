@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from record_sglang import SGLANG_VERSION, case
 from record_vllm import CONFIGS, ROOT
-from record_vllm_sched import workload
+from record_vllm_sched import HAND, workload
 
 OUT = ROOT / "tests" / "fixtures" / "engines" / "sglang_sched.json"
 SCRIPT = Path(__file__).with_name("sglang_sched_case.py")
@@ -48,15 +48,7 @@ def cases() -> list[dict[str, Any]]:
             sched(
                 f"llama-hand-{loop}",
                 "llama-3.1-8b",
-                [
-                    [0, 300, 200, None],
-                    [0, 500, 100, None],
-                    [1, 1000, 300, None],
-                    [3, 200, 50, 6],
-                    [4, 1500, 40, None],
-                    [5, 100, 80, None],
-                    [9, 700, 60, None],
-                ],
+                HAND,
                 max_total_tokens=3000,
                 context_length=2048,
                 chunked_prefill_size=512,

@@ -51,6 +51,18 @@ SCHEDULING: tuple[tuple[str, dict[str, Any]], ...] = (("async", {}), ("sync", {"
 STATE_MODELS = (("qwen3-next-80b-a3b", 1200), ("nemotron-h-8b", 1200), ("falcon-h1-7b", 2000))
 
 
+#: a hand-made workload (both recorders run it): requests that chunk, arrive mid-run, and one cancel
+HAND: list[list[Any]] = [
+    [0, 300, 200, None],
+    [0, 500, 100, None],
+    [1, 1000, 300, None],
+    [3, 200, 50, 6],
+    [4, 1500, 40, None],
+    [5, 100, 80, None],
+    [9, 700, 60, None],
+]
+
+
 def cases() -> list[dict[str, Any]]:
     h100 = gpu("H100-80GB")
     llama = {"model": "llama-3.1-8b", "gpu": h100}  # 128 KiB per token: a 16-token block is 2 MiB
@@ -64,15 +76,7 @@ def cases() -> list[dict[str, Any]]:
             "kv_cache_memory_bytes": 160 * 2 * MIB,
             "max_model_len": 2048,
             "max_num_batched_tokens": 512,
-            "requests": [
-                [0, 300, 200, None],
-                [0, 500, 100, None],
-                [1, 1000, 300, None],
-                [3, 200, 50, 6],
-                [4, 1500, 40, None],
-                [5, 100, 80, None],
-                [9, 700, 60, None],
-            ],
+            "requests": HAND,
         }
     ]
     for sched in ("async", "sync"):
