@@ -232,8 +232,9 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     sizes (proven against SGLang's own sizing)."""
     from kvplan.capacity.engines import EngineRuntime
     from kvplan.runtimes.engines import ENGINES
-    from kvplan.runtimes.engines.sglang import SGLang, memory_defaults
+    from kvplan.runtimes.engines.sglang import SGLang, memory_defaults, sliding_window_size
     from kvplan.simulation.sglang.engine import SglangSimulator
+    from kvplan.simulation.sglang.scheduler import SWA_EVICTION_INTERVAL
     from kvplan.simulation.sglang.scheduler import SchedulerConfig as SglangConfig
 
     engine = ENGINES[SGLang.name]
@@ -246,12 +247,14 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         )
     max_len = req.engine.max_model_len or s.max_model_len or engine.default_max_len(model)
     cap = target.capacity(replace(s, max_model_len=max_len))
-    if cap.swa_tokens is not None or cap.state_slots:
-        pool = "a sliding-window pool" if cap.swa_tokens is not None else "a Mamba state pool"
+    if cap.state_slots:
         raise UnsupportedError(
-            f"{model.name}: SGLang keeps {pool} beside its token pool; simulate follows SGLang's scheduler over one "
-            "token pool (full attention or MLA) so far"
+            f"{model.name}: SGLang keeps a Mamba state pool beside its token pool; simulate follows SGLang's "
+            "scheduler over a token pool (full attention or MLA) and a sliding-window pool beside it so far"
         )
+    window = sliding_window_size(model) if cap.swa_tokens is not None else None
+    if cap.swa_tokens is not None and window is None:
+        raise UnsupportedError(f"{model.name}: SGLang's sliding window for this model is not known to kvplan")
     if cap.tokens <= 0 or not cap.max_requests:
         raise RefusedConfigError(f"SGLang has no KV pool for {model.name} here: {cap.basis}")
     tp = s.tensor_parallel_size
@@ -266,14 +269,21 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         radix_cache=s.enable_prefix_caching is not False,
         mixed_chunk=flags.enable_mixed_chunk,
         schedule_policy=flags.schedule_policy,
+        swa_tokens=cap.swa_tokens,
+        sliding_window=window,
     )
     overlap = not flags.disable_overlap_schedule
     cost, notes = _engine_cost(model, target, cap, hardware)
 
     def settings(units: Units) -> str:
+        budget = format_size(cap.kv_budget_bytes, units)
+        pools = f"({budget} per GPU)"
+        if config.swa_tokens is not None:
+            window = config.sliding_window or 0
+            pools = f"and {config.swa_tokens:,} in the sliding-window pool (window {window:,}), {budget} per GPU in all"
         return (
-            f"{config.max_total_num_tokens:,} KV tokens in pages of {config.page_size} "
-            f"({format_size(cap.kv_budget_bytes, units)} per GPU), --context-length {config.context_len:,}, "
+            f"{config.max_total_num_tokens:,} KV tokens in pages of {config.page_size} {pools}"
+            f", --context-length {config.context_len:,}, "
             f"--max-running-requests {config.max_running_requests:,}, --chunked-prefill-size "
             f"{config.chunked_prefill_size:,}, --max-prefill-tokens {config.max_prefill_tokens:,}, radix cache "
             f"{'on' if config.radix_cache else 'off'}, --schedule-policy {config.schedule_policy}, "
@@ -282,6 +292,8 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
 
     scheduler = {
         "max_total_num_tokens": config.max_total_num_tokens,
+        "swa_max_total_num_tokens": config.swa_tokens,
+        "sliding_window_size": config.sliding_window,
         "page_size": config.page_size,
         "context_len": config.context_len,
         "max_running_requests": config.max_running_requests,
@@ -294,6 +306,12 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         "overlap_schedule": overlap,
     }
     notes.append(f"the scheduler is SGLang {engine.version}'s own, ported and proven step for step")
+    if config.swa_tokens is not None:
+        notes.append(
+            f"tokens in use count the full pool; the sliding-window pool beside it ({config.swa_tokens:,} tokens) "
+            f"keeps each request's last {config.sliding_window:,} (SGLang frees the rest every "
+            f"{SWA_EVICTION_INTERVAL} decode steps) and admits a prefill only while it has room for the window"
+        )
     if flags.chunked_prefill_size is None:
         notes.append(
             f"--chunked-prefill-size {config.chunked_prefill_size:,}: SGLang's default for a GPU of "

@@ -1,6 +1,6 @@
 """Record SGLang 0.5.23's own scheduler over seeded workloads (tests/fixtures/engines/sglang_sched.json).
 
-usage: python scripts/engines/record_sglang_sched.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING]
+usage: python scripts/engines/record_sglang_sched.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING] [--random N | --swa N]
 
 Each case runs sglang_sched_case.py in a process of its own: SGLang sizes and builds its pools (on the CPU,
 ``max_total_tokens`` keeping them small), builds its Scheduler and runs the workload through its event loop step
@@ -215,17 +215,74 @@ def random_cases(n: int) -> list[dict[str, Any]]:
     return out
 
 
+SWA_OUT = OUT.with_name("sglang_sched_swa.json")
+
+
+def swa_cases(n: int) -> list[dict[str, Any]]:
+    """A sweep of a hybrid sliding-window model (gpt-oss-20b: a window of 128, 127 in SGLang; SGLang runs Gemma 2
+    and 3 on one full pool) under the scheduler's settings, the SWA pool squeezed by --swa-full-tokens-ratio:
+    shared prefixes the window can cut short, pages, the radix cache off, both loops, LPM, mixed chunks, caps,
+    cancels, closed loops."""
+    out = []
+    for seed in range(n):
+        rng = random.Random(3000 + seed)
+        model = "gpt-oss-20b"
+        page = rng.choice((1, 1, 16, 32))
+        chunk = rng.choice((256, 512, 1024, 2048))
+        shared = rng.choice((0, rng.randint(50, 600), rng.randint(50, 900)))
+        lo = max(20, shared + 1) if shared else 20
+        args: dict[str, Any] = {
+            "max_total_tokens": rng.randint(2500, 9000) // page * page,
+            "context_length": 8192,
+            "chunked_prefill_size": chunk,
+            "max_prefill_tokens": rng.choice((16384, chunk * 2, 4096)),
+            "page_size": page,
+            "swa_full_tokens_ratio": rng.choice((0.8, 0.8, 0.5, 0.3)),
+            "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 1.5)),
+        }
+        if rng.random() < 0.2:
+            args["disable_radix_cache"] = True
+        if rng.random() < 0.4:
+            args["disable_overlap_schedule"] = True
+        if rng.random() < 0.25 and not args.get("disable_radix_cache"):
+            args["schedule_policy"] = "lpm"
+        if rng.random() < 0.25:
+            args["enable_mixed_chunk"] = True
+        if rng.random() < 0.3:
+            args["max_running_requests"] = rng.randint(2, 24)
+        if rng.random() < 0.15:
+            args["ignore_eos"] = True
+        if shared:
+            args["shared_prefix"] = shared
+        if rng.random() < 0.2:
+            args["concurrency"] = rng.randint(2, 16)
+        requests = workload(
+            4000 + seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
+            prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
+            cancel=rng.choice((0.0, 0.0, 0.15)),
+        )  # fmt: skip
+        # SGLang can wait for ever here (a prompt whose window reservation the SWA pool never has room for, the pools
+        # whole and idle): record that many iterations of it
+        args["limit"] = 6000
+        out.append(sched(f"swa-{seed:02d}-{model}", model, requests, **args))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("python", help="the Python of a venv with sglang==0.5.23")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", default="", help="record only the cases whose name contains this")
     ap.add_argument("--random", type=int, default=0, help=f"record a sweep of N drawn cases into {RANDOM_OUT.name}")
+    ap.add_argument("--swa", type=int, default=0, help=f"record a sweep of N sliding-window cases into {SWA_OUT.name}")
     args = ap.parse_args()
     global OUT
     if args.random:
         OUT = RANDOM_OUT
-    todo = [c for c in (random_cases(args.random) if args.random else cases()) if args.only in c["name"]]
+    if args.swa:
+        OUT = SWA_OUT
+    drawn = random_cases(args.random) if args.random else swa_cases(args.swa) if args.swa else cases()
+    todo = [c for c in drawn if args.only in c["name"]]
     old = json.loads(OUT.read_text())["cases"] if OUT.exists() and args.only else []
     done = [d for d in old if args.only not in d["case"]["name"]]
     start = time.time()

@@ -80,8 +80,10 @@ def build() -> Any:
     sa, mc, kvc, _model_cls, _window = sc.configurator()
     kvc.device = "cpu"
     pools = kvc.configure(pre_model_load_memory=CASE["pre_bytes"] / (1 << 30))
-    if hasattr(pools.token_to_kv_pool_allocator, "use_triton_kernels"):
-        pools.token_to_kv_pool_allocator.use_triton_kernels = False  # the paged allocator's naive path: same pages
+    alloc = pools.token_to_kv_pool_allocator
+    for part in (alloc, getattr(alloc, "full_attn_allocator", None), getattr(alloc, "swa_attn_allocator", None)):
+        if hasattr(part, "use_triton_kernels"):
+            part.use_triton_kernels = False  # the paged allocator's naive path (the SWA allocator's two): same pages
     sched = get_schedule()
 
     class Runner:
@@ -240,6 +242,43 @@ def rid(i: int) -> str:
     return f"{i:08d}"
 
 
+TRACE = os.environ.get("SGLANG_CASE_TRACE")  # development only: each request's KV and the tree, to stderr
+
+
+def trace(s: Any, record: dict[str, Any]) -> None:
+    """What the recording does not keep, for porting: each live request's KV bookkeeping and the radix tree
+    (run with SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python so the nodes can be read)."""
+    out = [f"== it {record['it']} {json.dumps({k: v for k, v in record.items() if k != 'it'})}"]
+    reqs = list(s.running_batch.reqs) + list(s.waiting_queue)
+    if s.chunked_req is not None and s.chunked_req not in reqs:
+        reqs.append(s.chunked_req)
+    for r in reqs:
+        kv = r.kv
+        ev = {k.name: v for k, v in kv.component_evicted_seqlens.items()}
+        out.append(
+            f"  req {int(r.rid)} out={len(r.output_ids)} prot={kv.cache_protected_len} "
+            f"alloc={kv.kv_allocated_len} ev={ev}"
+        )
+    core = getattr(s.tree_cache, "tree_core", None)
+    root = getattr(core, "root_node", None)
+    if root is not None:
+
+        def walk(n: Any, depth: int, pos: int) -> None:
+            for c in n.children.values():
+                cd = c.component_data
+                parts = []
+                for ct, d in enumerate(cd):
+                    if d is None:
+                        continue
+                    v = None if d.value is None else len(d.value)
+                    parts.append(f"{ct}:{v}/L{d.lock_ref}")
+                out.append(f"  {'  ' * depth}[{pos},{pos + len(c.key)}) {' '.join(parts)}")
+                walk(c, depth + 1, pos + len(c.key))
+
+        walk(root, 0, 0)
+    print("\n".join(out), file=sys.stderr)
+
+
 def pop_and_process(s: Any) -> None:
     batch, result = s.result_queue.popleft()
     s.process_batch_result(batch, result)
@@ -318,7 +357,8 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
         s.last_batch = batch
         record["free"] = int(alloc.available_size())
         record["evictable"] = int(tree.evictable_size())
-        if hasattr(alloc, "swa_available_size"):  # the sliding-window pool beside the full one
+        if hasattr(alloc, "swa_available_size"):  # the sliding-window pool beside the full one ("free": the smaller)
+            record["full_free"] = int(alloc.full_available_size())
             record["swa_free"] = int(alloc.swa_available_size())
             record["swa_evictable"] = int(tree.swa_evictable_size())
         mamba = getattr(s.req_to_token_pool, "mamba_allocator", None) or getattr(
@@ -328,6 +368,8 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
             record["mamba_free"] = int(mamba.available_size())
             record["mamba_evictable"] = int(tree.mamba_evictable_size())
         steps.append(record)
+        if TRACE:
+            trace(s, record)
         ended = [i for i, r in live.items() if r.finished()]
         for i in ended:
             del live[i]
@@ -339,7 +381,17 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
     return {"max_total_num_tokens": pools.max_total_num_tokens, "max_running_requests": pools.max_running_requests,
             "chunked_prefill_size": s.chunked_prefill_size, "max_prefill_tokens": s.max_prefill_tokens,
             "page_size": s.page_size, "context_len": s.model_config.context_len,
-            "max_req_input_len": s.max_req_input_len, "steps": steps}  # fmt: skip
+            "max_req_input_len": s.max_req_input_len, **swa_pool(s, pools), "steps": steps}  # fmt: skip
+
+
+def swa_pool(s: Any, pools: Any) -> dict[str, Any]:
+    """A hybrid sliding-window model's second pool: its size and the window the radix tree keeps (the tree's
+    swa_retain_window, SGLang's attention window: gpt-oss's 128 is 127 there)."""
+    if not getattr(s, "is_hybrid_swa", False):
+        return {}
+    alloc = s.token_to_kv_pool_allocator
+    return {"swa_max_total_num_tokens": int(alloc.size_swa), "sliding_window_size": int(s.tree_cache.swa_retain_window),
+            "allocator": type(alloc).__name__}  # fmt: skip
 
 
 if __name__ == "__main__":

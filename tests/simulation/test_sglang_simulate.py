@@ -60,11 +60,28 @@ def test_a_prompt_sglang_refuses() -> None:
     assert {r["metric"]: r["value"] for r in ok["run"]}["served to the end"] > 0
 
 
+def test_a_sliding_window_model_runs_on_both_pools() -> None:
+    """gpt-oss-20b: SGLang's full pool and its sliding-window pool beside it (0.8 of it, as `fit` sizes them), the
+    window SGLang's attention keeps (gpt-oss's 128 less one); long prompts squeeze the SWA pool, and once every
+    request ended both pools are whole again (a token either pool kept would show as leaked)."""
+    doc = kv("simulate", "gpt-oss-20b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "8192",
+             "--request-rate", "6", "--duration", "20", "--prompt-len", "lognormal:3000:0.5", "--output-len",
+             "uniform:100:1500", "-o", "json").json()  # fmt: skip
+    fit = kv("fit", "gpt-oss-20b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "8192",
+             "-o", "json").json()  # fmt: skip
+    sched = doc["scheduler"]
+    assert sched["max_total_num_tokens"] == fit["engine"]["kv_tokens_per_gpu"] == doc["kv_capacity"]
+    assert sched["swa_max_total_num_tokens"] == fit["engine"]["swa_tokens_per_gpu"] == 72226  # 0.8 × 90,283
+    assert sched["sliding_window_size"] == 127
+    run = {r["metric"]: r["value"] for r in doc["run"]}
+    refused = run.get("refused by SGLang (prompt ≥ its longest input)", 0)
+    assert run["served to the end"] + refused == run["requests arrived"] > 0 and doc["blocks_returned"]
+    assert any("sliding-window pool beside it" in n for n in doc["notes"])
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (("simulate", "gpt-oss-20b", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "1"), 4,
-         "SGLang keeps a sliding-window pool beside its token pool"),
         (("simulate", "falcon-h1-7b", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "1"), 4,
          "SGLang keeps a Mamba state pool beside its token pool"),
         (("simulate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GBx2", "--pp-size", "2",

@@ -82,6 +82,20 @@ SM100_TRTLLM_MLA = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"}
 CUDA_CONTEXT_BYTES = GIB // 2  # the CUDA context before the profile (the reference's worked example)
 #: model_config.is_hybrid_swa_model, as GGUF architecture names
 HYBRID_SWA_ARCHS = frozenset({"llama4", "gpt-oss", "mimo2", "step35", "gemma4"})
+#: the window SGLang's attention (and its radix tree's SWA component) keeps for a hybrid SWA model, against the
+#: config's sliding_window: gpt-oss and Gemma 4 define get_attention_sliding_window_size as sliding_window − 1
+#: (models/gpt_oss.py, gemma4_causal.py); MiMo-V2 and Step-3.5 take the config's value, Llama 4 its
+#: attention_chunk_size (resolve_sliding_window_size, model_runner_components/load_model_utils.py)
+WINDOW_LESS_ONE = frozenset({"gpt-oss", "gemma4"})
+
+
+def sliding_window_size(model: ModelDescription) -> int | None:
+    """SGLang's sliding_window_size for a hybrid SWA model (None: SGLang keeps one full pool for it)."""
+    if model.arch not in HYBRID_SWA_ARCHS or not model.n_swa:
+        return None
+    return model.n_swa - (1 if model.arch in WINDOW_LESS_ONE else 0)
+
+
 #: hybrids SGLang 0.5.23 has its own model classes for (their pools hold the state); others fall back to the
 #: generic TransformersForCausalLM, which sizes every layer as attention — not numbers SGLang serves with
 STATE_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe", "falcon-h1",

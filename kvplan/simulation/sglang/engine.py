@@ -5,7 +5,7 @@ Requests arrive at their times and are added before the first iteration that sta
 takes the floor time of what it computes; a token exists when the batch that samples it ends (with the overlap
 schedule SGLang processes that result one iteration later, which the port follows for what it schedules, not for
 when the GPU produced the token). KV in use counts the tokens neither free nor held by the radix cache as
-evictable (what a request could not get back).
+evictable (what a request could not get back), in the full pool when a sliding-window pool stands beside it.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def simulate(  # noqa: C901 - one event loop
 ) -> SimResult:
     clients = Clients(workload, random.Random(workload.seed), None)
     results = clients.results
-    s = Scheduler(config)
+    s = Scheduler(config, overlap)
     series = Series()
     total = config.max_total_num_tokens
     t = 0.0
@@ -117,7 +117,7 @@ def simulate(  # noqa: C901 - one event loop
                 progress(t, clients.stats.arrived)
         else:
             idle_steps += 1
-        done = s.launch(batch, overlap, end=t)
+        done = s.launch(batch, end=t)
         if done is not None:
             ended = s.process(done)
             clients.sampled([r.rid for r in s.sampled if r.error is None], done.end)  # when their batch ended
@@ -136,7 +136,14 @@ def simulate(  # noqa: C901 - one event loop
                     t = max(t, upcoming)
             elif idle_steps > 3:
                 head = s.waiting[0]
+                if config.swa_tokens is not None:  # recorded: SGLang 0.5.23 idles for ever with both pools whole
+                    raise SimulationError(
+                        f"a request of {head.fill:,} tokens can never be admitted: its prefill's reservation in "
+                        f"SGLang's sliding-window pool ({config.swa_tokens:,} tokens, less the window its cached "
+                        "prefix keeps locked) never fits, and SGLang waits for ever; a smaller "
+                        "--chunked-prefill-size (the reservation is a chunk and a window) lets it in"
+                    )
                 raise SimulationError(
                     f"a request of {head.fill:,} tokens can never be admitted: SGLang's pool holds {total:,} tokens"
                 )
-    return SimResult(config, series, clients.stats, tuple(clients.kept), total, s.reclaimable(), clients.end)
+    return SimResult(config, series, clients.stats, tuple(clients.kept), total, s.returned(), clients.end)

@@ -55,6 +55,12 @@ class Node:
     access: float
     children: dict[tuple[int, ...], Node] = field(default_factory=dict)
     lock: int = 0
+    # the sliding-window component (a hybrid SWA model): whether the node holds its tokens' SWA KV (False: a
+    # tombstone — the full KV stays), the window locks on it, and its place in the SWA LRU list
+    swa: bool = False
+    swa_lock: int = 0
+    prev: Node | None = None
+    next: Node | None = None
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -63,11 +69,63 @@ class Node:
         return self.access < other.access
 
 
-class RadixTree:
-    """The tree, its evictable token count, and the tokens it frees back to the pool."""
+class Lru:
+    """The SWA component's LRU list (UnifiedLRUList without sessions): most recent first."""
 
-    def __init__(self, page: int = 1) -> None:
+    def __init__(self) -> None:
+        self.head = Node(None, 0, 0, None, 0.0)
+        self.tail = Node(None, 0, 0, None, 0.0)
+        self.head.next, self.tail.prev = self.tail, self.head
+
+    def __contains__(self, node: Node) -> bool:
+        return node.prev is not None
+
+    def insert_after(self, prev: Node, node: Node) -> None:
+        after = prev.next
+        assert after is not None
+        node.prev, node.next = prev, after
+        prev.next = after.prev = node
+
+    def insert_mru(self, node: Node) -> None:
+        self.insert_after(self.head, node)
+
+    def remove(self, node: Node) -> None:
+        before, after = node.prev, node.next
+        assert before is not None and after is not None
+        before.next, after.prev = after, before
+        node.prev = node.next = None
+
+    def refresh(self, node: Node, root: Node, window: int) -> None:
+        """reset_node_and_window_ancestors_mru: the node and its ancestors holding SWA KV, until ``window`` tokens
+        of path are covered, become the most recent, the node first."""
+        prev, covered = self.head, 0
+        n: Node | None = node
+        while n is not None and n is not root and covered < window:
+            if n.swa:
+                self.remove(n)
+                self.insert_after(prev, n)
+                prev = n
+            covered += len(n)
+            n = n.parent
+
+    def prev_unlocked(self, node: Node) -> Node | None:
+        """get_prev_no_lock: the next more recent node without a window lock (None: none left)."""
+        x = node.prev
+        while x is not None and x.swa_lock > 0:
+            x = x.prev
+        return None if x is None or x is self.head else x
+
+
+class RadixTree:
+    """The tree, its evictable token count, and the tokens it frees back to the pool. ``window``: a hybrid
+    sliding-window model's SWA component (SGLang's swa_retain_window) beside the full one."""
+
+    def __init__(self, page: int = 1, window: int | None = None) -> None:
         self.page = page
+        self.window = window
+        self.lru = Lru()
+        self.swa_evictable = 0
+        self.freed_swa = 0  # SWA tokens given back by the last insert (duplicates above the request's window)
         self._clock = itertools.count(1)
         self.root = Node(None, 0, 0, None, 0.0)
         self.root.lock = 1
@@ -86,14 +144,19 @@ class RadixTree:
         return Node(seq, start, end, parent, access)
 
     def _split(self, child: Node, split_len: int) -> Node:
-        """_split_node: the first split_len tokens of child become a new parent node."""
+        """_split_node: the first split_len tokens of child become a new parent node (its locks and, when the
+        child holds SWA KV, its SWA KV, just behind the child in the LRU list)."""
         assert child.parent is not None and child.seq is not None
         new = self._new(child.seq, child.start, child.start + split_len, child.parent)
         new.lock = child.lock
+        new.swa_lock = child.swa_lock
         new.children = {child.seq.page(child.start + split_len, self.page): child}
         child.parent.children[child.seq.page(child.start, self.page)] = new
         child.parent = new
         child.start += split_len
+        if child.swa:
+            new.swa = True
+            self.lru.insert_after(child, new)
         child.access = self._tick()
         return new
 
@@ -104,38 +167,55 @@ class RadixTree:
         agree = min(child.end, seq.diverge(child.seq), length) - pos
         return max(agree - agree % self.page, self.page)
 
-    def match(self, seq: Seq, length: int) -> tuple[int, Node]:
+    def match(self, seq: Seq, length: int) -> tuple[int, Node, int]:
         """match_prefix over seq[:length]: the cached prefix length and its last node (splitting a node the
-        match ends inside), the path's access times refreshed."""
+        match ends inside), the path's access times refreshed, and the length the full KV alone matched. With an
+        SWA component the prefix ends on the deepest node behind which a whole window of SWA KV is live (the SWA
+        match validator), and that window's nodes become the most recent in the SWA LRU list."""
         length -= length % self.page
         node, pos = self.root, 0
+        best, best_pos = node, 0
+        window = self.window
+        run = INF  # the live SWA tokens just behind the node
         while pos < length:
             child = node.children.get(seq.page(pos, self.page))
             if child is None:
                 break
             assert child.seq is not None
             agree = self._agree(seq, child, pos, length)
-            if agree < len(child):
-                node = self._split(child, agree)
-                pos += agree
-                break
-            node = child
+            split = agree < len(child)
+            node = self._split(child, agree) if split else child
             pos += agree
+            if window is not None:
+                run = run + len(node) if node.swa else 0
+                if run < window:
+                    if split:
+                        break
+                    continue
+            best, best_pos = node, pos
+            if split:
+                break
+        if window is not None:
+            self.lru.refresh(best, self.root, window + self.page)
         now: float = self._tick()
-        n: Node | None = node
+        n: Node | None = best
         while n is not None:
             n.access = now
             now -= 0.00001
             n = n.parent
-        return pos, node
+        return best_pos, best, pos
 
-    def insert(self, seq: Seq, length: int, prev_prefix: int) -> Node:
+    def insert(self, seq: Seq, length: int, prev_prefix: int, evicted: int = 0) -> Node:
         """insert (begin_insert and its walk): seq[:length] with the request's own KV; tokens another request
-        cached meanwhile in [prev_prefix, ...) are duplicates, given back to the pool (``freed``). Returns the node
-        the insert ends on."""
-        self.freed = 0
+        cached meanwhile in [prev_prefix, ...) are duplicates, given back to the pool (``freed``; ``freed_swa``: of
+        them, the SWA KV the request still held, at or above ``evicted``). With an SWA component the request's SWA
+        KV below ``evicted`` is gone: the new leaf is a tombstone there, its live part capped at one window, and a
+        tombstoned node the insert covers inside the window takes the request's SWA KV back (the overlap step).
+        Returns the node the insert ends on."""
+        self.freed = self.freed_swa = 0
         self.root.access = self._tick()
         length -= length % self.page
+        window = self.window
         node, pos = self.root, 0
         while pos < length:
             child = node.children.get(seq.page(pos, self.page))
@@ -146,9 +226,19 @@ class RadixTree:
             agree = self._agree(seq, child, pos, length)
             if agree < len(child):
                 child = self._split(child, agree)
+            consumed = agree
+            if window is not None and prev_prefix < pos + agree and not child.swa and max(pos, evicted) < pos + agree:
+                live = max(pos, evicted)  # update_component_on_insert_overlap: _clip_to_window, _recover_from_incoming
+                if live > pos:
+                    self._split(child, live - pos)
+                self.freed += pos + agree - live  # the locked full kept (the request's freed) or the request's adopted
+                self._publish(child)
+                consumed = live - pos
             dup_start = max(0, prev_prefix - pos)
-            if dup_start < agree:
-                self.freed += agree - dup_start
+            if dup_start < consumed:
+                dup = consumed - dup_start
+                self.freed += dup
+                self.freed_swa += dup - min(max(evicted - pos - dup_start, 0), dup)
             node = child
             pos += agree
         if pos < length:
@@ -158,9 +248,47 @@ class RadixTree:
             self.leaves.pop(node, None)
             self.leaves[leaf] = None
             node = leaf
+            if window is not None:
+                self._populate(leaf, pos, length, evicted, window)
+        if window is not None and node is not self.root:
+            self.lru.refresh(node, self.root, window + self.page)
         return node
 
-    def lock(self, node: Node) -> None:
+    def _populate(self, leaf: Node, start: int, end: int, evicted: int, window: int) -> None:
+        """commit_insert_component_data for a new leaf: SWA KV from ``evicted`` on (_clip_to_window splits off the
+        tombstone before it), the live part capped at one window (_maybe_split_leaf_for_swa_lock), the older part
+        published first."""
+        live = max(start, evicted)
+        if live >= end:
+            return
+        if live > start:
+            self._split(leaf, live - start)
+        parent = None
+        tail = -(-window // self.page) * self.page
+        size = len(leaf)
+        if leaf.swa_lock == 0 and size > tail and (self.page == 1 or size % self.page == 0):
+            parent = self._split(leaf, size - tail)
+        if parent is not None:
+            self._publish(parent)
+        self._publish(leaf)
+
+    def _publish(self, node: Node) -> None:
+        """set_component_device_value (SWA): the node holds SWA KV, the most recent in the LRU list."""
+        node.swa = True
+        self.lru.insert_mru(node)
+        if node.swa_lock == 0:
+            self.swa_evictable += len(node)
+
+    def _leaf(self, node: Node) -> None:
+        """_update_evictable_leaf_sets: an evictable leaf is childless and unlocked in every component."""
+        if node is not self.root and not node.children and node.lock == 0 and node.swa_lock == 0:
+            self.leaves[node] = None
+        else:
+            self.leaves.pop(node, None)
+
+    def lock(self, node: Node) -> int | None:
+        """inc_lock_ref: the full KV up to the root and, with an SWA component, the last window of the path
+        (tombstones counted); returns where that window starts (None: it reached the root), which the unlock needs."""
         n: Node | None = node
         while n is not None and n is not self.root:
             if n.lock == 0:
@@ -168,16 +296,54 @@ class RadixTree:
                 self.leaves.pop(n, None)
             n.lock += 1
             n = n.parent
+        window = self.window
+        if window is None:
+            return None
+        n, covered = node, 0
+        while n is not None and n is not self.root and covered < window:
+            if n.swa_lock == 0 and n.swa:
+                self.swa_evictable -= len(n)
+            n.swa_lock += 1
+            covered += len(n)
+            if covered >= window:
+                return n.start
+            n = n.parent
+        return None
 
-    def unlock(self, node: Node) -> None:
+    def unlock(self, node: Node, boundary: int | None = None) -> None:
+        """dec_lock_ref: the SWA window lock first (down to the node that started at ``boundary`` when locked —
+        SGLang's lock uuid, which moves with that start when the node splits), then the full lock."""
+        if self.window is not None:
+            m: Node | None = node
+            while m is not None and m is not self.root:
+                m.swa_lock -= 1
+                if m.swa_lock == 0:
+                    if m.swa:
+                        self.swa_evictable += len(m)
+                    self._leaf(m)
+                if boundary is not None and m.start <= boundary:
+                    break
+                m = m.parent
         n: Node | None = node
         while n is not None and n is not self.root:
             n.lock -= 1
             if n.lock == 0:
                 self.evictable += len(n)
-                if not n.children:
+                if not n.children and n.swa_lock == 0:
                     self.leaves[n] = None
             n = n.parent
+
+    def _delete(self, n: Node) -> None:
+        """_delete_unbacked_device_leaf: the leaf and its KV in every component go."""
+        parent = n.parent
+        assert parent is not None and n.seq is not None
+        self.evictable -= len(n)
+        if n.swa:
+            self.swa_evictable -= len(n)
+            self.lru.remove(n)
+        del parent.children[n.seq.page(n.start, self.page)]
+        del self.leaves[n]
+        self._leaf(parent)
 
     def evict(self, tokens: int) -> int:
         """Evict device leaves, least recently used first, until ``tokens`` are freed; the tokens freed."""
@@ -196,3 +362,48 @@ class RadixTree:
                 self.leaves[parent] = None
                 heapq.heappush(heap, (parent.access, parent))
         return freed
+
+    def evict_swa(self, full: int, swa: int, full_free: int, swa_free: int) -> tuple[int, int]:
+        """evict_for_alloc with an SWA component, for shortfalls of ``full`` and ``swa`` tokens against the pools'
+        free ``full_free`` and ``swa_free``: the full walk (leaves, least recently used first, until the full pool
+        reaches its target), then the SWA walk (the LRU list from its oldest unlocked node: a leaf goes whole, any
+        other node is tombstoned) until the SWA pool reaches its target. Returns the (full, SWA) tokens freed."""
+        full_target, swa_target = full_free + full, swa_free + swa
+        got_full = got_swa = 0
+        if full > 0:
+            quota = max(full, self.evictable)
+            heap = [(n.access, n) for n in self.leaves]
+            heapq.heapify(heap)
+            while got_full < quota and heap and full_free + got_full < full_target:
+                _, n = heapq.heappop(heap)
+                if n not in self.leaves:
+                    continue
+                got_full += len(n)
+                if n.swa:
+                    got_swa += len(n)
+                parent = n.parent
+                self._delete(n)
+                if parent is not None and parent in self.leaves:
+                    heapq.heappush(heap, (parent.access, parent))
+        if swa > 0 and swa_free + got_swa < swa_target and got_swa < swa:
+            lru = self.lru
+            cursor = lru.prev_unlocked(lru.tail)
+            while True:
+                if cursor is not None and cursor not in lru:
+                    cursor = lru.prev_unlocked(lru.tail)
+                if got_swa >= swa or cursor is None:
+                    break
+                x = cursor
+                cursor = lru.prev_unlocked(x)
+                if x in self.leaves:
+                    got_full += len(x)
+                    got_swa += len(x)
+                    self._delete(x)
+                else:  # an internal node (or one the full KV keeps locked): its SWA KV alone
+                    x.swa = False
+                    lru.remove(x)
+                    self.swa_evictable -= len(x)
+                    got_swa += len(x)
+                if swa_free + got_swa >= swa_target:
+                    break
+        return got_full, got_swa

@@ -35,6 +35,7 @@ WAITING_PREFIX_REFRESH_INTERVAL = 32
 WAITING_QUEUE_PREFIX_MATCH_MAX = 128
 IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD = 32
 IN_BATCH_PREFIX_CACHING_DEPRIORITIZE_THRESHOLD = 32
+SWA_EVICTION_INTERVAL = 128  # SGLANG_SWA_EVICTION_INTERVAL: decode tokens slid out of the window before freeing
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ class SchedulerConfig:
     radix_cache: bool = True  # --disable-radix-cache turns it off
     mixed_chunk: bool = False  # --enable-mixed-chunk (with chunked prefill): decode rows ride in prefill batches
     schedule_policy: str = "fcfs"  # --schedule-policy: fcfs, or lpm (longest cached prefix first)
+    # a hybrid sliding-window model (gpt-oss, Gemma): the SWA pool's tokens and the window its KV keeps
+    # (SGLang's swa_retain_window: the attention window, gpt-oss's 128 is 127 there); None: one pool
+    swa_tokens: int | None = None
+    sliding_window: int | None = None
 
     @property
     def max_req_len(self) -> int:
@@ -81,6 +86,14 @@ class Req:
     aborted: bool = False
     retracted: bool = False  # until re-admitted: a result still queued for it is dropped
     error: str | None = None  # SGLang refused it on arrival (it ends with its one-token prefill)
+    # with an SWA pool: the positions below which its SWA KV is gone (component_evicted_seqlens[SWA]), where the
+    # tree's full KV outruns its SWA KV on its last match (swa_branching_seqlen), where its window lock starts,
+    # and its decode steps since its last prefill (decode_batch_idx)
+    evicted: int = 0
+    branch: int | None = None
+    boundary: int | None = None
+    decodes: int = 0
+    extends: int = 0  # extend_batch_idx: its prefill rounds since its last retraction
 
     @property
     def fill(self) -> int:
@@ -151,24 +164,37 @@ class StepRecord:
     ratio: float
     free: int
     evictable: int
+    full_free: int | None = None  # with an SWA pool, each pool's free tokens (free: the smaller)
+    swa_free: int | None = None
+    swa_evictable: int | None = None
 
 
 class Pool:
-    """The token pool and the request rows (TokenToKVPoolAllocator, ReqToTokenPool) — counts, not indices."""
+    """The token pool and the request rows (TokenToKVPoolAllocator, ReqToTokenPool) — counts, not indices. With a
+    sliding-window model, the full pool and the SWA pool beside it (SWATokenToKVPoolAllocator): an allocation
+    takes from both, and what is available is the smaller."""
 
-    def __init__(self, tokens: int, rows: int) -> None:
-        self.free = tokens
+    def __init__(self, tokens: int, rows: int, swa: int | None = None) -> None:
+        self.free = tokens  # the full pool's
+        self.swa = swa
         self.rows = rows
 
+    def available(self) -> int:
+        return self.free if self.swa is None else min(self.free, self.swa)
+
     def alloc(self, n: int) -> None:
-        assert n <= self.free, "allocation past the pool"
+        assert n <= self.available(), "allocation past the pool"
         self.free -= n
+        if self.swa is not None:
+            self.swa -= n
 
 
 class Scheduler:
-    def __init__(self, config: SchedulerConfig) -> None:
+    def __init__(self, config: SchedulerConfig, overlap: bool = True) -> None:
         self.c = config
-        self.pool = Pool(config.max_total_num_tokens, config.max_running_requests)
+        self.overlap = overlap  # event_loop_overlap (SGLang's default), or event_loop_normal
+        self.pool = Pool(config.max_total_num_tokens, config.max_running_requests, config.swa_tokens)
+        self.window = config.sliding_window if config.swa_tokens is not None else None
         init = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
         self.ratio_min = min(init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
         self.ratio_decay = (init - self.ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS
@@ -182,7 +208,7 @@ class Scheduler:
         self.inflight: set[Req] = set()  # that batch's requests
         self.retracted_reqs: list[Req] = []  # retracted since the caller last cleared it
         self.sampled: list[Req] = []  # the requests the latest process() gave a token
-        self.tree = RadixTree(config.page_size) if config.radix_cache else None
+        self.tree = RadixTree(config.page_size, self.window) if config.radix_cache else None
         self.refresh_calls = 0  # SchedulePolicy._waiting_prefix_refresh_calls
 
     # -- requests in and out --
@@ -211,52 +237,110 @@ class Scheduler:
         return sum(1 for r in reqs if r.kv % page == 0) * page
 
     def _alloc_decode(self, reqs: list[Req]) -> None:
-        """alloc_for_decode: evict for a page each (one token each with pages of one), then a page for every
-        request that starts one."""
+        """alloc_for_decode: with an SWA pool, first the KV that slid out of the window (maybe_evict_swa); evict
+        for a page each (one token each with pages of one), then a page for every request that starts one."""
         page = self.c.page_size
+        window = self.window
+        if window is not None:
+            for r in reqs:  # a request's first decode step overlaps its prefill: not yet
+                if r.decodes >= 1 and r.holds_slot and r.fill - 1 - window >= r.evicted + SWA_EVICTION_INTERVAL:
+                    self._slide(r, r.fill - 1)
         self._evict_to_free(len(reqs) * page)
         self.pool.alloc(self._decode_need(reqs))
         for r in reqs:
             r.kv += 1
+            r.decodes += 1
+
+    def _slide(self, req: Req, pre_len: int) -> None:
+        """free_swa_out_of_window_slots: the request's SWA KV more than a window behind ``pre_len``, above what the
+        tree holds for it, goes back to the SWA pool."""
+        window = self.window
+        assert window is not None and self.pool.swa is not None
+        if pre_len - window < req.evicted + 1:
+            return
+        page = self.c.page_size
+        evicted = max(req.evicted, req.protected)
+        req.evicted = evicted
+        keep = window if self.tree is None else paged(max(window, page), page)
+        new = max(evicted, pre_len - keep)
+        new -= new % page
+        if new > evicted:
+            self.pool.swa += new - evicted
+            req.evicted = new
 
     def _evict_to_free(self, tokens: int) -> None:
-        """evict_to_free_tokens: evict the radix tree's least recently used leaves until ``tokens`` are free."""
-        if self.tree is not None and tokens > self.pool.free:
-            self.pool.free += self.tree.evict(tokens - self.pool.free)
+        """evict_to_free_tokens: evict the radix tree's least recently used leaves until ``tokens`` are free (with
+        an SWA pool, in each pool)."""
+        tree, pool = self.tree, self.pool
+        if tree is None:
+            return
+        if pool.swa is None:
+            if tokens > pool.free:
+                pool.free += tree.evict(tokens - pool.free)
+            return
+        full, swa = max(0, tokens - pool.free), max(0, tokens - pool.swa)
+        if full or swa:
+            got_full, got_swa = tree.evict_swa(full, swa, pool.free, pool.swa)
+            pool.free += got_full
+            pool.swa += got_swa
 
-    def _checkpoint(self, req: Req, up_to: int) -> None:
+    def _checkpoint(self, req: Req, up_to: int, finished: bool = False) -> None:
         """checkpoint_into_tree: insert the request's tokens up to ``up_to`` (then, past the prompt, its prompt
-        again), and move its lock onto the node the insert ended on."""
+        again), and move its lock onto the node the insert ended on. With an SWA pool: up to the branch point of
+        its last match when that lies ahead, a running request's SWA KV out of the window freed first, and no
+        second insert of the prompt."""
         tree = self.tree
         assert tree is not None and req.seq is not None
         if up_to <= 0:
             return
         page = self.c.page_size
+        window = self.window
+        branch = None
+        if window is not None:
+            branch = req.branch
+            if branch is not None and req.protected < branch <= up_to:
+                up_to = branch
+            else:
+                branch = None
+            if not finished:
+                self._slide(req, up_to - 1)
         aligned = up_to - up_to % page
-        node = tree.insert(req.seq, aligned, req.protected)
+        node = tree.insert(req.seq, aligned, req.protected, req.evicted)
         self.pool.free += tree.freed
-        prompt = req.prompt - req.prompt % page
-        if 0 < prompt < aligned:
-            tree.insert(req.seq, prompt, prompt)
-            self.pool.free += tree.freed
+        if window is None:
+            prompt = req.prompt - req.prompt % page
+            if 0 < prompt < aligned:
+                tree.insert(req.seq, prompt, prompt)
+                self.pool.free += tree.freed
+        else:
+            assert self.pool.swa is not None
+            self.pool.swa += tree.freed_swa
         if req.node is not None:
-            tree.unlock(req.node)
-        tree.lock(node)
+            tree.unlock(req.node, req.boundary)
+        req.boundary = tree.lock(node)
         req.node = node
         req.protected = aligned
+        if branch is not None and aligned >= branch:  # cleanup_after_caching_req: the branch is in the tree
+            req.branch = None
+            if not finished:
+                self._slide(req, req.extend_end - 1)
 
     def _release(self, req: Req, checkpoint: bool = True) -> None:
         """release_kv_cache: with the radix cache, the request's tokens go into the tree (``checkpoint``) or
         back to the pool, and its lock is dropped; without, every token goes back. The row is freed."""
+        kv = paged(req.kv, self.c.page_size)
         if self.tree is not None:
             if checkpoint:
-                self._checkpoint(req, req.kv)
-            self.pool.free += paged(req.kv, self.c.page_size) - req.protected  # its pages past the tree's
+                self._checkpoint(req, req.kv, finished=True)
+            self.pool.free += kv - req.protected  # its pages past the tree's
             if req.node is not None:
-                self.tree.unlock(req.node)
+                self.tree.unlock(req.node, req.boundary)
                 req.node = None
         else:
-            self.pool.free += paged(req.kv, self.c.page_size)
+            self.pool.free += kv
+        if self.pool.swa is not None:  # free_kv_row_segments: the SWA KV still held, above the window's edge
+            self.pool.swa += max(0, kv - max(req.protected, req.evicted))
+            req.evicted = 0
         req.kv = req.protected = 0
         if req.holds_slot:
             self.pool.rows += 1
@@ -284,6 +368,15 @@ class Scheduler:
     def reclaimable(self) -> int:
         """Free tokens and the radix cache's evictable ones: the whole pool once every request has ended."""
         return self.pool.free + (self.tree.evictable if self.tree is not None else 0)
+
+    def returned(self) -> int:
+        """The full pool's reclaimable tokens, less any the sliding-window pool has not got back: the whole full
+        pool once every request has ended and both pools are whole."""
+        swa = self.pool.swa
+        if swa is None or self.c.swa_tokens is None:
+            return self.reclaimable()
+        missing = self.c.swa_tokens - swa - (self.tree.swa_evictable if self.tree is not None else 0)
+        return self.reclaimable() - missing
 
     # -- the schedule --
     def next_batch(self) -> Batch | None:
@@ -319,7 +412,7 @@ class Scheduler:
         return None
 
     def _prefill(self, running: Batch) -> Batch | None:  # noqa: C901 - one admission pass
-        if not running.reqs:
+        if not running.reqs or self.window is not None:  # with an SWA pool every pass tries again
             running.is_full = False
         if (running.is_full or not self.waiting) and self.chunked is None:
             return None
@@ -342,7 +435,7 @@ class Scheduler:
                 break
             if self.tree is not None:  # init_next_round_input: match the tree
                 assert req.seq is not None
-                req.prefix_len, req.last = self.tree.match(req.seq, req.fill - 1)
+                self._match(req, req.fill - 1)
             else:
                 req.prefix_len = 0
             res = adder.add_one(req)
@@ -359,6 +452,11 @@ class Scheduler:
             self.chunked = adder.new_chunked
         batch = Batch(list(adder.can_run), extend=True, chunked=self.chunked)
         page = self.c.page_size
+        if self.window is not None and self.tree is None:  # maybe_evict_swa for an extend, without prefix sharing
+            chunk = self.c.chunked_prefill_size or 0
+            for r in batch.reqs:
+                if r.holds_slot and (not self.overlap or r.extends >= 2):  # the overlap loop: its last chunk may run
+                    self._slide(r, r.prefix_len - chunk if self.overlap else r.prefix_len)
         demand = sum(r.extend_len for r in batch.reqs)  # alloc_for_extend: and a page each when paged
         self._evict_to_free(demand + (len(batch.reqs) * page if page > 1 else 0))
         for r in batch.reqs:  # prepare_for_extend
@@ -368,6 +466,7 @@ class Scheduler:
                 r.holds_slot = True
             self.pool.alloc(paged(r.extend_end, page) - paged(r.prefix_len, page))
             r.kv = r.extend_end
+            r.extends += 1
         if mixed and running.reqs:  # mix_with_running: the running requests decode in this batch
             finishing = self._finishing_inflight(running.reqs)
             if finishing:
@@ -378,6 +477,13 @@ class Scheduler:
                 batch.decoding = tuple(running.reqs)
                 self.running = Batch(is_full=running.is_full)
         return batch
+
+    def _match(self, req: Req, length: int) -> None:
+        """match_kv_cache: the request's cached prefix and its last node, and (an SWA pool) where the full KV
+        alone would have matched further (swa_branching_seqlen)."""
+        assert self.tree is not None and req.seq is not None
+        req.prefix_len, req.last, hit = self.tree.match(req.seq, length)
+        req.branch = hit if self.window is not None and hit > req.prefix_len else None
 
     def _allocatable(self, running_bs: int, held: int) -> int:
         """get_num_allocatable_reqs: requests a prefill may still admit — the running cap's room and the free
@@ -402,7 +508,7 @@ class Scheduler:
         matched: dict[int, int] = {}
         for r in self.waiting:
             assert r.seq is not None
-            r.prefix_len, r.last = tree.match(r.seq, r.fill)
+            self._match(r, r.fill)
             matched[r.rid] = min(r.prefix_len, r.fill - 1)
             if r.prefix_len <= IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD:
                 shared = max((min(r.seq.diverge(o), r.fill, n) for o, n in seen), default=0)
@@ -422,7 +528,7 @@ class Scheduler:
         if refresh:
             for r in reversed(self.waiting[:WAITING_QUEUE_PREFIX_MATCH_MAX]):
                 assert r.seq is not None
-                self.tree.match(r.seq, r.fill)
+                self.tree.match(r.seq, r.fill)  # touch_prefix: the walk alone
 
     def _decode(self, batch: Batch) -> Batch | None:
         """update_running_batch. With the overlap schedule, the requests whose queued result gives them their
@@ -450,7 +556,8 @@ class Scheduler:
                 req = batch.reqs[keep.pop()]
                 self._release(req, checkpoint=False)
                 self._evict_to_free(len(keep) * RETRACT_DECODE_STEPS)
-                req.prefix_len = req.extend_end = 0  # reset_for_retract: outputs kept, KV re-prefilled
+                req.prefix_len = req.extend_end = req.decodes = req.extends = 0  # reset_for_retract: KV re-prefilled
+                req.branch = None
                 req.retracted = True
                 retracted.append(req)
             assert self._fits([batch.reqs[i] for i in keep]), "out of memory after retracting all others"
@@ -473,9 +580,9 @@ class Scheduler:
         """check_decode_mem: evict for the next decode step, then whether its pages are free."""
         need = self._decode_need(reqs)
         self._evict_to_free(need)
-        return self.pool.free >= need
+        return self.pool.available() >= need
 
-    def launch(self, batch: Batch | None, overlap: bool, end: float = 0.0) -> Launched | None:
+    def launch(self, batch: Batch | None, end: float = 0.0) -> Launched | None:
         """The event loop once the batch is chosen (event_loop_normal, or event_loop_overlap): the launched batch
         whose result is processed now — this one, or with the overlap schedule the previous one, once this one is
         launched."""
@@ -483,7 +590,7 @@ class Scheduler:
         if batch is not None:
             entry = Launched((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, end)
         done = entry
-        if overlap:
+        if self.overlap:
             if entry is not None:
                 self.queue.append(entry)
             done = self.queue.popleft() if self.last is not None else None
@@ -513,12 +620,15 @@ class Scheduler:
 
 
 class Adder:
-    """PrefillAdder with PrefillBudget (one token pool). ``mixed``: the decode rows a mixed batch will carry."""
+    """PrefillAdder with PrefillBudget (one token pool) or SWAPrefillBudget (a full and an SWA pool). ``mixed``:
+    the decode rows a mixed batch will carry."""
 
     def __init__(self, s: Scheduler, running: Batch, mixed: int = 0) -> None:
         c = s.c
         self.s = s
         self.page = c.page_size
+        self.window = s.window  # the tree's sliding_window_size
+        self.swa_offset = 0
         self.rem_input = c.max_prefill_tokens - mixed
         self.rem_chunk = c.chunked_prefill_size - mixed if c.chunked_prefill_size is not None else None
         self.total_offset = float(mixed)
@@ -538,8 +648,23 @@ class Adder:
     def rem_current(self) -> float:
         return self.s.reclaimable() - self.current_offset
 
+    @property
+    def rem_swa(self) -> int:
+        """SWAPrefillBudget.remaining_swa: the SWA pool's free and evictable tokens, less what admissions reserved."""
+        s = self.s
+        assert s.pool.swa is not None
+        return s.pool.swa + (s.tree.swa_evictable if s.tree is not None else 0) - self.swa_offset
+
+    def swa_tokens(self, extend: int, max_new: int, limit: int | None = None) -> int:
+        """estimate_swa_kv_tokens: a request's peak SWA reservation — the part of its allocation beyond one window,
+        the window (or less, for a short request), a page."""
+        window = self.window
+        assert window is not None
+        allocated = extend if limit is None else min(extend, limit)
+        return max(allocated - window, 0) + min(extend + max_new, window) + self.page
+
     def state(self) -> Add:
-        if not (self.rem_total > 0 and self.rem_current > 0):
+        if not (self.rem_total > 0 and self.rem_current > 0 and (self.window is None or self.rem_swa > 0)):
             return Add.NO_TOKEN
         if self.rem_input <= 0:
             return Add.OTHER
@@ -551,6 +676,8 @@ class Adder:
         tokens = paged(extend, self.page)
         self.total_offset += tokens + self.page + max_new
         self.current_offset += tokens + self.page
+        if self.window is not None:
+            self.swa_offset += self.swa_tokens(tokens, max_new, self.rem_chunk)
         self.rem_input -= tokens
         if self.rem_chunk is not None:
             self.rem_chunk -= tokens
@@ -558,6 +685,10 @@ class Adder:
     def add_chunked(self, req: Req) -> Req | None:
         assert self.rem_chunk is not None
         avail = min(self.rem_chunk, int(self.rem_total))
+        if self.window is not None:  # SWAPrefillBudget.available_chunk_tokens: none left, the chunk waits
+            avail = min(avail, self.rem_swa - self.page)
+            if avail <= 0:
+                return req
         rem = avail if avail > 0 else self.rem_chunk
         cand = req.fill - req.prefix_len
         truncated = cand > rem
@@ -574,13 +705,13 @@ class Adder:
         if tree is None:
             return self._add_one(req)
         assert req.last is not None
-        tree.lock(req.last)  # _lock_node while the admission is chosen; kept as req.lock when it is committed
+        boundary = tree.lock(req.last)  # _lock_node while the admission is chosen; kept as req.lock when committed
         res = self._add_one(req)
         if self.can_run and self.can_run[-1] is req:
-            req.node = req.last
+            req.node, req.boundary = req.last, boundary
             req.protected = req.kv = req.prefix_len
         else:
-            tree.unlock(req.last)
+            tree.unlock(req.last, boundary)
         return res
 
     def _add_one(self, req: Req) -> Add:
@@ -590,12 +721,24 @@ class Adder:
         if not total < self.rem_total:
             return Add.NO_TOKEN
         input_tokens = paged(cand, self.page)
+        limit = self.rem_chunk
+        if self.window is not None:  # SWAPrefillBudget.check_prefill
+            needed = self.swa_tokens(input_tokens, max_new, limit)
+            if not needed < self.rem_swa:
+                cap = 0
+                swa_size = self.s.c.swa_tokens
+                assert swa_size is not None
+                if needed >= swa_size:  # it never fits whole: a chunk that leaves room for its window may
+                    cap = max(0, (self.rem_swa - self.swa_tokens(0, max_new)) // self.page * self.page)
+                if limit is None or cap <= 0:
+                    return Add.NO_TOKEN
+                limit = min(limit, cap)
         if self.rem_chunk is None and self.can_run and input_tokens >= self.rem_input:
             return Add.OTHER
         extend, admit_new = cand, min(req.max_new, CLIP_MAX_NEW_TOKENS)
         chunked = False
-        if self.rem_chunk is not None and input_tokens > self.rem_chunk:
-            extend = self.rem_chunk // self.page * self.page
+        if limit is not None and input_tokens > limit:
+            extend = limit // self.page * self.page
             extend = (req.prefix_len + extend) // self.page * self.page - req.prefix_len
             if extend <= 0:
                 return Add.OTHER
@@ -654,7 +797,7 @@ def run_by_iteration(
     event_loop_normal): request i = (arrival iteration, prompt, output tokens, cancel iteration or None) is added,
     or aborted, before the iteration of that number. ``concurrency``: a closed loop — the first N arrive at once,
     and each request that ends lets the next one arrive before the following iteration."""
-    s = Scheduler(config)
+    s = Scheduler(config, overlap)
     plan = IterationPlan.of(requests, concurrency)
     steps: list[StepRecord] = []
     for it in range(limit):
@@ -675,10 +818,14 @@ def run_by_iteration(
             else:
                 decode = tuple(r.rid for r in batch.reqs)
         running, waiting = len(s.running.reqs), len(s.waiting)
-        done = s.launch(batch, overlap)
+        done = s.launch(batch)
         ended = s.process(done) if done is not None else []
         evictable = s.tree.evictable if s.tree is not None else 0
-        steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.free, evictable))
+        full = swa_free = swa_evictable = None
+        if s.pool.swa is not None:
+            full, swa_free, swa_evictable = s.pool.free, s.pool.swa, s.tree.swa_evictable if s.tree is not None else 0
+        steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.available(), evictable,
+                                full, swa_free, swa_evictable))  # fmt: skip
         plan.ended(it, len(ended))
         idle = batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not s.queue
         if it > plan.last and idle:
