@@ -78,6 +78,7 @@ class RecurrentParams:
     l_cache: int = 0  # shortconv.l_cache (LFM2 short convolution)
     wkv_head: int = 0  # wkv.head_size (RWKV)
     cache_dtype: str = ""  # the checkpoint's own mamba_ssm_cache_dtype (Nemotron-H configs name one)
+    chunk: int = 0  # the SSM kernel's chunk a config states (chunk_size, mamba_chunk_size); 0: not stated
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     sizes (proven against SGLang's own sizing)."""
     from kvplan.capacity.engines import EngineRuntime
     from kvplan.runtimes.engines import ENGINES
-    from kvplan.runtimes.engines.sglang import SGLang, memory_defaults, sliding_window_size
+    from kvplan.runtimes.engines.sglang import SGLang, mamba_grids, memory_defaults, sliding_window_size
     from kvplan.simulation.sglang.engine import SglangSimulator
     from kvplan.simulation.sglang.scheduler import SWA_EVICTION_INTERVAL
     from kvplan.simulation.sglang.scheduler import SchedulerConfig as SglangConfig
@@ -247,10 +247,11 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         )
     max_len = req.engine.max_model_len or s.max_model_len or engine.default_max_len(model)
     cap = target.capacity(replace(s, max_model_len=max_len))
-    if cap.state_slots:
+    grids = mamba_grids(model, cap.layout.block_tokens) if cap.state_slots else None
+    if cap.state_slots and grids is None:
         raise UnsupportedError(
-            f"{model.name}: SGLang keeps a Mamba state pool beside its token pool; simulate follows SGLang's "
-            "scheduler over a token pool (full attention or MLA) and a sliding-window pool beside it so far"
+            f"{model.name}: SGLang's Mamba checkpoint grid for the {model.arch} architecture is not known to kvplan; "
+            "simulate follows SGLang's Mamba pool for Nemotron-H, Falcon-H1, Granite 4.0-H and Qwen3-Next / Qwen3.5"
         )
     window = sliding_window_size(model) if cap.swa_tokens is not None else None
     if cap.swa_tokens is not None and window is None:
@@ -271,6 +272,13 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         schedule_policy=flags.schedule_policy,
         swa_tokens=cap.swa_tokens,
         sliding_window=window,
+        mamba_slots=cap.state_slots or None,
+        mamba_chunk=grids[0] if grids else 128,
+        mamba_grid=grids[1] if grids else 128,
+        mamba_track=grids[2] if grids else 256,
+        # the "auto" Mamba radix cache strategy: the extra buffer with the overlap loop or pages, no_buffer otherwise
+        mamba_extra_buffer=s.enable_prefix_caching is not False
+        and (not flags.disable_overlap_schedule or cap.layout.block_tokens > 1),
     )
     overlap = not flags.disable_overlap_schedule
     cost, notes = _engine_cost(model, target, cap, hardware)
@@ -281,6 +289,8 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         if config.swa_tokens is not None:
             window = config.sliding_window or 0
             pools = f"and {config.swa_tokens:,} in the sliding-window pool (window {window:,}), {budget} per GPU in all"
+        elif config.mamba_slots is not None:
+            pools = f"and {config.mamba_slots:,} Mamba state slots, {budget} per GPU in all"
         return (
             f"{config.max_total_num_tokens:,} KV tokens in pages of {config.page_size} {pools}"
             f", --context-length {config.context_len:,}, "
@@ -294,6 +304,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         "max_total_num_tokens": config.max_total_num_tokens,
         "swa_max_total_num_tokens": config.swa_tokens,
         "sliding_window_size": config.sliding_window,
+        "max_mamba_cache_size": config.mamba_slots,
         "page_size": config.page_size,
         "context_len": config.context_len,
         "max_running_requests": config.max_running_requests,
@@ -306,6 +317,25 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         "overlap_schedule": overlap,
     }
     notes.append(f"the scheduler is SGLang {engine.version}'s own, ported and proven step for step")
+    if config.mamba_slots is not None and grids is not None:
+        chunk, grid, track, own = grids
+        notes.append(
+            "the Mamba pool: each running request holds a state slot"
+            + (
+                (" and two checkpoint slots" if overlap else " and a checkpoint slot")
+                if config.mamba_extra_buffer
+                else ""
+            )
+            + f"; the radix cache keeps a state where a prefill checkpoints it (every {grid} tokens of a chunk) or "
+            f"a decode reaches a multiple of {track}, and a cached prefix counts only as far as its last state"
+            if config.radix_cache
+            else "; without the radix cache no state is kept"
+        )
+        if not own:
+            notes.append(
+                f"mamba_cache_chunk_size {chunk}: SGLang's default for {model.arch}; a checkpoint's config.json "
+                "states its own (chunk_size / mamba_chunk_size), which kvplan reads when MODEL is that config"
+            )
     if config.swa_tokens is not None:
         notes.append(
             f"tokens in use count the full pool; the sliding-window pool beside it ({config.swa_tokens:,} tokens) "

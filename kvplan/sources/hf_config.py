@@ -136,7 +136,13 @@ def _serving_facts(cfg: dict[str, Any], model: ModelDescription) -> dict[str, An
             out["vision_tower"] = (layers, hidden)
         if cfg.get("model_type") in ("gemma3", "paligemma"):
             out["mm_prefix_lm"] = True
+    params = model.recurrent_params
     ssm_dtype = cfg.get("mamba_ssm_cache_dtype")
-    if model.recurrent_params is not None and isinstance(ssm_dtype, str):
-        out["recurrent_params"] = replace(model.recurrent_params, cache_dtype=ssm_dtype)
+    if params is not None and isinstance(ssm_dtype, str):
+        params = replace(params, cache_dtype=ssm_dtype)
+    chunk = cfg.get("mamba_chunk_size", cfg.get("chunk_size"))  # Falcon-H1 / Granite 4.0-H, or Nemotron-H's name
+    if params is not None and isinstance(chunk, int) and not isinstance(chunk, bool) and 0 < chunk <= 1 << 16:
+        params = replace(params, chunk=chunk)
+    if params is not model.recurrent_params:
+        out["recurrent_params"] = params
     return out

@@ -1,6 +1,7 @@
 """Record SGLang 0.5.23's own scheduler over seeded workloads (tests/fixtures/engines/sglang_sched.json).
 
-usage: python scripts/engines/record_sglang_sched.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING] [--random N | --swa N]
+usage: python scripts/engines/record_sglang_sched.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING]
+       [--random N | --swa N | --mamba N]
 
 Each case runs sglang_sched_case.py in a process of its own: SGLang sizes and builds its pools (on the CPU,
 ``max_total_tokens`` keeping them small), builds its Scheduler and runs the workload through its event loop step
@@ -268,6 +269,60 @@ def swa_cases(n: int) -> list[dict[str, Any]]:
     return out
 
 
+MAMBA_OUT = OUT.with_name("sglang_sched_mamba.json")
+
+
+def mamba_cases(n: int) -> list[dict[str, Any]]:
+    """A sweep of Mamba hybrids (Nemotron-H's and Falcon-H1's Mamba-2 mixers, Qwen3-Next's gated delta-net): the
+    state pool (--max-mamba-cache-size) against the running cap, SGLang's extra buffer (a state slot and two
+    ping-pong checkpoint slots a request), chunks on and off the checkpoint grid, pages, shared prefixes whose states
+    are copied, the radix cache off, both loops, LPM, mixed chunks, cancels, closed loops, ignore_eos."""
+    out = []
+    for seed in range(n):
+        rng = random.Random(5000 + seed)
+        model = rng.choice(("nemotron-h-8b", "nemotron-h-8b", "falcon-h1-7b", "qwen3-next-80b-a3b"))
+        page = rng.choice((1, 1, 1, 16, 64))
+        chunk = rng.choice((256, 512, 1000, 1024, 2048))
+        shared = rng.choice((0, rng.randint(50, 600), rng.randint(100, 900)))
+        lo = max(20, shared + 1) if shared else 20
+        args: dict[str, Any] = {
+            "max_total_tokens": rng.randint(2500, 9000) // page * page,
+            "context_length": 8192,
+            "chunked_prefill_size": chunk,
+            "max_prefill_tokens": rng.choice((16384, chunk * 2, 4096)),
+            "page_size": page,
+            "max_running_requests": rng.choice((4, 8, 16, 32)),
+            "max_mamba_cache_size": rng.randint(12, 100),
+            "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 1.5)),
+        }
+        if rng.random() < 0.2:
+            args["disable_radix_cache"] = True
+        if rng.random() < 0.4:
+            args["disable_overlap_schedule"] = True
+        if rng.random() < 0.25 and not args.get("disable_radix_cache"):
+            args["schedule_policy"] = "lpm"
+        if rng.random() < 0.2:
+            args["enable_mixed_chunk"] = True
+        if rng.random() < 0.15:
+            args["ignore_eos"] = True
+        if shared:
+            args["shared_prefix"] = shared
+        if rng.random() < 0.2:
+            args["concurrency"] = rng.randint(2, 16)
+        requests = workload(
+            6000 + seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
+            prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
+            cancel=rng.choice((0.0, 0.0, 0.15)),
+        )  # fmt: skip
+        args["limit"] = 6000
+        c = sched(f"mamba-{seed:02d}-{model}", model, requests, **args)
+        if model == "qwen3-next-80b-a3b":  # its weights fill an H100; the pools are --max-total-tokens' here anyway
+            c["weight_bytes"] = 16 << 30
+            c["available_bytes"] = c["pre_bytes"] - c["weight_bytes"]
+        out.append(c)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("python", help="the Python of a venv with sglang==0.5.23")
@@ -275,13 +330,18 @@ def main() -> None:
     ap.add_argument("--only", default="", help="record only the cases whose name contains this")
     ap.add_argument("--random", type=int, default=0, help=f"record a sweep of N drawn cases into {RANDOM_OUT.name}")
     ap.add_argument("--swa", type=int, default=0, help=f"record a sweep of N sliding-window cases into {SWA_OUT.name}")
+    ap.add_argument(
+        "--mamba", type=int, default=0, help=f"record a sweep of N Mamba-hybrid cases into {MAMBA_OUT.name}"
+    )
     args = ap.parse_args()
     global OUT
+    drawn = cases()
     if args.random:
-        OUT = RANDOM_OUT
-    if args.swa:
-        OUT = SWA_OUT
-    drawn = random_cases(args.random) if args.random else swa_cases(args.swa) if args.swa else cases()
+        OUT, drawn = RANDOM_OUT, random_cases(args.random)
+    elif args.swa:
+        OUT, drawn = SWA_OUT, swa_cases(args.swa)
+    elif args.mamba:
+        OUT, drawn = MAMBA_OUT, mamba_cases(args.mamba)
     todo = [c for c in drawn if args.only in c["name"]]
     old = json.loads(OUT.read_text())["cases"] if OUT.exists() and args.only else []
     done = [d for d in old if args.only not in d["case"]["name"]]

@@ -248,7 +248,10 @@ TRACE = os.environ.get("SGLANG_CASE_TRACE")  # development only: each request's 
 def trace(s: Any, record: dict[str, Any]) -> None:
     """What the recording does not keep, for porting: each live request's KV bookkeeping and the radix tree
     (run with SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python so the nodes can be read)."""
-    out = [f"== it {record['it']} {json.dumps({k: v for k, v in record.items() if k != 'it'})}"]
+    out = [
+        f"== it {record['it']} {json.dumps({k: v for k, v in record.items() if k != 'it'})}"
+        f" queue={len(getattr(s, 'result_queue', ()) or ())} skip={getattr(s, 'enable_skip_finishing_decode', None)}"
+    ]
     reqs = list(s.running_batch.reqs) + list(s.waiting_queue)
     if s.chunked_req is not None and s.chunked_req not in reqs:
         reqs.append(s.chunked_req)
@@ -258,6 +261,12 @@ def trace(s: Any, record: dict[str, Any]) -> None:
         out.append(
             f"  req {int(r.rid)} out={len(r.output_ids)} prot={kv.cache_protected_len} "
             f"alloc={kv.kv_allocated_len} ev={ev}"
+            + (
+                f" mamba={kv.mamba_pool_idx is not None} pp={kv.mamba_ping_pong_track_buffer is not None} "
+                f"track={kv.mamba_last_track_seqlen} prev={kv.mamba_prev_track_seqlen}"
+                if hasattr(kv, "mamba_last_track_seqlen") and hasattr(s.req_to_token_pool, "mamba_allocator")
+                else ""
+            )
         )
     core = getattr(s.tree_cache, "tree_core", None)
     root = getattr(core, "root_node", None)
@@ -381,7 +390,28 @@ def main() -> dict[str, Any]:  # noqa: C901 - the event loops, as SGLang writes 
     return {"max_total_num_tokens": pools.max_total_num_tokens, "max_running_requests": pools.max_running_requests,
             "chunked_prefill_size": s.chunked_prefill_size, "max_prefill_tokens": s.max_prefill_tokens,
             "page_size": s.page_size, "context_len": s.model_config.context_len,
-            "max_req_input_len": s.max_req_input_len, **swa_pool(s, pools), "steps": steps}  # fmt: skip
+            "max_req_input_len": s.max_req_input_len, **swa_pool(s, pools), **mamba_pool(s),
+            "steps": steps}  # fmt: skip
+
+
+def mamba_pool(s: Any) -> dict[str, Any]:
+    """A Mamba hybrid's state slots and the grids its checkpoints land on (SGLang's settings as resolved)."""
+    pool = s.req_to_token_pool
+    alloc = getattr(pool, "mamba_allocator", None)
+    if alloc is None:
+        return {}
+    from sglang.srt.runtime_context import get_exec, mamba_cache_chunk_size, mamba_checkpoint_grid, mamba_track_grid
+
+    m = get_exec().mamba
+    page = s.tree_cache.page_size
+    return {"mamba_slots": int(alloc.size), "mamba_cache_chunk_size": int(mamba_cache_chunk_size()),
+            "mamba_checkpoint_grid": int(mamba_checkpoint_grid(page)), "mamba_track_grid": int(mamba_track_grid(page)),
+            "mamba_track_interval": int(m.mamba_track_interval),
+            "mamba_extra_buffer": bool(getattr(pool, "enable_mamba_extra_buffer", False)),
+            "mamba_extra_buffer_lazy": bool(m.enable_mamba_extra_buffer_lazy),
+            "mamba_max_states_per_path": int(m.mamba_max_states_per_path),
+            "mamba_ping_pong_size": int(getattr(pool, "mamba_ping_pong_track_buffer_size", 0)),
+            "mamba_initial_tracking_slots": int(getattr(pool, "mamba_initial_tracking_slots", 0))}  # fmt: skip
 
 
 def swa_pool(s: Any, pools: Any) -> dict[str, Any]:

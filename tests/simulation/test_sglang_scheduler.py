@@ -1,8 +1,6 @@
 """kvplan's port of SGLang's scheduler against SGLang 0.5.23's own Scheduler, step for step
-(tests/fixtures/engines/sglang_sched.json, recorded by scripts/engines/record_sglang_sched.py).
-
-A recorded workload the port does not cover yet is a strict xfail naming what is missing, so it turns into a
-failure the day it passes."""
+(tests/fixtures/engines/sglang_sched*.json, recorded by scripts/engines/record_sglang_sched.py): one token pool,
+a sliding-window pool beside it, a Mamba state pool beside it."""
 
 from __future__ import annotations
 
@@ -21,13 +19,10 @@ SWEEP: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "sglang_sched_r
 #: a sweep of gpt-oss-20b (a full pool and a sliding-window pool, window 127 in SGLang) under drawn settings, the SWA
 #: pool squeezed by --swa-full-tokens-ratio (record_sglang_sched.py --swa 30)
 SWA: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "sglang_sched_swa.json").read_text())["cases"]
-
-
-def _missing(case: dict[str, Any]) -> str | None:
-    """What the port lacks for this workload (None: it is ported)."""
-    if case["model"] == "nemotron-h-8b":
-        return "the Mamba state slots (the Mamba pool, its extra buffers, the tree's Mamba component)"
-    return None
+#: a sweep of Mamba hybrids (Nemotron-H, Falcon-H1, Qwen3-Next) under drawn settings and state pools
+#: (record_sglang_sched.py --mamba 30)
+MAMBA: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "sglang_sched_mamba.json").read_text())["cases"]
+ALL = RECORDED + SWEEP + SWA + MAMBA
 
 
 def _cut(entry: dict[str, Any]) -> bool:
@@ -49,6 +44,11 @@ def _config(answer: dict[str, Any], case: dict[str, Any]) -> SchedulerConfig:
         schedule_policy=case.get("schedule_policy", "fcfs"),
         swa_tokens=answer.get("swa_max_total_num_tokens"),
         sliding_window=answer.get("sliding_window_size"),
+        mamba_slots=answer.get("mamba_slots"),
+        mamba_grid=answer.get("mamba_checkpoint_grid", 128),
+        mamba_track=answer.get("mamba_track_grid", 256),
+        mamba_chunk=answer.get("mamba_cache_chunk_size", 128),
+        mamba_extra_buffer=answer.get("mamba_extra_buffer", True),
     )
 
 
@@ -62,29 +62,21 @@ def _as_recorded(step: StepRecord) -> dict[str, Any]:
                free=step.free, evictable=step.evictable)  # fmt: skip
     if step.swa_free is not None:
         out.update(full_free=step.full_free, swa_free=step.swa_free, swa_evictable=step.swa_evictable)
+    if step.mamba_free is not None:
+        out.update(mamba_free=step.mamba_free, mamba_evictable=step.mamba_evictable)
     return out
 
 
 def test_recorded_workloads() -> None:
     """The issue's bar: at least 20 workloads recorded, every one answered by SGLang (none refused)."""
-    assert len(RECORDED) >= 20 and len(SWEEP) >= 30 and len(SWA) >= 30
-    assert all("ok" in r for r in RECORDED + SWEEP + SWA)
+    assert len(RECORDED) >= 20 and len(SWEEP) >= 30 and len(SWA) >= 30 and len(MAMBA) >= 30
+    assert all("ok" in r for r in ALL)
     assert all(r["ok"].get("allocator") == "SWATokenToKVPoolAllocator" for r in SWA)
     loops = {bool(r["case"].get("disable_overlap_schedule")) for r in RECORDED}
     assert loops == {True, False}  # both event loops
 
 
-@pytest.mark.parametrize(
-    "entry",
-    [
-        pytest.param(
-            e,
-            id=e["case"]["name"],
-            marks=[pytest.mark.xfail(strict=True, reason=m)] if (m := _missing(e["case"])) else [],
-        )
-        for e in RECORDED + SWEEP + SWA
-    ],
-)
+@pytest.mark.parametrize("entry", ALL, ids=lambda e: e["case"]["name"])
 def test_step_for_step(entry: dict[str, Any]) -> None:
     case, answer = entry["case"], entry["ok"]
     got = run_by_iteration(
@@ -100,16 +92,18 @@ def test_step_for_step(entry: dict[str, Any]) -> None:
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert _as_recorded(g) == {k: v for k, v in w.items() if k != "mixed"}, f"iteration {w['it']}"
+    last = want[-1]
     if answer.get("swa_max_total_num_tokens") and not _cut(entry):  # both pools whole once the last request ended
-        last = want[-1]
         assert last["swa_free"] + last["swa_evictable"] == answer["swa_max_total_num_tokens"]
+    if answer.get("mamba_slots") and not _cut(entry):
+        assert last["mamba_free"] + last["mamba_evictable"] == answer["mamba_slots"]
 
 
 def test_workloads_exercise_the_scheduler() -> None:
     """The ported workloads exercise what makes SGLang differ from vLLM under load (recorded, not assumed):
     chunked prefill, retraction with the new-token ratio re-estimated, radix-cache hits on a shared prefix,
     evictable tokens, mixed batches."""
-    ported = [e for e in RECORDED if _missing(e["case"]) is None]
+    ported = RECORDED
     steps = [s for e in ported for s in e["ok"]["steps"]]
     assert sum(s["retracted"] for s in steps) >= 5
     assert any(len(s.get("extend", [])) and s["extend"][0][1] == 1024 for s in steps)  # a full chunk
@@ -124,14 +118,7 @@ def test_workloads_exercise_the_scheduler() -> None:
 @pytest.mark.parametrize(
     "entry",
     # (a trace in iterations has no closed loop, and simulate's clients never ask ignore_eos)
-    [
-        e
-        for e in RECORDED + SWEEP + SWA
-        if _missing(e["case"]) is None
-        and not e["case"].get("ignore_eos")
-        and not e["case"].get("concurrency")
-        and not _cut(e)
-    ],
+    [e for e in ALL if not e["case"].get("ignore_eos") and not e["case"].get("concurrency") and not _cut(e)],
     ids=lambda e: e["case"]["name"],
 )
 def test_a_replay_trace_through_simulate_is_every_recorded_step(entry: dict[str, Any]) -> None:
@@ -195,6 +182,32 @@ def test_the_swa_sweep_reaches_the_window() -> None:
     # pool, less the window its own cached prefix keeps locked, never has room for (the port waits alike)
     stuck = [e for e in SWA if _cut(e) and not any("extend" in s or "decode" in s for s in e["ok"]["steps"][-100:])]
     assert stuck and all(e["ok"]["steps"][-1]["waiting"] > 0 for e in stuck)
+
+
+def test_the_mamba_sweep_reaches_the_states() -> None:
+    """The Mamba recordings exercise what the state pool changes (recorded, not assumed): Mamba-2 and gated
+    delta-net checkpoint grids (128 and FLA's 64), the extra buffer with two ping-pong slots (the overlap loop), one
+    (the normal loop, or pages) and none (no_buffer, the radix cache off), pages, prefixes reused through a state
+    copied from the tree, evictable states, retractions."""
+    answers = [e["ok"] for e in MAMBA]
+    assert {e["case"]["model"] for e in MAMBA} == {"nemotron-h-8b", "falcon-h1-7b", "qwen3-next-80b-a3b"}
+    assert {a["mamba_checkpoint_grid"] for a in answers} >= {64, 128}
+    assert {(a["mamba_extra_buffer"], a["mamba_ping_pong_size"]) for a in answers} >= {(True, 2), (True, 1), (False, 1)}
+    assert {e["case"]["page_size"] for e in MAMBA} >= {1, 16, 64}
+    steps = [s for a in answers for s in a["steps"]]
+    assert max(s["mamba_evictable"] for s in steps) > 10 and sum(s["retracted"] for s in steps) > 0
+    reused = 0
+    for e in MAMBA:
+        prompts = {i: r[1] for i, r in enumerate(e["case"]["requests"])}
+        seen: set[int] = set()
+        for s in e["ok"]["steps"]:
+            extend = s.get("extend", [])
+            budget_left = sum(n for _, n in extend) < e["ok"]["chunked_prefill_size"]
+            for rid, n in extend:
+                if rid not in seen and budget_left and n < prompts[rid]:
+                    reused += 1  # a first prefill, not cut by the chunk, that began past a cached prefix
+                seen.add(rid)
+    assert reused > 50
 
 
 def test_the_loops_one_pass_sums_are_the_rows() -> None:

@@ -4,7 +4,7 @@ refuses is refused, and the run keeps the pool's invariant (the scheduler itself
 from __future__ import annotations
 
 import pytest
-from helpers import kv
+from helpers import FIXTURES, kv
 
 BASE = ("simulate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB")
 
@@ -79,11 +79,31 @@ def test_a_sliding_window_model_runs_on_both_pools() -> None:
     assert any("sliding-window pool beside it" in n for n in doc["notes"])
 
 
+def test_a_mamba_hybrid_runs_on_its_state_pool() -> None:
+    """Falcon-H1 7B on an RTX 4090: SGLang's state pool as `fit` sizes it (7 slots, so one request at a time: five
+    slots a request with the radix cache), the extra buffer's checkpoints on SGLang's default chunk for a config that
+    states none (said so); a config.json's own chunk_size is read (Nemotron-H: 128); every slot comes back."""
+    doc = kv("simulate", "falcon-h1-7b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "8192",
+             "--request-rate", "4", "--duration", "10", "--shared-prefix", "300", "-o", "json").json()  # fmt: skip
+    fit = kv("fit", "falcon-h1-7b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "8192",
+             "-o", "json").json()  # fmt: skip
+    sched = doc["scheduler"]
+    assert sched["max_mamba_cache_size"] == fit["engine"]["state_slots"] == 7
+    assert sched["max_running_requests"] == fit["engine"]["max_running_requests"] == 1
+    assert doc["blocks_returned"]
+    assert any("mamba_cache_chunk_size 256: SGLang's default for falcon-h1" in n for n in doc["notes"])
+    own = kv("simulate", str(FIXTURES / "engines" / "configs" / "nemotron-h-8b" / "config.json"), "--params", "8e9",
+             "--engine", "sglang", "--gpu", "H100-80GB", "--context-length", "8192", "--request-rate", "4",
+             "--duration", "5", "-o", "json").json()  # fmt: skip
+    assert any("every 128 tokens of a chunk" in n for n in own["notes"]) and own["blocks_returned"]
+    assert not any("mamba_cache_chunk_size" in n for n in own["notes"])
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (("simulate", "falcon-h1-7b", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "1"), 4,
-         "SGLang keeps a Mamba state pool beside its token pool"),
+        (("simulate", "falcon-mamba-7b", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "1"), 4,
+         "SGLang's Mamba checkpoint grid for the mamba architecture is not known to kvplan"),
         (("simulate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GBx2", "--pp-size", "2",
           "--request-rate", "1"), 4, "drop --pp-size"),
         (("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB", "--chunked-prefill-size", "1024",

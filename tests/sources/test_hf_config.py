@@ -178,3 +178,14 @@ def test_an_unproven_architecture_says_so(tmp_path: Path) -> None:
     assert any("no recorded conversion proves" in n for n in doc["notes"]), doc["notes"]
     llama = kv("estimate", str(HF / "llama-3.1-8b"), "-c", "4096", "-o", "json").json()
     assert not any("no recorded conversion" in n for n in llama["notes"])
+
+
+@pytest.mark.parametrize(
+    ("name", "chunk"),
+    [("nemotron-h-8b", 128), ("falcon-h1-7b", 128), ("granite-4.0-h-tiny", 256), ("qwen3-next-80b-a3b", 0)],
+)
+def test_the_ssm_kernels_chunk_is_read_where_the_config_states_it(name: str, chunk: int) -> None:
+    """SGLang checkpoints a Mamba state on the config's chunk (Nemotron-H's chunk_size, Falcon-H1's and Granite
+    4.0-H's mamba_chunk_size); a gated delta-net's config states none (SGLang takes FLA's 64)."""
+    model = load_model(str(FIXTURES / "engines" / "configs" / name / "config.json"))
+    assert model.recurrent_params is not None and model.recurrent_params.chunk == chunk

@@ -64,8 +64,8 @@ def _value(v: Any) -> Any:
 
 def _comparable(m: ModelDescription) -> dict[str, Any]:
     out = {f.name: getattr(m, f.name) for f in fields(m) if f.name not in NOT_CONVERTED}
-    if m.recurrent_params is not None:  # the checkpoint's SSM cache dtype is a serving fact
-        out["recurrent_params"] = replace(m.recurrent_params, cache_dtype="")
+    if m.recurrent_params is not None:  # the checkpoint's SSM cache dtype and kernel chunk are serving facts
+        out["recurrent_params"] = replace(m.recurrent_params, cache_dtype="", chunk=0)
     out.pop("graph")  # compared on its own (test_config_gives_the_converted_graph_widths)
     return out
 

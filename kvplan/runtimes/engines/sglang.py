@@ -10,6 +10,7 @@ SGLang works in GB floats; so does this module, to land on the same integers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -94,6 +95,32 @@ def sliding_window_size(model: ModelDescription) -> int | None:
     if model.arch not in HYBRID_SWA_ARCHS or not model.n_swa:
         return None
     return model.n_swa - (1 if model.arch in WINDOW_LESS_ONE else 0)
+
+
+#: mamba_cache_chunk_size before the page (arg_groups/overrides.py): the config's mamba_chunk_size, which SGLang's
+#: Mamba-2 config classes default to 256 (configs/nemotron_h.py, falcon_h1.py, granitemoehybrid.py) where the
+#: checkpoint states none; FLA's chunk of 64 for the gated delta-nets, which have no such field
+MAMBA2_CHUNK_DEFAULT = {"nemotron_h": 256, "nemotron_h_moe": 256, "falcon-h1": 256, "granitehybrid": 256}
+FLA_CHUNK_SIZE = 64
+FLA_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe"})
+MAMBA_TRACK_INTERVAL = 256  # ServerArgs.mamba_track_interval
+
+
+def mamba_grids(model: ModelDescription, page: int) -> tuple[int, int, int, bool] | None:
+    """SGLang's Mamba checkpoint chunk, prefill grid and decode grid for the model on pages of ``page``
+    (mamba_cache_chunk_size, mamba_checkpoint_grid, mamba_track_grid in runtime_context.py), and whether the chunk is
+    the checkpoint's own (False: SGLang's default for a config that states none); None: not known for the
+    architecture."""
+    stated = model.recurrent_params.chunk if model.recurrent_params is not None else 0
+    if model.arch in FLA_ARCHS:
+        chunk, own = FLA_CHUNK_SIZE, True
+    elif model.arch in MAMBA2_CHUNK_DEFAULT:
+        chunk, own = stated or MAMBA2_CHUNK_DEFAULT[model.arch], bool(stated)
+    else:
+        return None
+    chunk = max(chunk, page)
+    grid = math.lcm(chunk, page)
+    return chunk, grid, math.lcm(grid, MAMBA_TRACK_INTERVAL), own
 
 
 #: hybrids SGLang 0.5.23 has its own model classes for (their pools hold the state); others fall back to the

@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's radix cache over one full-attention token pool — its bookkeeping, not its indices.
+"""SGLang 0.5.23's radix cache — its bookkeeping, not its indices: the full component, and beside it the SWA or the
+Mamba component (unified_cache/components/swa.py, mamba.py) where the model has one.
 
 Ported from sglang/srt/mem_cache/unified_cache/unified_tree_core.py (UnifiedTreeCore: _match_prefix_helper and
 _match_post_processor, the insert walk with its overlap and commit steps, _split_node, _add_new_node, the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 INF = 1 << 62
@@ -61,6 +63,10 @@ class Node:
     swa_lock: int = 0
     prev: Node | None = None
     next: Node | None = None
+    # the Mamba component (a Mamba hybrid): whether the node holds a state checkpoint at its end (one slot of the
+    # Mamba pool), and the locks on that state
+    state: bool = False
+    state_lock: int = 0
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -118,14 +124,20 @@ class Lru:
 
 class RadixTree:
     """The tree, its evictable token count, and the tokens it frees back to the pool. ``window``: a hybrid
-    sliding-window model's SWA component (SGLang's swa_retain_window) beside the full one."""
+    sliding-window model's SWA component (SGLang's swa_retain_window) beside the full one. ``mamba``: a Mamba
+    hybrid's component (components/mamba.py): a state checkpoint on the node it ends at, locked on that node alone,
+    on an LRU list of its own."""
 
-    def __init__(self, page: int = 1, window: int | None = None) -> None:
+    def __init__(self, page: int = 1, window: int | None = None, mamba: bool = False) -> None:
         self.page = page
         self.window = window
         self.lru = Lru()
         self.swa_evictable = 0
         self.freed_swa = 0  # SWA tokens given back by the last insert (duplicates above the request's window)
+        self.mamba = mamba
+        self.states: OrderedDict[Node, None] = OrderedDict()  # the Mamba LRU list, least recent first
+        self.mamba_evictable = 0
+        self.state_existed = False  # the last insert ended on a node that already held a state (mamba_exist)
         self._clock = itertools.count(1)
         self.root = Node(None, 0, 0, None, 0.0)
         self.root.lock = 1
@@ -175,7 +187,7 @@ class RadixTree:
         length -= length % self.page
         node, pos = self.root, 0
         best, best_pos = node, 0
-        window = self.window
+        window, mamba = self.window, self.mamba
         run = INF  # the live SWA tokens just behind the node
         while pos < length:
             child = node.children.get(seq.page(pos, self.page))
@@ -186,17 +198,18 @@ class RadixTree:
             split = agree < len(child)
             node = self._split(child, agree) if split else child
             pos += agree
+            valid = True
             if window is not None:
                 run = run + len(node) if node.swa else 0
-                if run < window:
-                    if split:
-                        break
-                    continue
-            best, best_pos = node, pos
+                valid = run >= window
+            if valid and (not mamba or node.state):  # a Mamba prefix ends on a node holding its state
+                best, best_pos = node, pos
             if split:
                 break
         if window is not None:
             self.lru.refresh(best, self.root, window + self.page)
+        if mamba and best.state:
+            self.states.move_to_end(best)
         now: float = self._tick()
         n: Node | None = best
         while n is not None:
@@ -213,6 +226,7 @@ class RadixTree:
         tombstoned node the insert covers inside the window takes the request's SWA KV back (the overlap step).
         Returns the node the insert ends on."""
         self.freed = self.freed_swa = 0
+        self.state_existed = False
         self.root.access = self._tick()
         length -= length % self.page
         window = self.window
@@ -227,13 +241,8 @@ class RadixTree:
             if agree < len(child):
                 child = self._split(child, agree)
             consumed = agree
-            if window is not None and prev_prefix < pos + agree and not child.swa and max(pos, evicted) < pos + agree:
-                live = max(pos, evicted)  # update_component_on_insert_overlap: _clip_to_window, _recover_from_incoming
-                if live > pos:
-                    self._split(child, live - pos)
-                self.freed += pos + agree - live  # the locked full kept (the request's freed) or the request's adopted
-                self._publish(child)
-                consumed = live - pos
+            if window is not None and prev_prefix < pos + agree and not child.swa:
+                consumed = self._recover(child, pos, pos + agree, evicted)
             dup_start = max(0, prev_prefix - pos)
             if dup_start < consumed:
                 dup = consumed - dup_start
@@ -250,9 +259,44 @@ class RadixTree:
             node = leaf
             if window is not None:
                 self._populate(leaf, pos, length, evicted, window)
+            if self.mamba:
+                self._hold_state(leaf)
+        elif self.mamba and node is not self.root:
+            self._commit_state(node)
         if window is not None and node is not self.root:
             self.lru.refresh(node, self.root, window + self.page)
         return node
+
+    def _hold_state(self, node: Node) -> None:
+        """The inserting request's state checkpoint moves onto the node (the most recent on the Mamba list)."""
+        node.state = True
+        self.states[node] = None
+        self.state_existed = False
+        if node.state_lock == 0:
+            self.mamba_evictable += 1
+
+    def _recover(self, child: Node, start: int, end: int, evicted: int) -> int:
+        """update_component_on_insert_overlap (SWA): a tombstoned node the insert walks takes the request's SWA KV
+        back from ``evicted`` on (_clip_to_window, _recover_from_incoming) — the locked full KV kept and the request's
+        freed, or the request's adopted and the old freed. Returns how much of the node stays a duplicate."""
+        live = max(start, evicted)
+        if live >= end:
+            return end - start
+        if live > start:
+            self._split(child, live - start)
+        self.freed += end - live
+        self._publish(child)
+        return live - start
+
+    def _commit_state(self, node: Node) -> None:
+        """commit_insert_component_data (Mamba) on a node the insert ended on: it takes the request's state, or
+        keeps its own (state_existed: the request's is spare)."""
+        if node.state:
+            self.states.move_to_end(node)
+            self.state_existed = True
+        else:
+            self._hold_state(node)
+        node.access = self._tick()
 
     def _populate(self, leaf: Node, start: int, end: int, evicted: int, window: int) -> None:
         """commit_insert_component_data for a new leaf: SWA KV from ``evicted`` on (_clip_to_window splits off the
@@ -281,7 +325,7 @@ class RadixTree:
 
     def _leaf(self, node: Node) -> None:
         """_update_evictable_leaf_sets: an evictable leaf is childless and unlocked in every component."""
-        if node is not self.root and not node.children and node.lock == 0 and node.swa_lock == 0:
+        if node is not self.root and not node.children and not (node.lock or node.swa_lock or node.state_lock):
             self.leaves[node] = None
         else:
             self.leaves.pop(node, None)
@@ -296,6 +340,10 @@ class RadixTree:
                 self.leaves.pop(n, None)
             n.lock += 1
             n = n.parent
+        if self.mamba and node is not self.root:  # the state on the node itself
+            if node.state_lock == 0 and node.state:
+                self.mamba_evictable -= 1
+            node.state_lock += 1
         window = self.window
         if window is None:
             return None
@@ -313,6 +361,12 @@ class RadixTree:
     def unlock(self, node: Node, boundary: int | None = None) -> None:
         """dec_lock_ref: the SWA window lock first (down to the node that started at ``boundary`` when locked —
         SGLang's lock uuid, which moves with that start when the node splits), then the full lock."""
+        if self.mamba and node is not self.root:
+            node.state_lock -= 1
+            if node.state_lock == 0:
+                if node.state:
+                    self.mamba_evictable += 1
+                self._leaf(node)
         if self.window is not None:
             m: Node | None = node
             while m is not None and m is not self.root:
@@ -329,7 +383,7 @@ class RadixTree:
             n.lock -= 1
             if n.lock == 0:
                 self.evictable += len(n)
-                if not n.children and n.swa_lock == 0:
+                if not n.children and n.swa_lock == 0 and not n.state_lock:
                     self.leaves[n] = None
             n = n.parent
 
@@ -341,6 +395,9 @@ class RadixTree:
         if n.swa:
             self.swa_evictable -= len(n)
             self.lru.remove(n)
+        if n.state:
+            self.mamba_evictable -= 1
+            del self.states[n]
         del parent.children[n.seq.page(n.start, self.page)]
         del self.leaves[n]
         self._leaf(parent)
@@ -363,47 +420,73 @@ class RadixTree:
                 heapq.heappush(heap, (parent.access, parent))
         return freed
 
-    def evict_swa(self, full: int, swa: int, full_free: int, swa_free: int) -> tuple[int, int]:
-        """evict_for_alloc with an SWA component, for shortfalls of ``full`` and ``swa`` tokens against the pools'
-        free ``full_free`` and ``swa_free``: the full walk (leaves, least recently used first, until the full pool
-        reaches its target), then the SWA walk (the LRU list from its oldest unlocked node: a leaf goes whole, any
-        other node is tombstoned) until the SWA pool reaches its target. Returns the (full, SWA) tokens freed."""
-        full_target, swa_target = full_free + full, swa_free + swa
-        got_full = got_swa = 0
+    def evict_for(self, full: int, swa: int, states: int) -> tuple[int, int, int]:
+        """evict_for_alloc with components beside the full one, for shortfalls of ``full`` tokens, ``swa`` SWA
+        tokens and ``states`` Mamba slots (each pool's target is its free count plus its shortfall, so a walk ends
+        once it has freed its shortfall, what the walks before it freed counted): the full walk (leaves, least
+        recently used first), then each component's walk over its own LRU list from its oldest unlocked node — a
+        leaf goes whole, any other node loses that component's data alone. Returns the (full, SWA, Mamba) freed."""
+        got = [0, 0, 0]
         if full > 0:
-            quota = max(full, self.evictable)
-            heap = [(n.access, n) for n in self.leaves]
-            heapq.heapify(heap)
-            while got_full < quota and heap and full_free + got_full < full_target:
-                _, n = heapq.heappop(heap)
-                if n not in self.leaves:
-                    continue
-                got_full += len(n)
-                if n.swa:
-                    got_swa += len(n)
-                parent = n.parent
-                self._delete(n)
-                if parent is not None and parent in self.leaves:
-                    heapq.heappush(heap, (parent.access, parent))
-        if swa > 0 and swa_free + got_swa < swa_target and got_swa < swa:
-            lru = self.lru
-            cursor = lru.prev_unlocked(lru.tail)
-            while True:
-                if cursor is not None and cursor not in lru:
-                    cursor = lru.prev_unlocked(lru.tail)
-                if got_swa >= swa or cursor is None:
-                    break
-                x = cursor
-                cursor = lru.prev_unlocked(x)
-                if x in self.leaves:
-                    got_full += len(x)
-                    got_swa += len(x)
-                    self._delete(x)
-                else:  # an internal node (or one the full KV keeps locked): its SWA KV alone
-                    x.swa = False
-                    lru.remove(x)
-                    self.swa_evictable -= len(x)
-                    got_swa += len(x)
-                if swa_free + got_swa >= swa_target:
-                    break
-        return got_full, got_swa
+            self._walk_full(full, got)
+        if swa > 0:
+            self._walk_swa(swa, got)
+        if states > 0:
+            self._walk_states(states, got)
+        return got[0], got[1], got[2]
+
+    def _gone(self, n: Node, got: list[int]) -> None:
+        """A leaf evicted whole: its full KV, its SWA KV and its state."""
+        got[0] += len(n)
+        if n.swa:
+            got[1] += len(n)
+        got[2] += n.state
+        self._delete(n)
+
+    def _walk_full(self, full: int, got: list[int]) -> None:
+        """The full component's walk: evictable leaves by last access, a parent that becomes one pushed."""
+        heap = [(n.access, n) for n in self.leaves]
+        heapq.heapify(heap)
+        while got[0] < full and heap:
+            _, n = heapq.heappop(heap)
+            if n not in self.leaves:
+                continue
+            parent = n.parent
+            self._gone(n, got)
+            if parent is not None and parent in self.leaves:
+                heapq.heappush(heap, (parent.access, parent))
+
+    def _walk_swa(self, swa: int, got: list[int]) -> None:
+        """The SWA component's walk over its LRU list (the cursor moves on before a node goes; a cursor gone
+        meanwhile starts again from the oldest)."""
+        lru = self.lru
+        cursor = lru.prev_unlocked(lru.tail)
+        while got[1] < swa:
+            if cursor is not None and cursor not in lru:
+                cursor = lru.prev_unlocked(lru.tail)
+            if cursor is None:
+                break
+            x = cursor
+            cursor = lru.prev_unlocked(x)
+            if x in self.leaves:
+                self._gone(x, got)
+            else:  # an internal node (or one the full KV keeps locked): its SWA KV alone
+                x.swa = False
+                lru.remove(x)
+                self.swa_evictable -= len(x)
+                got[1] += len(x)
+
+    def _walk_states(self, states: int, got: list[int]) -> None:
+        """The Mamba component's walk over its LRU list, the oldest unlocked state first."""
+        for x in list(self.states):  # a node evicted meanwhile or locked is passed over
+            if got[2] >= states:
+                break
+            if x not in self.states or x.state_lock > 0:
+                continue
+            if x in self.leaves:
+                self._gone(x, got)
+            else:  # an internal node: its state alone
+                x.state = False
+                del self.states[x]
+                self.mamba_evictable -= 1
+                got[2] += 1

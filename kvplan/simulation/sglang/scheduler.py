@@ -8,10 +8,13 @@ SchedulePolicy.calc_priority: FCFS with the waiting-prefix refresh, LPM with in-
 mem_cache/prefill_budget.py (PrefillBudget), schedule_batch.py (check_decode_mem, retract_decode and its order,
 release_req), scheduler_components/new_token_ratio_tracker.py, and the radix cache (kvplan.simulation.sglang.radix).
 Proven against SGLang's own scheduler driven step by step (scripts/engines/sglang_sched_case.py →
-tests/fixtures/engines/sglang_sched.json, sglang_sched_random.json): every iteration of every recorded workload on
-one token pool. What is ported: one full-attention token pool (MHA or MLA alike: the pool counts tokens) in pages
-of any size, the radix cache on and off, FCFS and LPM, chunked prefill and mixed chunks, the new-token ratio,
-retraction, refused prompts, both event loops. Not yet: the SWA and Mamba pools.
+tests/fixtures/engines/sglang_sched*.json): every iteration of every recorded workload. What is ported: the token
+pool (MHA or MLA alike: the pool counts tokens) in pages of any size, the radix cache on and off, FCFS and LPM,
+chunked prefill and mixed chunks, the new-token ratio, retraction, refused prompts, both event loops; a hybrid
+sliding-window model's SWA pool beside it (allocator/swa.py, maybe_evict_swa, SWAPrefillBudget); a Mamba hybrid's
+state pool (memory_pool.py's HybridReqToTokenPool with the extra buffer's ping-pong slots or without,
+ensure_mamba_capacity, the checkpoints of prepare_for_extend and of decode, MambaComponent's donation and copy on
+write).
 """
 
 from __future__ import annotations
@@ -56,6 +59,17 @@ class SchedulerConfig:
     # (SGLang's swa_retain_window: the attention window, gpt-oss's 128 is 127 there); None: one pool
     swa_tokens: int | None = None
     sliding_window: int | None = None
+    # a Mamba hybrid (Nemotron-H, Qwen3-Next, Falcon-H1): its state slots (the Mamba pool, --max-mamba-cache-size),
+    # the grid a prefill checkpoint lands on (mamba_checkpoint_grid: the kernel's chunk and the page) and a decode
+    # one (mamba_track_grid: and --mamba-track-interval); SGLang's extra buffer: each running request holds a slot
+    # and two ping-pong checkpoint slots. None: no Mamba pool
+    mamba_slots: int | None = None
+    mamba_grid: int = 128
+    mamba_track: int = 256
+    mamba_chunk: int = 128  # mamba_cache_chunk_size: a branch point inside a prefill is checkpointed on it
+    # the extra buffer's checkpoint (ping-pong) slots: SGLang's "auto" strategy takes them with the radix cache and
+    # the overlap loop or pages above one token (False: no_buffer, a state copied at each checkpoint's end)
+    mamba_extra_buffer: bool = True
 
     @property
     def max_req_len(self) -> int:
@@ -94,6 +108,14 @@ class Req:
     boundary: int | None = None
     decodes: int = 0
     extends: int = 0  # extend_batch_idx: its prefill rounds since its last retraction
+    # with a Mamba pool: whether it holds its state slot (mamba_pool_idx) and its two ping-pong checkpoint slots,
+    # the lengths its latest and previous checkpoints hold (mamba_last/prev_track_seqlen), and where the tree's
+    # full KV outran its states on its last match (mamba_branching_seqlen)
+    state: bool = False
+    pingpong: bool = False
+    track: int | None = None
+    prev_track: int | None = None
+    state_branch: int | None = None
 
     @property
     def fill(self) -> int:
@@ -137,6 +159,8 @@ class Batch:
     is_full: bool = False
     chunked: Req | None = None
     decoding: tuple[Req, ...] = ()  # a mixed batch's decode rows (a token each), after its prefills
+    tracked: tuple[tuple[Req, int], ...] = ()  # decode rows whose step ends on a Mamba checkpoint, at that length
+    prefill_only: bool = False  # is_prefill_only: every request asks no token (max_new_tokens 0 after clipping)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +173,7 @@ class Launched:
     prefill: bool
     decoding: tuple[Req, ...]
     end: float = 0.0
+    tracked: tuple[tuple[Req, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,6 +192,8 @@ class StepRecord:
     full_free: int | None = None  # with an SWA pool, each pool's free tokens (free: the smaller)
     swa_free: int | None = None
     swa_evictable: int | None = None
+    mamba_free: int | None = None  # with a Mamba pool, its free and evictable state slots
+    mamba_evictable: int | None = None
 
 
 class Pool:
@@ -174,10 +201,11 @@ class Pool:
     sliding-window model, the full pool and the SWA pool beside it (SWATokenToKVPoolAllocator): an allocation
     takes from both, and what is available is the smaller."""
 
-    def __init__(self, tokens: int, rows: int, swa: int | None = None) -> None:
+    def __init__(self, tokens: int, rows: int, swa: int | None = None, states: int | None = None) -> None:
         self.free = tokens  # the full pool's
         self.swa = swa
         self.rows = rows
+        self.states = states  # the Mamba pool's free slots
 
     def available(self) -> int:
         return self.free if self.swa is None else min(self.free, self.swa)
@@ -193,8 +221,12 @@ class Scheduler:
     def __init__(self, config: SchedulerConfig, overlap: bool = True) -> None:
         self.c = config
         self.overlap = overlap  # event_loop_overlap (SGLang's default), or event_loop_normal
-        self.pool = Pool(config.max_total_num_tokens, config.max_running_requests, config.swa_tokens)
+        self.pool = Pool(config.max_total_num_tokens, config.max_running_requests, config.swa_tokens,
+                         config.mamba_slots)  # fmt: skip
         self.window = config.sliding_window if config.swa_tokens is not None else None
+        self.mamba = config.mamba_slots is not None
+        # get_mamba_tracking_slots: a request's checkpoint slots — two (ping-pong) with the overlap loop, one without
+        self.tracking = (2 if overlap else 1) if config.mamba_extra_buffer else 0
         init = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
         self.ratio_min = min(init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
         self.ratio_decay = (init - self.ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS
@@ -208,7 +240,7 @@ class Scheduler:
         self.inflight: set[Req] = set()  # that batch's requests
         self.retracted_reqs: list[Req] = []  # retracted since the caller last cleared it
         self.sampled: list[Req] = []  # the requests the latest process() gave a token
-        self.tree = RadixTree(config.page_size, self.window) if config.radix_cache else None
+        self.tree = RadixTree(config.page_size, self.window, self.mamba) if config.radix_cache else None
         self.refresh_calls = 0  # SchedulePolicy._waiting_prefix_refresh_calls
 
     # -- requests in and out --
@@ -236,9 +268,10 @@ class Scheduler:
             return len(reqs)  # every request starts a page of one
         return sum(1 for r in reqs if r.kv % page == 0) * page
 
-    def _alloc_decode(self, reqs: list[Req]) -> None:
+    def _alloc_decode(self, reqs: list[Req]) -> tuple[tuple[Req, int], ...]:
         """alloc_for_decode: with an SWA pool, first the KV that slid out of the window (maybe_evict_swa); evict
-        for a page each (one token each with pages of one), then a page for every request that starts one."""
+        for a page each (one token each with pages of one), then a page for every request that starts one. With a
+        Mamba pool, the rows whose step ends on the decode checkpoint grid (their state is checkpointed there)."""
         page = self.c.page_size
         window = self.window
         if window is not None:
@@ -250,6 +283,10 @@ class Scheduler:
         for r in reqs:
             r.kv += 1
             r.decodes += 1
+        if not self.mamba:
+            return ()
+        track = self.c.mamba_track
+        return tuple((r, r.kv) for r in reqs if r.kv % track == 0)
 
     def _slide(self, req: Req, pre_len: int) -> None:
         """free_swa_out_of_window_slots: the request's SWA KV more than a window behind ``pre_len``, above what the
@@ -274,56 +311,129 @@ class Scheduler:
         tree, pool = self.tree, self.pool
         if tree is None:
             return
-        if pool.swa is None:
+        if pool.swa is None and pool.states is None:
             if tokens > pool.free:
                 pool.free += tree.evict(tokens - pool.free)
             return
-        full, swa = max(0, tokens - pool.free), max(0, tokens - pool.swa)
+        full = max(0, tokens - pool.free)
+        swa = max(0, tokens - pool.swa) if pool.swa is not None else 0
         if full or swa:
-            got_full, got_swa = tree.evict_swa(full, swa, pool.free, pool.swa)
-            pool.free += got_full
+            self._evict(full, swa, 0)
+
+    def _evict(self, full: int, swa: int, states: int) -> None:
+        """evict_for_alloc over every pool the tree holds KV or states of."""
+        tree, pool = self.tree, self.pool
+        assert tree is not None
+        got_full, got_swa, got_states = tree.evict_for(full, swa, states)
+        pool.free += got_full
+        if pool.swa is not None:
             pool.swa += got_swa
+        if pool.states is not None:
+            pool.states += got_states
+
+    def _take_state(self) -> None:
+        """A Mamba slot (mamba_allocator.alloc(1)), the tree's least recent state evicted for it if none is free."""
+        assert self.pool.states is not None
+        if self.pool.states < 1 and self.tree is not None:
+            self._evict(0, 0, 1)
+        assert self.pool.states >= 1, "Can not alloc mamba cache"
+        self.pool.states -= 1
+
+    def _free_states(self, req: Req, keep: bool = False) -> None:
+        """free_mamba_cache: the request's state slot and its ping-pong slots back to the Mamba pool, but the one
+        the tree keeps (``keep``)."""
+        pool = self.pool
+        assert pool.states is not None
+        pool.states += req.state + self.tracking * req.pingpong - (1 if keep else 0)
+        req.state = req.pingpong = False
+        req.track = req.prev_track = None
 
     def _checkpoint(self, req: Req, up_to: int, finished: bool = False) -> None:
         """checkpoint_into_tree: insert the request's tokens up to ``up_to`` (then, past the prompt, its prompt
         again), and move its lock onto the node the insert ended on. With an SWA pool: up to the branch point of
         its last match when that lies ahead, a running request's SWA KV out of the window freed first, and no
-        second insert of the prompt."""
+        second insert of the prompt. With a Mamba pool: up to the request's state checkpoint (_state_end)."""
         tree = self.tree
         assert tree is not None and req.seq is not None
         if up_to <= 0:
             return
+        if self.mamba:
+            end = self._state_end(req, up_to, finished)
+            if end is None:
+                return
+            up_to = end
         page = self.c.page_size
-        window = self.window
-        branch = None
-        if window is not None:
-            branch = req.branch
-            if branch is not None and req.protected < branch <= up_to:
-                up_to = branch
-            else:
-                branch = None
-            if not finished:
-                self._slide(req, up_to - 1)
+        branch = self._window_end(req, up_to, finished) if self.window is not None else None
+        if branch is not None:
+            up_to = branch
         aligned = up_to - up_to % page
         node = tree.insert(req.seq, aligned, req.protected, req.evicted)
         self.pool.free += tree.freed
-        if window is None:
-            prompt = req.prompt - req.prompt % page
-            if 0 < prompt < aligned:
-                tree.insert(req.seq, prompt, prompt)
-                self.pool.free += tree.freed
-        else:
-            assert self.pool.swa is not None
+        if self.pool.swa is not None:
             self.pool.swa += tree.freed_swa
+        elif not self.mamba:
+            self._insert_prompt(req, aligned)
         if req.node is not None:
             tree.unlock(req.node, req.boundary)
         req.boundary = tree.lock(node)
         req.node = node
         req.protected = aligned
+        if self.mamba:  # cleanup_after_caching_req: a state the node already held makes the donated one spare
+            if finished:
+                self._free_states(req, keep=not tree.state_existed)
+            else:
+                assert self.pool.states is not None
+                self.pool.states += tree.state_existed
+                req.track = req.prev_track = None
         if branch is not None and aligned >= branch:  # cleanup_after_caching_req: the branch is in the tree
             req.branch = None
             if not finished:
                 self._slide(req, req.extend_end - 1)
+
+    def _insert_prompt(self, req: Req, aligned: int) -> None:
+        """The leaf split at the prompt, so eviction can drop the outputs without it (a tree of the full component
+        alone)."""
+        assert self.tree is not None and req.seq is not None
+        page = self.c.page_size
+        prompt = req.prompt - req.prompt % page
+        if 0 < prompt < aligned:
+            self.tree.insert(req.seq, prompt, prompt)
+            self.pool.free += self.tree.freed
+
+    def _window_end(self, req: Req, up_to: int, finished: bool) -> int | None:
+        """SWAComponent.prepare_for_caching_req: the branch point of the request's last match when it lies ahead
+        (the insert stops there), and a running request's SWA KV out of the window freed."""
+        branch = req.branch
+        if branch is None or not req.protected < branch <= up_to:
+            branch = None
+        if not finished:
+            self._slide(req, (branch or up_to) - 1)
+        return branch
+
+    def _state_end(self, req: Req, up_to: int, finished: bool) -> int | None:
+        """MambaComponent.prepare_for_caching_req: where the insert ends (None: nothing is inserted). With the extra
+        buffer, at the request's latest state checkpoint (a finished request's previous one when the latest lies
+        past its tokens, if it has two slots), its slot given to the tree and a running request given a new one;
+        without (no_buffer), at the tokens' end, a running request's state copied into a new slot."""
+        if not self.c.mamba_extra_buffer:
+            if not finished:
+                self._take_state()  # the copy the tree keeps (a finished request's own slot goes instead)
+            return up_to
+        if finished:
+            cache = req.track or 0
+            if cache > up_to:  # _select_finished_checkpoint: the other ping-pong slot's, if there is one
+                prev = req.prev_track
+                cache = prev if self.tracking == 2 and prev is not None and prev <= up_to else 0
+            if cache <= 0:
+                self._free_states(req)
+                return None
+        else:
+            if req.track is None:
+                req.prev_track = None
+                return None
+            cache = req.track
+            self._take_state()  # donate_mamba_ping_pong_slot: the request's replacement slot
+        return min(up_to, cache)
 
     def _release(self, req: Req, checkpoint: bool = True) -> None:
         """release_kv_cache: with the radix cache, the request's tokens go into the tree (``checkpoint``) or
@@ -342,6 +452,8 @@ class Scheduler:
             self.pool.swa += max(0, kv - max(req.protected, req.evicted))
             req.evicted = 0
         req.kv = req.protected = 0
+        if self.mamba and (req.state or req.pingpong):  # what the tree did not take
+            self._free_states(req)
         if req.holds_slot:
             self.pool.rows += 1
             req.holds_slot = False
@@ -370,13 +482,15 @@ class Scheduler:
         return self.pool.free + (self.tree.evictable if self.tree is not None else 0)
 
     def returned(self) -> int:
-        """The full pool's reclaimable tokens, less any the sliding-window pool has not got back: the whole full
-        pool once every request has ended and both pools are whole."""
-        swa = self.pool.swa
-        if swa is None or self.c.swa_tokens is None:
-            return self.reclaimable()
-        missing = self.c.swa_tokens - swa - (self.tree.swa_evictable if self.tree is not None else 0)
-        return self.reclaimable() - missing
+        """The full pool's reclaimable tokens, less any token the sliding-window pool or any slot the Mamba pool has
+        not got back: the whole full pool once every request has ended and every pool is whole."""
+        pool, tree, c = self.pool, self.tree, self.c
+        got = self.reclaimable()
+        if pool.swa is not None and c.swa_tokens is not None:
+            got -= c.swa_tokens - pool.swa - (tree.swa_evictable if tree is not None else 0)
+        if pool.states is not None and c.mamba_slots is not None:
+            got -= c.mamba_slots - pool.states - (tree.mamba_evictable if tree is not None else 0)
+        return got
 
     # -- the schedule --
     def next_batch(self) -> Batch | None:
@@ -396,9 +510,10 @@ class Scheduler:
                 running.is_full = False
             if last.reqs and last is not running:
                 if not running.reqs:
-                    running = Batch(last.reqs)
+                    running = Batch(last.reqs, prefill_only=last.prefill_only)
                 else:
                     running.reqs.extend(last.reqs)
+                    running.prefill_only = running.prefill_only and last.prefill_only
         n = len(running.reqs)
         running.reqs = [r for r in running.reqs if not r.finished]
         if len(running.reqs) < n:
@@ -407,7 +522,7 @@ class Scheduler:
         new = self._prefill(running)
         if new is not None:
             return new
-        if running.reqs:
+        if running.reqs and not running.prefill_only:  # a batch of prefill-only requests never decodes
             return self._decode(running)
         return None
 
@@ -435,13 +550,17 @@ class Scheduler:
                 break
             if self.tree is not None:  # init_next_round_input: match the tree
                 assert req.seq is not None
-                self._match(req, req.fill - 1)
+                self._match(req, req.fill - 1, admit=True)
             else:
                 req.prefix_len = 0
             res = adder.add_one(req)
             if res is not Add.CONTINUE:
                 if res is Add.NO_TOKEN:
                     running.is_full = bool(adder.can_run) or bool(running.reqs)
+                if self.mamba and req.state and not (adder.can_run and adder.can_run[-1] is req):
+                    assert self.pool.states is not None  # not admitted: its copied state goes back
+                    self.pool.states += 1
+                    req.state = False
                 break
         if not adder.can_run:
             return None
@@ -451,12 +570,22 @@ class Scheduler:
             assert self.chunked is None
             self.chunked = adder.new_chunked
         batch = Batch(list(adder.can_run), extend=True, chunked=self.chunked)
+        batch.prefill_only = all(r.max_new == 0 for r in batch.reqs)  # ScheduleBatch.init_new: no token to generate
         page = self.c.page_size
         if self.window is not None and self.tree is None:  # maybe_evict_swa for an extend, without prefix sharing
             chunk = self.c.chunked_prefill_size or 0
             for r in batch.reqs:
                 if r.holds_slot and (not self.overlap or r.extends >= 2):  # the overlap loop: its last chunk may run
                     self._slide(r, r.prefix_len - chunk if self.overlap else r.prefix_len)
+        if self.mamba:  # alloc_req_slots: ensure_mamba_capacity, then each request's state and ping-pong slots
+            assert self.pool.states is not None
+            pp = self.tracking
+            needed = sum((not r.state) + pp * (not r.pingpong) for r in batch.reqs)
+            if self.pool.states < needed and self.tree is not None:
+                self._evict(0, 0, needed - self.pool.states)
+            for r in batch.reqs:
+                self.pool.states -= (not r.state) + pp * (not r.pingpong)
+                r.state, r.pingpong = True, bool(pp)
         demand = sum(r.extend_len for r in batch.reqs)  # alloc_for_extend: and a page each when paged
         self._evict_to_free(demand + (len(batch.reqs) * page if page > 1 else 0))
         for r in batch.reqs:  # prepare_for_extend
@@ -467,6 +596,14 @@ class Scheduler:
             self.pool.alloc(paged(r.extend_end, page) - paged(r.prefix_len, page))
             r.kv = r.extend_end
             r.extends += 1
+            if self.mamba and r.extend_len >= self.c.mamba_grid:  # prepare_for_extend: the state checkpointed
+                grid = self.c.mamba_grid
+                track = r.prefix_len + r.extend_len // grid * grid
+                branch = r.state_branch
+                chunk = self.c.mamba_chunk
+                if branch is not None and r.prefix_len < branch < r.extend_end and (branch - r.prefix_len) % chunk == 0:
+                    track = branch
+                r.track = track
         if mixed and running.reqs:  # mix_with_running: the running requests decode in this batch
             finishing = self._finishing_inflight(running.reqs)
             if finishing:
@@ -475,15 +612,33 @@ class Scheduler:
             if running.reqs and self._fits(running.reqs):
                 self._alloc_decode(running.reqs)  # prepare_for_decode
                 batch.decoding = tuple(running.reqs)
+                batch.prefill_only = False
                 self.running = Batch(is_full=running.is_full)
         return batch
 
-    def _match(self, req: Req, length: int) -> None:
-        """match_kv_cache: the request's cached prefix and its last node, and (an SWA pool) where the full KV
-        alone would have matched further (swa_branching_seqlen)."""
-        assert self.tree is not None and req.seq is not None
-        req.prefix_len, req.last, hit = self.tree.match(req.seq, length)
+    def _match(self, req: Req, length: int, admit: bool = False) -> None:
+        """match_kv_cache: the request's cached prefix and its last node, and where the full KV alone would have
+        matched further (an SWA pool: swa_branching_seqlen; a Mamba pool: mamba_branching_seqlen, on the checkpoint
+        grid). ``admit``: init_next_round_input's match, which copies the matched state into a slot of the request's
+        own (copy on write) and always sets the Mamba branch; a probe keeps a branch it does not find."""
+        tree = self.tree
+        assert tree is not None and req.seq is not None
+        req.prefix_len, req.last, hit = tree.match(req.seq, length)
         req.branch = hit if self.window is not None and hit > req.prefix_len else None
+        if self.mamba:
+            grid = self.c.mamba_grid
+            aligned = hit // grid * grid
+            branch = aligned if aligned > req.prefix_len else None
+            if admit or branch is not None:
+                req.state_branch = branch
+            if admit and req.last.state and not req.state:
+                if self.pool.states is not None and self.pool.states < 1:
+                    boundary = tree.lock(req.last)  # the matched state is not the one evicted for its copy
+                    self._take_state()
+                    tree.unlock(req.last, boundary)
+                else:
+                    self._take_state()
+                req.state = True
 
     def _allocatable(self, running_bs: int, held: int) -> int:
         """get_num_allocatable_reqs: requests a prefill may still admit — the running cap's room and the free
@@ -557,7 +712,7 @@ class Scheduler:
                 self._release(req, checkpoint=False)
                 self._evict_to_free(len(keep) * RETRACT_DECODE_STEPS)
                 req.prefix_len = req.extend_end = req.decodes = req.extends = 0  # reset_for_retract: KV re-prefilled
-                req.branch = None
+                req.branch = req.state_branch = None
                 req.retracted = True
                 retracted.append(req)
             assert self._fits([batch.reqs[i] for i in keep]), "out of memory after retracting all others"
@@ -573,8 +728,8 @@ class Scheduler:
             batch.is_full = False
         if not batch.reqs:
             return None
-        self._alloc_decode(batch.reqs)  # prepare_for_decode
-        return Batch(batch.reqs, extend=False)
+        tracked = self._alloc_decode(batch.reqs)  # prepare_for_decode
+        return Batch(batch.reqs, extend=False, tracked=tracked)
 
     def _fits(self, reqs: list[Req]) -> bool:
         """check_decode_mem: evict for the next decode step, then whether its pages are free."""
@@ -588,7 +743,8 @@ class Scheduler:
         launched."""
         entry = None
         if batch is not None:
-            entry = Launched((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, end)
+            entry = Launched((*batch.reqs, *batch.decoding), batch.chunked, batch.extend, batch.decoding, end,
+                             batch.tracked)  # fmt: skip
         done = entry
         if self.overlap:
             if entry is not None:
@@ -603,11 +759,14 @@ class Scheduler:
         done = []
         self.sampled = []
         partial, prefill, decoding = launched.partial, launched.prefill, launched.decoding
+        tracked = dict(launched.tracked) if launched.tracked else None
         for r in launched.rows:
             if r is partial or r.finished or r.retracted:
                 continue  # a partial chunk samples nothing; a request aborted or retracted meanwhile neither
             r.output += 1
             self.sampled.append(r)
+            if tracked is not None and r in tracked:  # its state checkpointed at this step's length
+                r.prev_track, r.track = r.track, tracked[r]
             if r.aborted or r.output >= r.max_new:
                 r.finished = True
                 self._release(r)
@@ -821,11 +980,13 @@ def run_by_iteration(
         done = s.launch(batch)
         ended = s.process(done) if done is not None else []
         evictable = s.tree.evictable if s.tree is not None else 0
-        full = swa_free = swa_evictable = None
+        full = swa_free = swa_evictable = mamba_free = mamba_evictable = None
         if s.pool.swa is not None:
             full, swa_free, swa_evictable = s.pool.free, s.pool.swa, s.tree.swa_evictable if s.tree is not None else 0
+        if s.pool.states is not None:
+            mamba_free, mamba_evictable = s.pool.states, s.tree.mamba_evictable if s.tree is not None else 0
         steps.append(StepRecord(it, extend, decode, running, waiting, retracted, ratio, s.pool.available(), evictable,
-                                full, swa_free, swa_evictable))  # fmt: skip
+                                full, swa_free, swa_evictable, mamba_free, mamba_evictable))  # fmt: skip
         plan.ended(it, len(ended))
         idle = batch is None and not s.waiting and not s.running.reqs and s.chunked is None and not s.queue
         if it > plan.last and idle:
