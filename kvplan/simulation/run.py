@@ -131,8 +131,9 @@ class Clients:
     kept: list[RequestResult] = field(default_factory=list)
     stats: RequestStats = field(default_factory=RequestStats)
     cancels: list[tuple[float, int]] = field(default_factory=list)  # a heap of (when, request)
-    share_cancels: dict[int, float] = field(default_factory=dict)  # drawn cancels: after this share of the output
-    token_cancels: dict[int, int] = field(default_factory=dict)  # a trace's cancel_after_tokens
+    # the token count at which a client leaves: a drawn cancel's share of its output (at least one token), or a
+    # trace's cancel_after_tokens
+    leave_at: dict[int, int] = field(default_factory=dict)
     step_cancels: list[tuple[int, int]] = field(default_factory=list)  # a replay's (cancel_step, request), a heap
     end: float = 0.0
     _arrivals: array[float] = field(default_factory=lambda: array("d"))
@@ -185,14 +186,14 @@ class Clients:
         if rid < MAX_REQUEST_ROWS:
             self.kept.append(res)
         if spec.cancel_after_tokens is not None:
-            self.token_cancels[rid] = spec.cancel_after_tokens
+            self.leave_at[rid] = spec.cancel_after_tokens
         if spec.cancel_step is not None:
             heapq.heappush(self.step_cancels, (spec.cancel_step, rid))
         if spec.cancel_after is not None:
             if self.workload.trace is not None:
                 heapq.heappush(self.cancels, (spec.arrival + spec.cancel_after, rid))
-            else:
-                self.share_cancels[rid] = spec.cancel_after
+            else:  # a drawn share of its output
+                self.leave_at[rid] = max(1, math.ceil(spec.cancel_after * spec.output))
         return rid
 
     def cancels_due(self, t: float) -> list[int]:
@@ -202,31 +203,31 @@ class Clients:
         return out
 
     def sampled(self, rids: Iterable[int], t: float) -> None:
-        """One token each, seen by its client at ``t``."""
-        results, shares, counts = self.results, self.share_cancels, self.token_cancels
+        """One token each, seen by its client at ``t``; a client that has seen as many as it waits for leaves."""
+        results = self.results
         gaps: list[float] = []
+        gap = gaps.append
         for rid in rids:
             res = results[rid]
-            if res.first_token is None:
+            last = res.last_token
+            if last is not None:
+                gap(t - last)
+            elif res.first_token is None:
                 res.first_token = t
-            elif res.last_token is not None:
-                gaps.append(t - res.last_token)
             res.last_token = t
             res.tokens += 1
-            share = shares.get(rid) if shares else None
-            if share is not None and res.tokens >= max(1, math.ceil(share * res.output)):
-                del self.share_cancels[rid]  # the client has seen that share of its tokens, and leaves
-                heapq.heappush(self.cancels, (t, rid))
-            enough = counts.get(rid) if counts else None
-            if enough is not None and res.tokens >= enough:
-                del self.token_cancels[rid]  # the client has seen its N tokens, and leaves
-                heapq.heappush(self.cancels, (t, rid))
+        leave = self.leave_at
+        if leave:  # only a client that got a token now can have reached its count
+            for rid, n in list(leave.items()):
+                got = results.get(rid)
+                if got is not None and got.last_token == t and got.tokens >= n:
+                    del leave[rid]
+                    heapq.heappush(self.cancels, (t, rid))
         self.stats.itl.extend(gaps)
 
     def ended(self, rid: int, now: float, cancelled: bool, error: str | None = None) -> None:
         r = self.results.pop(rid)
-        self.share_cancels.pop(rid, None)
-        self.token_cancels.pop(rid, None)
+        self.leave_at.pop(rid, None)
         r.finished, r.cancelled, r.error = now, cancelled, error
         self.end = max(self.end, now)
         st = self.stats

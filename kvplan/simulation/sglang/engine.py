@@ -51,6 +51,9 @@ def _work(batch: Batch) -> list[tuple[int, int, Req]]:
 
 def _sums(batch: Batch) -> tuple[int, int, int, int, int]:
     """The batch's rows, new tokens, decode rows, Σ (before + n) and Σ (n·before + n(n+1)/2), as _work gives them."""
+    if not batch.extend and batch.sums is not None:  # a decode row: one token after kv - 1 of context
+        ctx, decode = batch.sums
+        return len(batch.reqs), len(batch.reqs), decode, ctx, ctx
     new = decode = ctx = pairs = 0
     if batch.extend:
         for r in batch.reqs:
@@ -120,7 +123,7 @@ def simulate(  # noqa: C901 - one event loop
         done = s.launch(batch, end=t)
         if done is not None:
             ended = s.process(done)
-            clients.sampled([r.rid for r in s.sampled if r.error is None], done.end)  # when their batch ended
+            clients.sampled(s.sampled_rids, done.end)  # when their batch ended (a refused prompt's is no token)
             for req in ended:
                 clients.ended(req.rid, done.end, req.aborted and req.error is None, req.error)
         if point is not None:  # KV in use once the iteration's results are in, as SGLang's pool shows it

@@ -161,9 +161,10 @@ class Batch:
     decoding: tuple[Req, ...] = ()  # a mixed batch's decode rows (a token each), after its prefills
     tracked: tuple[tuple[Req, int], ...] = ()  # decode rows whose step ends on a Mamba checkpoint, at that length
     prefill_only: bool = False  # is_prefill_only: every request asks no token (max_new_tokens 0 after clipping)
+    sums: tuple[int, int] | None = None  # a decode batch's Σ context and rows past their prompt, from its allocation
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Launched:
     """A batch whose result is still to come: every row, the chunk that samples nothing, whether it was a prefill,
     a mixed batch's decode rows, and when it ended (the simulator's clock; 0 for the recorder's replay)."""
@@ -237,11 +238,14 @@ class Scheduler:
         self.chunked: Req | None = None
         self.by_id: dict[int, Req] = {}
         self.queue: deque[Launched] = deque()  # the overlap loop's launched batch, its result not yet processed
-        self.inflight: set[Req] = set()  # that batch's requests
+        self.inflight: tuple[Req, ...] = ()  # that batch's requests
         self.retracted_reqs: list[Req] = []  # retracted since the caller last cleared it
-        self.sampled: list[Req] = []  # the requests the latest process() gave a token
         self.tree = RadixTree(config.page_size, self.window, self.mamba) if config.radix_cache else None
         self.refresh_calls = 0  # SchedulePolicy._waiting_prefix_refresh_calls
+        self.decode_sums = (0, 0)  # the last decode allocation's Σ context and rows past their prompt (engine._sums)
+        self.ended = False  # a request finished since next_batch last filtered the running batch
+        self.near: set[Req] = set()  # unfinished requests whose next output is their last by length
+        self.sampled_rids: list[int] = []  # the requests the latest process() gave a token (not one refused)
 
     # -- requests in and out --
     def add(self, rid: int, prompt: int, output: int, ignore_eos: bool = False, shared_prefix: int = 0) -> Req:
@@ -259,6 +263,8 @@ class Scheduler:
             req = Req(rid, prompt, max_new, ignore_eos, seq=Seq(rid, prompt, min(shared_prefix, prompt)))
         self.by_id[rid] = req
         self.waiting.append(req)
+        if req.output + 1 >= req.max_new:
+            self.near.add(req)
         return req
 
     def _decode_need(self, reqs: list[Req]) -> int:
@@ -278,11 +284,18 @@ class Scheduler:
             for r in reqs:  # a request's first decode step overlaps its prefill: not yet
                 if r.decodes >= 1 and r.holds_slot and r.fill - 1 - window >= r.evicted + SWA_EVICTION_INTERVAL:
                     self._slide(r, r.fill - 1)
-        self._evict_to_free(len(reqs) * page)
-        self.pool.alloc(self._decode_need(reqs))
+        pool = self.pool
+        if len(reqs) * page > pool.free or pool.swa is not None or pool.states is not None:
+            self._evict_to_free(len(reqs) * page)
+        pool.alloc(self._decode_need(reqs))
+        ctx = 0
         for r in reqs:
-            r.kv += 1
-            r.decodes += 1
+            kv = r.kv = r.kv + 1
+            ctx += kv
+        if window is not None:
+            for r in reqs:
+                r.decodes += 1
+        self.decode_sums = (ctx, len(reqs))  # a decode row is past its prompt: its prefill covered the prompt
         if not self.mamba:
             return ()
         track = self.c.mamba_track
@@ -468,6 +481,7 @@ class Scheduler:
             self.waiting.remove(req)
             self._release(req)
             req.finished = req.aborted = True
+            self.near.discard(req)
             del self.by_id[rid]
             return True
         req.aborted = True
@@ -514,10 +528,12 @@ class Scheduler:
                 else:
                     running.reqs.extend(last.reqs)
                     running.prefill_only = running.prefill_only and last.prefill_only
-        n = len(running.reqs)
-        running.reqs = [r for r in running.reqs if not r.finished]
-        if len(running.reqs) < n:
-            running.is_full = False
+        if self.ended:  # filter_batch: the finished leave (a no-op when none has finished since the last pass)
+            self.ended = False
+            n = len(running.reqs)
+            running.reqs = [r for r in running.reqs if not r.finished]
+            if len(running.reqs) < n:
+                running.is_full = False
         self.running = running
         new = self._prefill(running)
         if new is not None:
@@ -648,7 +664,11 @@ class Scheduler:
     def _finishing_inflight(self, reqs: list[Req]) -> list[Req]:
         """_reqs_finishing_inflight: with the overlap schedule, the requests whose queued result gives them their
         last token by length."""
-        return [r for r in reqs if r in self.inflight and r.output + 1 >= r.max_new]
+        near = self.near
+        if not near or not self.inflight:
+            return []
+        inflight = set(self.inflight)
+        return [r for r in reqs if r in near and r in inflight]
 
     def _calc_priority(self) -> None:
         """SchedulePolicy.calc_priority: FCFS keeps the queue (and refreshes the waiting prefixes); LPM, while the
@@ -729,13 +749,15 @@ class Scheduler:
         if not batch.reqs:
             return None
         tracked = self._alloc_decode(batch.reqs)  # prepare_for_decode
-        return Batch(batch.reqs, extend=False, tracked=tracked)
+        return Batch(batch.reqs, extend=False, tracked=tracked, sums=self.decode_sums)
 
     def _fits(self, reqs: list[Req]) -> bool:
         """check_decode_mem: evict for the next decode step, then whether its pages are free."""
         need = self._decode_need(reqs)
-        self._evict_to_free(need)
-        return self.pool.available() >= need
+        pool = self.pool
+        if need > pool.free or pool.swa is not None or pool.states is not None:
+            self._evict_to_free(need)
+        return pool.available() >= need
 
     def launch(self, batch: Batch | None, end: float = 0.0) -> Launched | None:
         """The event loop once the batch is chosen (event_loop_normal, or event_loop_overlap): the launched batch
@@ -750,32 +772,59 @@ class Scheduler:
             if entry is not None:
                 self.queue.append(entry)
             done = self.queue.popleft() if self.last is not None else None
-            self.inflight = set(self.queue[0].rows) if self.queue else set()
+            self.inflight = self.queue[0].rows if self.queue else ()
         self.last = batch
         return done
 
     def process(self, launched: Launched) -> list[Req]:
         """process_batch_result: one token for every request whose prefill is complete; those done released."""
-        done = []
-        self.sampled = []
+        done: list[Req] = []
+        rids: list[int] = []
+        self.sampled_rids = rids
         partial, prefill, decoding = launched.partial, launched.prefill, launched.decoding
+        if not prefill and not launched.tracked:  # a decode batch: no chunk, no checkpoint, no refused prompt
+            self._process_decode(launched.rows, done, rids)
+            return done
         tracked = dict(launched.tracked) if launched.tracked else None
         for r in launched.rows:
             if r is partial or r.finished or r.retracted:
                 continue  # a partial chunk samples nothing; a request aborted or retracted meanwhile neither
-            r.output += 1
-            self.sampled.append(r)
+            out = r.output = r.output + 1
+            if out + 1 >= r.max_new:
+                self.near.add(r)
+            if r.error is None:
+                rids.append(r.rid)
             if tracked is not None and r in tracked:  # its state checkpointed at this step's length
                 r.prev_track, r.track = r.track, tracked[r]
-            if r.aborted or r.output >= r.max_new:
-                r.finished = True
-                self._release(r)
-                del self.by_id[r.rid]
-                done.append(r)
+            if r.aborted or out >= r.max_new:
+                self._finish(r, done)
             elif prefill and self.tree is not None and r not in decoding:
                 self._checkpoint(r, r.extend_end)
                 r.prefix_len = r.extend_end
         return done
+
+    def _process_decode(self, rows: tuple[Req, ...], done: list[Req], rids: list[int]) -> None:
+        """process() for a decode batch, the common case, in one tight pass."""
+        near = self.near
+        for r in rows:
+            if r.finished or r.retracted:
+                continue  # a request aborted or retracted meanwhile samples nothing
+            out = r.output = r.output + 1
+            rids.append(r.rid)
+            if out + 1 >= r.max_new:
+                if out >= r.max_new:
+                    self._finish(r, done)
+                    continue
+                near.add(r)
+            if r.aborted:
+                self._finish(r, done)
+
+    def _finish(self, r: Req, done: list[Req]) -> None:
+        r.finished = self.ended = True
+        self.near.discard(r)
+        self._release(r)
+        del self.by_id[r.rid]
+        done.append(r)
 
 
 class Adder:
