@@ -172,6 +172,46 @@ def run_case(python: str, c: dict[str, Any]) -> dict[str, Any]:
 RANDOM_OUT = OUT.with_name("sglang_sched_random.json")
 
 
+def draw_flags(
+    rng: random.Random,
+    args: dict[str, Any],
+    shared: int,
+    *,
+    radix_off: float,
+    mixed: float,
+    cap: float,
+    ignore_eos: float,
+) -> None:
+    """A sweep case's scheduler flags, drawn in one order (each sweep's fixture depends on it): the radix cache off,
+    the normal loop, LPM, mixed chunks, a running cap (not drawn when ``cap`` is 0), ignore_eos, the shared prefix,
+    a closed loop."""
+    if rng.random() < radix_off:
+        args["disable_radix_cache"] = True
+    if rng.random() < 0.4:
+        args["disable_overlap_schedule"] = True
+    if rng.random() < 0.25 and not args.get("disable_radix_cache"):
+        args["schedule_policy"] = "lpm"
+    if rng.random() < mixed:
+        args["enable_mixed_chunk"] = True
+    if cap and rng.random() < cap:
+        args["max_running_requests"] = rng.randint(2, 24)
+    if rng.random() < ignore_eos:
+        args["ignore_eos"] = True
+    if shared:
+        args["shared_prefix"] = shared
+    if rng.random() < 0.2:
+        args["concurrency"] = rng.randint(2, 16)
+
+
+def draw_requests(rng: random.Random, seed: int, lo: int) -> list[list[Any]]:
+    """A sweep case's requests: 20-45 of them over 0, 20 or 80 iterations, prompts from ``lo`` tokens, cancels."""
+    return workload(
+        seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
+        prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
+        cancel=rng.choice((0.0, 0.0, 0.15)),
+    )  # fmt: skip
+
+
 def random_cases(n: int) -> list[dict[str, Any]]:
     """A sweep of the scheduler's settings, drawn from seeds: pool, chunk, page, radix cache, event loop, policy,
     conservativeness, mixed chunks, running cap, shared prefix, cancels, a closed loop, ignore_eos, MLA."""
@@ -191,27 +231,8 @@ def random_cases(n: int) -> list[dict[str, Any]]:
             "page_size": page,
             "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 0.7, 1.5)),
         }
-        if rng.random() < 0.3:
-            args["disable_radix_cache"] = True
-        if rng.random() < 0.4:
-            args["disable_overlap_schedule"] = True
-        if rng.random() < 0.25 and not args.get("disable_radix_cache"):
-            args["schedule_policy"] = "lpm"
-        if rng.random() < 0.25:
-            args["enable_mixed_chunk"] = True
-        if rng.random() < 0.3:
-            args["max_running_requests"] = rng.randint(2, 24)
-        if rng.random() < 0.2:
-            args["ignore_eos"] = True
-        if shared:
-            args["shared_prefix"] = shared
-        if rng.random() < 0.2:
-            args["concurrency"] = rng.randint(2, 16)
-        requests = workload(
-            2000 + seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
-            prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
-            cancel=rng.choice((0.0, 0.0, 0.15)),
-        )  # fmt: skip
+        draw_flags(rng, args, shared, radix_off=0.3, mixed=0.25, cap=0.3, ignore_eos=0.2)
+        requests = draw_requests(rng, 2000 + seed, lo)
         out.append(sched(f"random-{seed:02d}-{model}", model, requests, **args))
     return out
 
@@ -241,27 +262,8 @@ def swa_cases(n: int) -> list[dict[str, Any]]:
             "swa_full_tokens_ratio": rng.choice((0.8, 0.8, 0.5, 0.3)),
             "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 1.5)),
         }
-        if rng.random() < 0.2:
-            args["disable_radix_cache"] = True
-        if rng.random() < 0.4:
-            args["disable_overlap_schedule"] = True
-        if rng.random() < 0.25 and not args.get("disable_radix_cache"):
-            args["schedule_policy"] = "lpm"
-        if rng.random() < 0.25:
-            args["enable_mixed_chunk"] = True
-        if rng.random() < 0.3:
-            args["max_running_requests"] = rng.randint(2, 24)
-        if rng.random() < 0.15:
-            args["ignore_eos"] = True
-        if shared:
-            args["shared_prefix"] = shared
-        if rng.random() < 0.2:
-            args["concurrency"] = rng.randint(2, 16)
-        requests = workload(
-            4000 + seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
-            prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
-            cancel=rng.choice((0.0, 0.0, 0.15)),
-        )  # fmt: skip
+        draw_flags(rng, args, shared, radix_off=0.2, mixed=0.25, cap=0.3, ignore_eos=0.15)
+        requests = draw_requests(rng, 4000 + seed, lo)
         # SGLang can wait for ever here (a prompt whose window reservation the SWA pool never has room for, the pools
         # whole and idle): record that many iterations of it
         args["limit"] = 6000
@@ -295,25 +297,8 @@ def mamba_cases(n: int) -> list[dict[str, Any]]:
             "max_mamba_cache_size": rng.randint(12, 100),
             "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 1.5)),
         }
-        if rng.random() < 0.2:
-            args["disable_radix_cache"] = True
-        if rng.random() < 0.4:
-            args["disable_overlap_schedule"] = True
-        if rng.random() < 0.25 and not args.get("disable_radix_cache"):
-            args["schedule_policy"] = "lpm"
-        if rng.random() < 0.2:
-            args["enable_mixed_chunk"] = True
-        if rng.random() < 0.15:
-            args["ignore_eos"] = True
-        if shared:
-            args["shared_prefix"] = shared
-        if rng.random() < 0.2:
-            args["concurrency"] = rng.randint(2, 16)
-        requests = workload(
-            6000 + seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
-            prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
-            cancel=rng.choice((0.0, 0.0, 0.15)),
-        )  # fmt: skip
+        draw_flags(rng, args, shared, radix_off=0.2, mixed=0.2, cap=0.0, ignore_eos=0.15)
+        requests = draw_requests(rng, 6000 + seed, lo)
         args["limit"] = 6000
         c = sched(f"mamba-{seed:02d}-{model}", model, requests, **args)
         if model == "qwen3-next-80b-a3b":  # its weights fill an H100; the pools are --max-total-tokens' here anyway

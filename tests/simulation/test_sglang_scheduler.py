@@ -237,3 +237,17 @@ def test_the_loops_one_pass_sums_are_the_rows() -> None:
             s.process(launched)
             checked += 1
         assert checked > 50
+
+
+def test_the_recorder_still_draws_every_recorded_case() -> None:
+    """Each fixture's workloads are what record_sglang_sched.py generates today (its named cases and its three
+    seeded sweeps), so a re-run records the same cases — nothing in a fixture was edited by hand."""
+    import sys
+
+    sys.path.insert(0, str(FIXTURES.parent.parent / "scripts" / "engines"))
+    import record_sglang_sched as recorder
+
+    for cases, generated in ((RECORDED, recorder.cases()), (SWEEP, recorder.random_cases(30)),
+                             (SWA, recorder.swa_cases(30)), (MAMBA, recorder.mamba_cases(30))):  # fmt: skip
+        recorded = {e["case"]["name"]: e["case"] for e in cases}
+        assert recorded == {c["name"]: json.loads(json.dumps(c)) for c in generated}
