@@ -96,6 +96,7 @@ def settings_of(log: SglangLog, gpu: GpuFacts) -> EngineSettings:
         block_size=_int(log.setting("page_size"), "page_size"),
         max_model_len=_int(log.setting("context_length"), "context_length"),
         mem_fraction_static=share,
+        max_total_tokens=_int(log.setting("max_total_tokens"), "max_total_tokens"),
         max_num_seqs=_int(log.setting("max_running_requests"), "max_running_requests"),
         enable_prefix_caching=False if radix == "True" else None,
         capability=gpu.capability,

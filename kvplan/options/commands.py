@@ -68,6 +68,7 @@ ENGINE = (
     "block_size",
     "gpu_memory_utilization",
     "mem_fraction_static",
+    "max_total_tokens",
     "free_gpu_memory_fraction",
     "max_num_batched_tokens",
     "disable_hybrid_kv_cache_manager",

@@ -79,6 +79,12 @@ def cases() -> list[dict[str, Any]]:
         out.append(case(model, "H100-80GB", tp_size=2, page_size=16))
     for model in HYBRID[:-1]:
         out.append(case(model, "H100-80GB", tp_size=1 if model in small else 8, disable_radix_cache=True))
+    # --max-total-tokens: the pool capped (in pages; an SWA pool from the capped full one; a Mamba state pool as
+    # before), and a cap above what the memory holds, which SGLang ignores
+    for model, cap in (("llama-3.1-8b", 100_001), ("gpt-oss-20b", 50_001), ("nemotron-h-8b", 30_001)):
+        out.append(case(model, "H100-80GB", tp_size=1, max_total_tokens=cap))
+        out.append(case(model, "H100-80GB", tp_size=1, page_size=16, max_total_tokens=cap))
+    out.append(case("llama-3.1-8b", "H100-80GB", tp_size=1, max_total_tokens=10**9))
     return out
 
 

@@ -24,9 +24,17 @@ from typing import Any
 CASE: dict[str, Any] = json.loads(sys.argv[1])
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# isort: off
+import transformers.models.auto.processing_auto  # noqa: E402, F401  (before the stubs: it probes torchvision)
+import tvm_ffi  # noqa: E402, F401  (before the stubs: it probes cuda.*)
 import sglang_platform  # noqa: E402  (before anything from sglang)
+# isort: on
 
+if "torchvision" not in sglang_platform.STUB_PREFIXES:  # SGLang's VLM configs import it; not installed here
+    sglang_platform.STUB_PREFIXES += ("torchvision",)
 sglang_platform.configure(CASE["gpu"])
+if __name__ == "__main__":  # the sizing recorder (sglang_sched_case.py imports this module and stays a CPU build)
+    sglang_platform.cuda_build()
 # SGLang also reads the GPU's total memory from nvidia-smi: a stand-in first on PATH prints the MiB
 _bin = tempfile.mkdtemp()
 with open(os.path.join(_bin, "nvidia-smi"), "w") as f:
@@ -51,7 +59,7 @@ from sglang.srt.server_args import ServerArgs  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
 SERVER_ARGS = ("tp_size", "kv_cache_dtype", "page_size", "mem_fraction_static", "context_length",
-               "max_running_requests", "disable_radix_cache")  # fmt: skip
+               "max_running_requests", "disable_radix_cache", "max_total_tokens")  # fmt: skip
 
 
 def _stand_in_model(mc: ModelConfig) -> Any:

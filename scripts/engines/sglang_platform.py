@@ -18,6 +18,14 @@ import torch
 GPU: dict[str, Any] = {"name": "NVIDIA H100 80GB HBM3", "mem": 81559 * 2**20, "cap": (9, 0), "sms": 132}
 
 
+def cuda_build() -> None:
+    """With a CPU build of torch, SGLang's is_cuda() (torch.version.cuda too) is False and its GPU-memory heuristics
+    (mem_fraction_static) see no GPU: the sizing recorder claims a CUDA build. Not the scheduler recorder: its
+    pinned-memory paths would then ask for a CUDA allocator."""
+    if torch.version.cuda is None:
+        torch.version.cuda = "12.8"
+
+
 def configure(gpu: dict[str, Any]) -> None:
     GPU.update(gpu)
     GPU["cap"] = tuple(GPU["cap"])

@@ -37,14 +37,7 @@ if len(sys.argv) > 1 and sys.argv[1].startswith("@"):
         sys.argv[1] = f.read()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# isort: off
-import transformers.models.auto.processing_auto  # noqa: F401  (before the stubs: it probes torchvision)
-import tvm_ffi  # noqa: F401  (before the stubs: it probes cuda.*)
-import sglang_platform
-# isort: on
-
-sglang_platform.STUB_PREFIXES += ("torchvision",)
-import sglang_case as sc  # noqa: E402  (configures the stand-in platform from sys.argv[1])
+import sglang_case as sc  # configures the stand-in platform and its stubs from sys.argv[1]
 
 CASE = sc.CASE
 
@@ -58,7 +51,6 @@ torch.Tensor.pin_memory = lambda self, *a, **k: self  # host staging for copies 
 
 
 sc.SERVER_ARGS += (
-    "max_total_tokens",
     "chunked_prefill_size",
     "max_prefill_tokens",
     "disable_overlap_schedule",

@@ -51,6 +51,8 @@ CASES = [
     ),
     ("qwen3-next-80b-a3b", ["--engine", "vllm", "--gpu", "B200x2"], ["-tp", "2", "--max-model-len", "-1"]),
     (NEMOTRON, ["--engine", "sglang", "--gpu", "H200", "--params", "8B"], ["--disable-radix-cache"]),
+    # SGLang's cap on its pool: the line carries it (and the plan is the capped pool's)
+    ("gpt-oss-20b", ["--engine", "sglang", "--gpu", "H100-80GB"], ["--max-total-tokens", "50001", "--page-size", "16"]),
 ]
 
 

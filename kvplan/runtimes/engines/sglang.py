@@ -334,6 +334,10 @@ class SGLang(Engine):
         context = s.max_model_len or self.default_max_len(model)  # ModelConfig.context_len
         # no attention layer (Falcon-Mamba): the token pool is the context (DefaultPoolConfigurator)
         tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else context
+        cap = s.max_total_tokens  # _apply_token_constraints, then calculate_pool_sizes_from_max_tokens: in pages
+        capped = cap is not None and cap < tokens
+        if cap is not None and capped:
+            tokens = cap // page * page
         swa_tokens = int(tokens * ratio) // page * page if swa else None
         split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
         basis = f"free after weights − free × (1 − mem_fraction_static {mfs}) = {int(rest_gb * (1 << 30)):,} B"
@@ -344,6 +348,8 @@ class SGLang(Engine):
                 f"(mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO})"
             )
         basis += f"; ÷ {cell:,.0f} B per token{split}"
+        if capped:
+            basis += f"; --max-total-tokens {cap:,} caps the pool at {tokens:,} tokens"
         return Capacity(
             lay, pools.kv_bytes, tokens // page, tokens, max_len, tokens / max_len, basis, swa_tokens=swa_tokens,
             state_slots=pools.state_slots, state_pool_bytes=pools.state_bytes,
@@ -396,6 +402,8 @@ class SGLang(Engine):
     def own_run_args(self, lay: EngineLayout, given: EngineSettings) -> tuple[str, ...]:
         mfs = lay.settings.mem_fraction_static
         args = ["--mem-fraction-static", f"{mfs:g}"] if mfs else []
+        if lay.settings.max_total_tokens is not None:
+            args += ["--max-total-tokens", str(lay.settings.max_total_tokens)]
         if lay.settings.enable_prefix_caching is False:
             args.append("--disable-radix-cache")
         return tuple(args)
