@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from kvplan.errors import RefusedConfigError
 from kvplan.simulation.sglang.radix import Node, RadixTree, Seq
 from kvplan.simulation.workload import IterationPlan
 
@@ -349,7 +350,11 @@ class Scheduler:
         assert self.pool.states is not None
         if self.pool.states < 1 and self.tree is not None:
             self._evict(0, 0, 1)
-        assert self.pool.states >= 1, "Can not alloc mamba cache"
+        if self.pool.states < 1:  # SGLang stops there (an assertion): the workload cannot go on
+            raise RefusedConfigError(
+                "SGLang's Mamba pool has no slot left for a request's state ('Can not alloc mamba cache'); give "
+                "a larger --max-mamba-cache-size pool (more GPU memory) or a lower --max-running-requests"
+            )
         self.pool.states -= 1
 
     def _free_states(self, req: Req, keep: bool = False) -> None:
@@ -735,7 +740,12 @@ class Scheduler:
                 req.branch = req.state_branch = None
                 req.retracted = True
                 retracted.append(req)
-            assert self._fits([batch.reqs[i] for i in keep]), "out of memory after retracting all others"
+            if not self._fits([batch.reqs[i] for i in keep]):  # SGLang aborts the last request; not followed here
+                raise RefusedConfigError(
+                    "SGLang aborts a request here: 'Out of memory even after retracting all other requests in the "
+                    "decode batch' - one request's next decode step does not fit its KV pool; give a shorter "
+                    "--context-length or more GPU memory"
+                )
             batch.reqs = [batch.reqs[i] for i in keep]  # filter_batch(keep_indices=...): in the order kept
             decoded = sum(r.output for r in batch.reqs)
             budget = sum(r.max_new for r in batch.reqs)
