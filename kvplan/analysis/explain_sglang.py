@@ -76,6 +76,19 @@ def _gb(value: str | None, what: str) -> float | None:
     return number
 
 
+def _ratio(value: str | None) -> float | None:
+    """The log's swa_full_tokens_ratio: a positive number, or None where unstated."""
+    if value is None:
+        return None
+    try:
+        ratio = float(value)
+    except ValueError:
+        raise BadInputError(f"the log's swa_full_tokens_ratio is {value!r}, not a number") from None
+    if not 0 < ratio <= 1:
+        raise BadInputError(f"the log's swa_full_tokens_ratio is {value}; expected a share in (0, 1]")
+    return ratio
+
+
 def settings_of(log: SglangLog, gpu: GpuFacts) -> EngineSettings:
     """The KV-relevant server arguments the log states, as SGLang resolves them for the GPU."""
     mfs = log.setting("mem_fraction_static")
@@ -97,6 +110,7 @@ def settings_of(log: SglangLog, gpu: GpuFacts) -> EngineSettings:
         max_model_len=_int(log.setting("context_length"), "context_length"),
         mem_fraction_static=share,
         max_total_tokens=_int(log.setting("max_total_tokens"), "max_total_tokens"),
+        swa_full_tokens_ratio=_ratio(log.setting("swa_full_tokens_ratio")),
         max_num_seqs=_int(log.setting("max_running_requests"), "max_running_requests"),
         enable_prefix_caching=False if radix == "True" else None,
         capability=gpu.capability,
@@ -270,8 +284,9 @@ def _count_figures(
     """What follows from the token pool exactly: the SWA pool, the context, max_running_requests."""
     out: list[Figure] = []
     if log.swa_tokens is not None:
-        mine = int(tokens * SWA_FULL_TOKENS_RATIO) // page * page
-        why = f"{tokens:,} full tokens × swa_full_tokens_ratio {SWA_FULL_TOKENS_RATIO}, in pages of {page}"
+        ratio = s.swa_full_tokens_ratio or SWA_FULL_TOKENS_RATIO
+        mine = int(tokens * ratio) // page * page
+        why = f"{tokens:,} full tokens × swa_full_tokens_ratio {ratio}, in pages of {page}"
         equal = mine == log.swa_tokens
         out.append(Figure("swa_layer_tokens", f"{log.swa_tokens:,}", f"{mine:,}", equal,
                           why if equal else f"not explained: {why}"))  # fmt: skip

@@ -69,6 +69,7 @@ ENGINE = (
     "gpu_memory_utilization",
     "mem_fraction_static",
     "max_total_tokens",
+    "swa_full_tokens_ratio",
     "free_gpu_memory_fraction",
     "max_num_batched_tokens",
     "disable_hybrid_kv_cache_manager",

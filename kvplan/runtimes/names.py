@@ -35,7 +35,9 @@ OWN_SETTINGS: dict[str, frozenset[str]] = {
             "async_scheduling",
         }
     ),
-    "sglang": frozenset({"mem_fraction_static", "max_total_tokens", "enable_prefix_caching", *SGLANG_SCHEDULE}),
+    "sglang": frozenset(
+        {"mem_fraction_static", "max_total_tokens", "swa_full_tokens_ratio", "enable_prefix_caching", *SGLANG_SCHEDULE}
+    ),
     "trtllm": frozenset({"free_gpu_memory_fraction"}),
 }
 #: the serving engines' --kv-cache-dtype spellings → bytes per element

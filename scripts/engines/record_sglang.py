@@ -85,6 +85,10 @@ def cases() -> list[dict[str, Any]]:
         out.append(case(model, "H100-80GB", tp_size=1, max_total_tokens=cap))
         out.append(case(model, "H100-80GB", tp_size=1, page_size=16, max_total_tokens=cap))
     out.append(case("llama-3.1-8b", "H100-80GB", tp_size=1, max_total_tokens=10**9))
+    # --swa-full-tokens-ratio: the SWA pool's share of a hybrid's token budget
+    for ratio in (0.5, 0.3):
+        out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, swa_full_tokens_ratio=ratio))
+    out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, page_size=16, swa_full_tokens_ratio=0.5))
     return out
 
 

@@ -57,7 +57,6 @@ sc.SERVER_ARGS += (
     "schedule_policy",
     "schedule_conservativeness",
     "enable_mixed_chunk",
-    "swa_full_tokens_ratio",
     "max_mamba_cache_size",
 )
 

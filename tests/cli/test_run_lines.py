@@ -53,6 +53,7 @@ CASES = [
     (NEMOTRON, ["--engine", "sglang", "--gpu", "H200", "--params", "8B"], ["--disable-radix-cache"]),
     # SGLang's cap on its pool: the line carries it (and the plan is the capped pool's)
     ("gpt-oss-20b", ["--engine", "sglang", "--gpu", "H100-80GB"], ["--max-total-tokens", "50001", "--page-size", "16"]),
+    ("gpt-oss-20b", ["--engine", "sglang", "--gpu", "H100-80GB"], ["--swa-full-tokens-ratio", "0.3"]),
 ]
 
 

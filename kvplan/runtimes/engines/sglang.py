@@ -329,7 +329,7 @@ class SGLang(Engine):
         pools = self._pools(lay, rest_gb, mfs)
         page = lay.block_tokens
         full, swa = lay.token_bytes_split(lay.busiest_stage)
-        ratio = SWA_FULL_TOKENS_RATIO if swa else 0.0
+        ratio = (s.swa_full_tokens_ratio or SWA_FULL_TOKENS_RATIO) if swa else 0.0
         cell = full + ratio * swa
         context = s.max_model_len or self.default_max_len(model)  # ModelConfig.context_len
         # no attention layer (Falcon-Mamba): the token pool is the context (DefaultPoolConfigurator)
@@ -404,6 +404,8 @@ class SGLang(Engine):
         args = ["--mem-fraction-static", f"{mfs:g}"] if mfs else []
         if lay.settings.max_total_tokens is not None:
             args += ["--max-total-tokens", str(lay.settings.max_total_tokens)]
+        if lay.settings.swa_full_tokens_ratio is not None:
+            args += ["--swa-full-tokens-ratio", f"{lay.settings.swa_full_tokens_ratio:g}"]
         if lay.settings.enable_prefix_caching is False:
             args.append("--disable-radix-cache")
         return tuple(args)

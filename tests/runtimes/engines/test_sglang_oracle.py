@@ -53,6 +53,7 @@ def settings(case: dict[str, Any]) -> EngineSettings:
         max_model_len=case.get("context_length"),
         mem_fraction_static=case.get("mem_fraction_static"),
         max_total_tokens=case.get("max_total_tokens"),
+        swa_full_tokens_ratio=case.get("swa_full_tokens_ratio"),
         max_num_seqs=case.get("max_running_requests"),
         enable_prefix_caching=False if case.get("disable_radix_cache") else None,
         capability=g.capability,
