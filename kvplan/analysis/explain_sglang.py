@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.analysis.explain_vllm import GpuFacts
+from kvplan.analysis.explain_vllm import GpuFacts, log_share
 from kvplan.analysis.figure import Figure
 from kvplan.errors import BadInputError, KvplanError
 from kvplan.model import ModelDescription
@@ -76,30 +76,9 @@ def _gb(value: str | None, what: str) -> float | None:
     return number
 
 
-def _ratio(value: str | None) -> float | None:
-    """The log's swa_full_tokens_ratio: a positive number, or None where unstated."""
-    if value is None:
-        return None
-    try:
-        ratio = float(value)
-    except ValueError:
-        raise BadInputError(f"the log's swa_full_tokens_ratio is {value!r}, not a number") from None
-    if not 0 < ratio <= 1:
-        raise BadInputError(f"the log's swa_full_tokens_ratio is {value}; expected a share in (0, 1]")
-    return ratio
-
-
 def settings_of(log: SglangLog, gpu: GpuFacts) -> EngineSettings:
     """The KV-relevant server arguments the log states, as SGLang resolves them for the GPU."""
-    mfs = log.setting("mem_fraction_static")
-    share: float | None = None
-    if mfs is not None:
-        try:
-            share = float(mfs)
-        except ValueError:
-            raise BadInputError(f"the log's mem_fraction_static is {mfs!r}, not a number") from None
-        if not 0 < share <= 1:
-            raise BadInputError(f"the log's mem_fraction_static is {mfs}; expected a share of the GPU in (0, 1]")
+    share = log_share(log.setting("mem_fraction_static"), "mem_fraction_static")
     radix = log.setting("disable_radix_cache")
     dtype = (log.setting("kv_cache_dtype") or "auto").lower()
     s = EngineSettings(
@@ -110,7 +89,7 @@ def settings_of(log: SglangLog, gpu: GpuFacts) -> EngineSettings:
         max_model_len=_int(log.setting("context_length"), "context_length"),
         mem_fraction_static=share,
         max_total_tokens=_int(log.setting("max_total_tokens"), "max_total_tokens"),
-        swa_full_tokens_ratio=_ratio(log.setting("swa_full_tokens_ratio")),
+        swa_full_tokens_ratio=log_share(log.setting("swa_full_tokens_ratio"), "swa_full_tokens_ratio", ""),
         max_num_seqs=_int(log.setting("max_running_requests"), "max_running_requests"),
         enable_prefix_caching=False if radix == "True" else None,
         capability=gpu.capability,

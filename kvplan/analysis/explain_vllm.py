@@ -73,16 +73,16 @@ def _int(value: str | None, what: str) -> int | None:
     return number
 
 
-def _fraction(value: str | None) -> float | None:
-    """gpu_memory_utilization as the log states it: a share of the GPU in (0, 1]."""
+def log_share(value: str | None, what: str, of: str = "of the GPU ") -> float | None:
+    """A share a log states (gpu_memory_utilization, mem_fraction_static, ...), in (0, 1]; None where unstated."""
     if value is None or value in ("None", ""):
         return None
     try:
         share = float(value)
     except ValueError:
-        raise BadInputError(f"the log's gpu_memory_utilization is {value!r}, not a number") from None
+        raise BadInputError(f"the log's {what} is {value!r}, not a number") from None
     if not 0 < share <= 1:
-        raise BadInputError(f"the log's gpu_memory_utilization is {value}; expected a share of the GPU in (0, 1]")
+        raise BadInputError(f"the log's {what} is {value}; expected a share {of}in (0, 1]")
     return share
 
 
@@ -97,7 +97,7 @@ def settings_of(log: VllmLog, gpu: GpuFacts) -> EngineSettings:
         pipeline_parallel_size=_int(log.setting("pipeline_parallel_size"), "pipeline_parallel_size") or 1,
         block_size=_int(log.setting("block_size"), "block_size"),
         max_model_len=_int(log.setting("max_model_len"), "max_model_len"),
-        gpu_memory_utilization=_fraction(util),
+        gpu_memory_utilization=log_share(util, "gpu_memory_utilization"),
         max_num_batched_tokens=_int(log.setting("max_num_batched_tokens"), "max_num_batched_tokens"),
         max_num_seqs=_int(log.setting("max_num_seqs"), "max_num_seqs"),
         enable_prefix_caching=None if prefix is None else prefix == "True",
