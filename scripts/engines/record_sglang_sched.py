@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -203,8 +204,33 @@ def draw_flags(
         args["concurrency"] = rng.randint(2, 16)
 
 
-def draw_requests(rng: random.Random, seed: int, lo: int) -> list[list[Any]]:
-    """A sweep case's requests: 20-45 of them over 0, 20 or 80 iterations, prompts from ``lo`` tokens, cancels."""
+def draw_pool(
+    rng: random.Random,
+    page: int,
+    chunk: int,
+    tokens_hi: int,
+    conservativeness: tuple[float, ...],
+    pool: Callable[[random.Random], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A sweep case's pool and prefill arguments, drawn in one order: the token pool (in pages), the prefill cap,
+    the model's own pool arguments (``pool``), the conservativeness."""
+    args: dict[str, Any] = {
+        "max_total_tokens": rng.randint(2500, tokens_hi) // page * page,
+        "context_length": 8192,
+        "chunked_prefill_size": chunk,
+        "max_prefill_tokens": rng.choice((16384, chunk * 2, 4096)),
+        "page_size": page,
+    }
+    if pool is not None:
+        args.update(pool(rng))
+    args["schedule_conservativeness"] = rng.choice(conservativeness)
+    return args
+
+
+def draw_requests(rng: random.Random, seed: int, shared: int) -> list[list[Any]]:
+    """A sweep case's requests: 20-45 of them over 0, 20 or 80 iterations, prompts longer than the shared prefix,
+    cancels."""
+    lo = max(20, shared + 1) if shared else 20
     return workload(
         seed, rng.randint(20, 45), span=rng.choice((0, 20, 80)),
         prompt=(lo, rng.choice((1500, 3000, 6000))), output=(1, rng.choice((100, 400, 900))),
@@ -222,17 +248,9 @@ def random_cases(n: int) -> list[dict[str, Any]]:
         page = rng.choice((1, 1, 16, 32))
         chunk = rng.choice((256, 512, 1024, 2048, 4096))
         shared = rng.choice((0, 0, rng.randint(50, 600)))
-        lo = max(20, shared + 1) if shared else 20
-        args: dict[str, Any] = {
-            "max_total_tokens": rng.randint(2500, 12000) // page * page,
-            "context_length": 8192,
-            "chunked_prefill_size": chunk,
-            "max_prefill_tokens": rng.choice((16384, chunk * 2, 4096)),
-            "page_size": page,
-            "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 0.7, 1.5)),
-        }
+        args = draw_pool(rng, page, chunk, 12000, (1.0, 1.0, 0.3, 0.7, 1.5))
         draw_flags(rng, args, shared, radix_off=0.3, mixed=0.25, cap=0.3, ignore_eos=0.2)
-        requests = draw_requests(rng, 2000 + seed, lo)
+        requests = draw_requests(rng, 2000 + seed, shared)
         out.append(sched(f"random-{seed:02d}-{model}", model, requests, **args))
     return out
 
@@ -252,18 +270,10 @@ def swa_cases(n: int) -> list[dict[str, Any]]:
         page = rng.choice((1, 1, 16, 32))
         chunk = rng.choice((256, 512, 1024, 2048))
         shared = rng.choice((0, rng.randint(50, 600), rng.randint(50, 900)))
-        lo = max(20, shared + 1) if shared else 20
-        args: dict[str, Any] = {
-            "max_total_tokens": rng.randint(2500, 9000) // page * page,
-            "context_length": 8192,
-            "chunked_prefill_size": chunk,
-            "max_prefill_tokens": rng.choice((16384, chunk * 2, 4096)),
-            "page_size": page,
-            "swa_full_tokens_ratio": rng.choice((0.8, 0.8, 0.5, 0.3)),
-            "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 1.5)),
-        }
+        args = draw_pool(rng, page, chunk, 9000, (1.0, 1.0, 0.3, 1.5),
+                         lambda r: {"swa_full_tokens_ratio": r.choice((0.8, 0.8, 0.5, 0.3))})  # fmt: skip
         draw_flags(rng, args, shared, radix_off=0.2, mixed=0.25, cap=0.3, ignore_eos=0.15)
-        requests = draw_requests(rng, 4000 + seed, lo)
+        requests = draw_requests(rng, 4000 + seed, shared)
         # SGLang can wait for ever here (a prompt whose window reservation the SWA pool never has room for, the pools
         # whole and idle): record that many iterations of it
         args["limit"] = 6000
@@ -286,19 +296,11 @@ def mamba_cases(n: int) -> list[dict[str, Any]]:
         page = rng.choice((1, 1, 1, 16, 64))
         chunk = rng.choice((256, 512, 1000, 1024, 2048))
         shared = rng.choice((0, rng.randint(50, 600), rng.randint(100, 900)))
-        lo = max(20, shared + 1) if shared else 20
-        args: dict[str, Any] = {
-            "max_total_tokens": rng.randint(2500, 9000) // page * page,
-            "context_length": 8192,
-            "chunked_prefill_size": chunk,
-            "max_prefill_tokens": rng.choice((16384, chunk * 2, 4096)),
-            "page_size": page,
-            "max_running_requests": rng.choice((4, 8, 16, 32)),
-            "max_mamba_cache_size": rng.randint(12, 100),
-            "schedule_conservativeness": rng.choice((1.0, 1.0, 0.3, 1.5)),
-        }
+        args = draw_pool(rng, page, chunk, 9000, (1.0, 1.0, 0.3, 1.5),
+                         lambda r: {"max_running_requests": r.choice((4, 8, 16, 32)),
+                                    "max_mamba_cache_size": r.randint(12, 100)})  # fmt: skip
         draw_flags(rng, args, shared, radix_off=0.2, mixed=0.2, cap=0.0, ignore_eos=0.15)
-        requests = draw_requests(rng, 6000 + seed, lo)
+        requests = draw_requests(rng, 6000 + seed, shared)
         args["limit"] = 6000
         c = sched(f"mamba-{seed:02d}-{model}", model, requests, **args)
         if model == "qwen3-next-80b-a3b":  # its weights fill an H100; the pools are --max-total-tokens' here anyway
