@@ -402,24 +402,6 @@ class RadixTree:
         del self.leaves[n]
         self._leaf(parent)
 
-    def evict(self, tokens: int) -> int:
-        """Evict device leaves, least recently used first, until ``tokens`` are freed; the tokens freed."""
-        heap = [(n.access, n) for n in self.leaves]
-        heapq.heapify(heap)
-        freed = 0
-        while freed < tokens and heap:
-            _, n = heapq.heappop(heap)
-            parent = n.parent
-            assert parent is not None and n.seq is not None
-            freed += len(n)
-            self.evictable -= len(n)
-            del parent.children[n.seq.page(n.start, self.page)]
-            del self.leaves[n]
-            if parent is not self.root and not parent.children and parent.lock == 0:
-                self.leaves[parent] = None
-                heapq.heappush(heap, (parent.access, parent))
-        return freed
-
     def evict_for(self, full: int, swa: int, states: int) -> tuple[int, int, int]:
         """evict_for_alloc with components beside the full one, for shortfalls of ``full`` tokens, ``swa`` SWA
         tokens and ``states`` Mamba slots (each pool's target is its free count plus its shortfall, so a walk ends

@@ -243,7 +243,6 @@ class Scheduler:
         self.retracted_reqs: list[Req] = []  # retracted since the caller last cleared it
         self.tree = RadixTree(config.page_size, self.window, self.mamba) if config.radix_cache else None
         self.refresh_calls = 0  # SchedulePolicy._waiting_prefix_refresh_calls
-        self.decode_sums = (0, 0)  # the last decode allocation's Σ context and rows past their prompt (engine._sums)
         self.ended = False  # a request finished since next_batch last filtered the running batch
         self.near: set[Req] = set()  # unfinished requests whose next output is their last by length
         self.sampled_rids: list[int] = []  # the requests the latest process() gave a token (not one refused)
@@ -275,10 +274,11 @@ class Scheduler:
             return len(reqs)  # every request starts a page of one
         return sum(1 for r in reqs if r.kv % page == 0) * page
 
-    def _alloc_decode(self, reqs: list[Req]) -> tuple[tuple[Req, int], ...]:
+    def _alloc_decode(self, reqs: list[Req]) -> tuple[tuple[tuple[Req, int], ...], tuple[int, int]]:
         """alloc_for_decode: with an SWA pool, first the KV that slid out of the window (maybe_evict_swa); evict
         for a page each (one token each with pages of one), then a page for every request that starts one. With a
-        Mamba pool, the rows whose step ends on the decode checkpoint grid (their state is checkpointed there)."""
+        Mamba pool, the rows whose step ends on the decode checkpoint grid (their state is checkpointed there); and
+        the batch's Σ context and decode rows (engine._sums)."""
         page = self.c.page_size
         window = self.window
         if window is not None:
@@ -296,11 +296,11 @@ class Scheduler:
         if window is not None:
             for r in reqs:
                 r.decodes += 1
-        self.decode_sums = (ctx, len(reqs))  # a decode row is past its prompt: its prefill covered the prompt
+        sums = (ctx, len(reqs))  # Σ context, and every row is past its prompt: its prefill covered the prompt
         if not self.mamba:
-            return ()
+            return (), sums
         track = self.c.mamba_track
-        return tuple((r, r.kv) for r in reqs if r.kv % track == 0)
+        return tuple((r, r.kv) for r in reqs if r.kv % track == 0), sums
 
     def _slide(self, req: Req, pre_len: int) -> None:
         """free_swa_out_of_window_slots: the request's SWA KV more than a window behind ``pre_len``, above what the
@@ -322,12 +322,8 @@ class Scheduler:
     def _evict_to_free(self, tokens: int) -> None:
         """evict_to_free_tokens: evict the radix tree's least recently used leaves until ``tokens`` are free (with
         an SWA pool, in each pool)."""
-        tree, pool = self.tree, self.pool
-        if tree is None:
-            return
-        if pool.swa is None and pool.states is None:
-            if tokens > pool.free:
-                pool.free += tree.evict(tokens - pool.free)
+        pool = self.pool
+        if self.tree is None:
             return
         full = max(0, tokens - pool.free)
         swa = max(0, tokens - pool.swa) if pool.swa is not None else 0
@@ -758,8 +754,8 @@ class Scheduler:
             batch.is_full = False
         if not batch.reqs:
             return None
-        tracked = self._alloc_decode(batch.reqs)  # prepare_for_decode
-        return Batch(batch.reqs, extend=False, tracked=tracked, sums=self.decode_sums)
+        tracked, sums = self._alloc_decode(batch.reqs)  # prepare_for_decode
+        return Batch(batch.reqs, extend=False, tracked=tracked, sums=sums)
 
     def _fits(self, reqs: list[Req]) -> bool:
         """check_decode_mem: evict for the next decode step, then whether its pages are free."""
