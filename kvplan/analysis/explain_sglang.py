@@ -64,6 +64,13 @@ def _int(value: str | None, what: str) -> int | None:
     return number
 
 
+def _chunk(value: str | None) -> int | None:
+    """chunked_prefill_size as the log states it: -1 (or any number below 1) is chunked prefill off."""
+    if value is not None and value.lstrip("-").isdigit() and int(value) <= 0:
+        return -1
+    return _int(value, "chunked_prefill_size")
+
+
 def _gb(value: str | None, what: str) -> float | None:
     if value is None:
         return None
@@ -91,6 +98,9 @@ def settings_of(log: SglangLog, gpu: GpuFacts) -> EngineSettings:
         max_total_tokens=_int(log.setting("max_total_tokens"), "max_total_tokens"),
         swa_full_tokens_ratio=log_share(log.setting("swa_full_tokens_ratio"), "swa_full_tokens_ratio", ""),
         max_num_seqs=_int(log.setting("max_running_requests"), "max_running_requests"),
+        max_mamba_cache_size=_int(log.setting("max_mamba_cache_size"), "max_mamba_cache_size"),
+        chunked_prefill_size=_chunk(log.setting("chunked_prefill_size")),
+        disable_overlap_schedule=log.setting("disable_overlap_schedule") == "True",
         enable_prefix_caching=False if radix == "True" else None,
         capability=gpu.capability,
         gpu_name=gpu.name,

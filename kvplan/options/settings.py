@@ -222,6 +222,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("swa_full_tokens_ratio", ("--swa-full-tokens-ratio",), v.fraction,
             "SGLang: the sliding-window pool's tokens against the full pool's, for hybrid SWA models (0.8)",
             "engine", "FRACTION", runtime=_EN),
+    Setting("max_mamba_cache_size", ("--max-mamba-cache-size",), v.count(1),
+            "SGLang: state slots of a Mamba hybrid's pool (default: the radix cache off and "
+            "--max-running-requests given, one a request; else 0.9 / 1.9 of the memory left)", "engine",
+            runtime=_EN),
     Setting("free_gpu_memory_fraction",
             ("--free-gpu-memory-fraction", "--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction"),
             v.fraction, "TensorRT-LLM's share of the free memory (0.9)", "engine", "FRACTION", runtime=_EN),
@@ -244,8 +248,9 @@ SETTINGS: tuple[Setting, ...] = (
             "vLLM's async scheduling, on by default", "engine", None, key=None,
             negate=("--no-async-scheduling",), runtime=_EN),
     Setting("chunked_prefill_size", ("--chunked-prefill-size",), v.count(1),
-            "SGLang: tokens a prefill chunk takes at most (default: by GPU memory, 8192 on 80 GB)", "engine",
-            key=None, runtime=_EN),
+            "SGLang: tokens a prefill chunk takes at most (default: by GPU memory, 8192 on 80 GB); with the "
+            "radix cache off and --max-running-requests, it sizes a hybrid SWA model's SWA pool", "engine",
+            runtime=_EN),
     Setting("max_prefill_tokens", ("--max-prefill-tokens",), v.count(1),
             "SGLang: tokens one prefill batch takes at most (16384)", "engine", key=None, runtime=_EN),
     Setting("schedule_policy", ("--schedule-policy",), v.choice(("fcfs", "lpm"), "a schedule policy"),
@@ -258,7 +263,7 @@ SETTINGS: tuple[Setting, ...] = (
             "SGLang: running requests decode inside prefill batches", "engine", None, key=None, runtime=_EN),
     Setting("disable_overlap_schedule", ("--disable-overlap-schedule",), v.switch,
             "SGLang: schedule each batch after the previous one's result (its overlap schedule is the default)",
-            "engine", None, key=None, runtime=_EN),
+            "engine", None, runtime=_EN),
     # hardware
     Setting("gpu", ("--gpu",), v.gpu,
             "a GPU preset, optionally ×N: H100-80GB, RTX-4090x2 (see `kvplan gpus`); once: a mixed rig is "

@@ -26,6 +26,9 @@ class EngineSettings:
     mem_fraction_static: float | None = None  # SGLang (None: its heuristic)
     max_total_tokens: int | None = None  # SGLang: a cap on the token pool (None: what the memory holds)
     swa_full_tokens_ratio: float | None = None  # SGLang: the SWA pool against the full one (None: its 0.8)
+    max_mamba_cache_size: int | None = None  # SGLang: the state pool's slots (None: from the memory's share)
+    chunked_prefill_size: int | None = None  # SGLang: None = its default by GPU memory; -1 = chunking off
+    disable_overlap_schedule: bool = False  # SGLang
     free_gpu_memory_fraction: float | None = None  # TensorRT-LLM
     max_num_batched_tokens: int | None = None  # vLLM: None = `vllm serve`'s default for the GPU
     disable_hybrid_kv_cache_manager: bool = False  # vLLM

@@ -36,7 +36,14 @@ OWN_SETTINGS: dict[str, frozenset[str]] = {
         }
     ),
     "sglang": frozenset(
-        {"mem_fraction_static", "max_total_tokens", "swa_full_tokens_ratio", "enable_prefix_caching", *SGLANG_SCHEDULE}
+        {
+            "mem_fraction_static",
+            "max_total_tokens",
+            "swa_full_tokens_ratio",
+            "max_mamba_cache_size",
+            "enable_prefix_caching",
+            *SGLANG_SCHEDULE,
+        }
     ),
     "trtllm": frozenset({"free_gpu_memory_fraction"}),
 }

@@ -232,9 +232,14 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     sizes (proven against SGLang's own sizing)."""
     from kvplan.capacity.engines import EngineRuntime
     from kvplan.runtimes.engines import ENGINES
-    from kvplan.runtimes.engines.sglang import SGLang, mamba_grids, memory_defaults, sliding_window_size
+    from kvplan.runtimes.engines.sglang import (
+        SWA_EVICTION_INTERVAL,
+        SGLang,
+        mamba_grids,
+        memory_defaults,
+        sliding_window_size,
+    )
     from kvplan.simulation.sglang.engine import SglangSimulator
-    from kvplan.simulation.sglang.scheduler import SWA_EVICTION_INTERVAL
     from kvplan.simulation.sglang.scheduler import SchedulerConfig as SglangConfig
 
     engine = ENGINES[SGLang.name]

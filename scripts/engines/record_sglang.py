@@ -1,6 +1,6 @@
 """Record what SGLang 0.5.23's own pool sizing answers into test fixtures (tests/fixtures/engines/sglang.json).
 
-usage: python scripts/engines/record_sglang.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING]
+usage: python scripts/engines/record_sglang.py SGLANG_PYTHON [--jobs 2] [--only SUBSTRING] [--new]
 
 SGLANG_PYTHON is the interpreter of a venv with sglang==0.5.23 (scripts/engines/README.md). Each case runs
 sglang_case.py in a process of its own against a config in tests/fixtures/engines/configs/, as on the GPU named
@@ -89,6 +89,31 @@ def cases() -> list[dict[str, Any]]:
     for ratio in (0.5, 0.3):
         out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, swa_full_tokens_ratio=ratio))
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, page_size=16, swa_full_tokens_ratio=0.5))
+    return out + request_capped_cases(small)
+
+
+def request_capped_cases(small: set[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    # the radix cache off with --max-running-requests: a hybrid SWA model's SWA pool sized from the requests'
+    # worst case (SWARequestCapPoolConfigurator), a Mamba hybrid's state pool from the requests
+    for model, tp in (("gpt-oss-20b", 1), ("gemma-3-27b", 8), ("llama-4-scout", 8)):
+        for mrr, page in ((64, None), (8, 16), (256, 32)):
+            paged = {"page_size": page} if page else {}
+            out.append(case(model, "H100-80GB", tp_size=tp, disable_radix_cache=True, max_running_requests=mrr,
+                            **paged))  # fmt: skip
+    out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, disable_radix_cache=True, max_running_requests=64,
+                    max_total_tokens=40_001))  # fmt: skip
+    out.append(case("gpt-oss-20b", "RTX-4090", tp_size=1, disable_radix_cache=True, max_running_requests=2048))
+    for model in ("nemotron-h-8b", "qwen3-next-80b-a3b", "falcon-h1-7b"):
+        tp = 1 if model in small else 8
+        out.append(case(model, "H100-80GB", tp_size=tp, disable_radix_cache=True, max_running_requests=32))
+        # --max-mamba-cache-size: the state pool as given, max_running_requests capped by it
+        out.append(case(model, "H100-80GB", tp_size=tp, max_mamba_cache_size=100))
+        out.append(case(model, "H100-80GB", tp_size=tp, max_mamba_cache_size=20, max_running_requests=64))
+    out.append(case("nemotron-h-8b", "H100-80GB", tp_size=1, max_mamba_cache_size=2))
+    # an SWA pool too small for one request: SGLang refuses (validate_swa_pool_size)
+    out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, max_total_tokens=150))
+    out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, page_size=16, swa_full_tokens_ratio=0.00005))
     return out
 
 
@@ -112,8 +137,13 @@ def main() -> None:
     ap.add_argument("python", help="the Python of a venv with sglang==0.5.23")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", default="", help="record only the models whose name contains this")
+    ap.add_argument("--new", action="store_true", help="record only the cases the fixture does not hold yet")
     args = ap.parse_args()
     todo = [c for c in cases() if args.only in c["model"]]
+    recorded = json.loads(OUT.read_text())["cases"] if OUT.exists() else []
+    if args.new:
+        held = [r["case"] for r in recorded]
+        todo = [c for c in todo if c not in held]
     done: list[dict[str, Any]] = []
     start = time.time()
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -124,9 +154,10 @@ def main() -> None:
             status = "ok" if "ok" in result else f"refused: {result['error']['message'][:80]}"
             where = f"{case['model']} {case['gpu']['preset']} tp{case.get('tp_size', 1)}"
             print(f"[{i}/{len(todo)} {time.time() - start:.0f}s] {where} {status}", flush=True)
-    if args.only and OUT.exists():  # keep the other models' cases
-        kept = [c for c in json.loads(OUT.read_text())["cases"] if args.only not in c["case"]["model"]]
-        done = kept + done
+    if args.new:  # the fixture's cases as they were, then the new ones
+        done = recorded + done
+    elif args.only:  # keep the other models' cases
+        done = [c for c in recorded if args.only not in c["case"]["model"]] + done
     OUT.write_text(json.dumps({"sglang": SGLANG_VERSION, "cases": done}, indent=1) + "\n")
     print(f"wrote {len(done)} cases to {OUT.relative_to(ROOT)}")
 

@@ -2,11 +2,13 @@
 (tests/fixtures/logs/sglang/recorded/): the logs `kvplan explain` is proven on, their pool lines written by
 SGLang's code.
 
-usage: python3 scripts/engines/record_sglang_logs.py SGLANG_VENV_PYTHON [--jobs 2]
+usage: python3 scripts/engines/record_sglang_logs.py SGLANG_VENV_PYTHON [--jobs 2] [--new]
 
 The selection (cases() below): from tests/fixtures/engines/sglang.json, the first case SGLang sized for each
 model, and up to two more per model with other settings (tensor parallelism, an fp8 KV cache, a
-mem_fraction_static, a context length with max_running_requests, the radix cache off, a page size). Each runs
+mem_fraction_static, a context length with max_running_requests, the radix cache off, a page size), then once a
+model each of the settings added later (--max-total-tokens, --swa-full-tokens-ratio, --max-mamba-cache-size, and
+the radix cache off with --max-running-requests on a hybrid SWA model). Each runs
 sglang_log_case.py (one process, ≈ 15 s) with the model's config folder named relative to the repository,
 as `sglang.launch_server --model-path` would be given it; SGLang's answers must equal those of the sizing recording.
 """
@@ -25,10 +27,19 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "fixtures" / "engines" / "sglang.json"
 OUT = ROOT / "tests" / "fixtures" / "logs" / "sglang" / "recorded"
 SPECIAL = ("kv_cache_dtype", "mem_fraction_static", "context_length", "disable_radix_cache", "page_size")
+LATER = ("max_total_tokens", "swa_full_tokens_ratio", "max_mamba_cache_size")
 
 
 def cases() -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    recorded = [(c["case"], c["ok"]) for c in json.loads(RECORDED.read_text())["cases"] if "ok" in c]
+    every = [(c["case"], c["ok"]) for c in json.loads(RECORDED.read_text())["cases"] if "ok" in c]
+
+    def later_kind(case: dict[str, Any], ok: dict[str, Any]) -> tuple[str, ...]:
+        keys = tuple(k for k in LATER if case.get(k) is not None)
+        if case.get("disable_radix_cache") and case.get("max_running_requests") and ok["is_hybrid_swa"]:
+            keys += ("swa_request_cap",)
+        return keys
+
+    recorded = [(case, ok) for case, ok in every if not later_kind(case, ok)]
 
     def kind(case: dict[str, Any]) -> tuple[str, ...]:
         return tuple(k for k in SPECIAL if case.get(k) is not None) + (("tp",) if case.get("tp_size", 1) > 1 else ())
@@ -45,6 +56,13 @@ def cases() -> list[tuple[dict[str, Any], dict[str, Any]]]:
         model = case["model"]
         if kind(case) and (model, kind(case)) not in seen and sum(p[0]["model"] == model for p in picked) < 3:
             seen.add((model, kind(case)))
+            picked.append((case, ok))
+    # then the settings that came later, each once a model: a capped pool, the SWA share, the state pool's size,
+    # and the radix cache off with a request cap (SGLang sizes a hybrid SWA model's SWA pool from the requests)
+    for case, ok in every:
+        later = later_kind(case, ok)
+        if later and (case["model"], later) not in seen:
+            seen.add((case["model"], later))
             picked.append((case, ok))
     return picked
 
@@ -75,13 +93,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("python")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--new", action="store_true", help="record only the logs the index does not hold yet")
     args = ap.parse_args()
-    todo = cases()
+    todo = list(enumerate(cases()))
     OUT.mkdir(parents=True, exist_ok=True)
-    index = {}
+    index: dict[str, Any] = {}
+    if args.new and (OUT / "index.json").exists():
+        index = json.loads((OUT / "index.json").read_text())["logs"]
+        held = [e["case"] for e in index.values()]
+        todo = [(i, c) for i, c in todo if c[0] not in held]
     with ThreadPoolExecutor(args.jobs) as pool:
-        runs = pool.map(lambda c: run(args.python, c[0]), todo)
-        for i, ((case, sized), (text, answer)) in enumerate(zip(todo, runs, strict=True)):
+        runs = pool.map(lambda c: run(args.python, c[1][0]), todo)
+        for (i, (case, sized)), (text, answer) in zip(todo, runs, strict=True):
             if answer != sized:
                 raise RuntimeError(f"{case}: SGLang answered {answer}, the sizing recording {sized}")
             name = name_of(i, case) + ".log"

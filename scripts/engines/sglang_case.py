@@ -33,8 +33,8 @@ import sglang_platform  # noqa: E402  (before anything from sglang)
 if "torchvision" not in sglang_platform.STUB_PREFIXES:  # SGLang's VLM configs import it; not installed here
     sglang_platform.STUB_PREFIXES += ("torchvision",)
 sglang_platform.configure(CASE["gpu"])
-if __name__ == "__main__":  # the sizing recorder (sglang_sched_case.py imports this module and stays a CPU build)
-    sglang_platform.cuda_build()
+if os.path.basename(sys.argv[0]) != "sglang_sched_case.py":  # the sizing and log recorders (the scheduler's
+    sglang_platform.cuda_build()  # recorder imports this module too, and stays a CPU build)
 # SGLang also reads the GPU's total memory from nvidia-smi: a stand-in first on PATH prints the MiB
 _bin = tempfile.mkdtemp()
 with open(os.path.join(_bin, "nvidia-smi"), "w") as f:
@@ -59,7 +59,8 @@ from sglang.srt.server_args import ServerArgs  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
 SERVER_ARGS = ("tp_size", "kv_cache_dtype", "page_size", "mem_fraction_static", "context_length",
-               "max_running_requests", "disable_radix_cache", "max_total_tokens", "swa_full_tokens_ratio")  # fmt: skip
+               "max_running_requests", "disable_radix_cache", "max_total_tokens", "swa_full_tokens_ratio",
+               "max_mamba_cache_size")  # fmt: skip
 
 
 def _stand_in_model(mc: ModelConfig) -> Any:

@@ -85,7 +85,7 @@ def test_hand_worked_llama_3_1_8b() -> None:
     """32 layers × 8 KV heads × 128 × 2 B = 64 KiB of K a token; 417,669 tokens + 1 padding row = 25.49 GB of K.
     The pools get 64.50 − 79.50 × (1 − 0.83) = 50.985 GB ÷ 128 KiB a token ≈ 417,669 tokens; a request of 131,072
     tokens: 417,669 ÷ 131,072 × 512 = 1,631, raised to 2,048 running requests."""
-    _, log = _recorded("00-llama-3.1-8b-A100-80GB.log")
+    _, log = _recorded("19-llama-3.1-8b-A100-80GB.log")
     e = explain_sglang(log, load_model("llama-3.1-8b"), gpu_facts("A100-80GB"), False)
     by = {f.what: f for f in e.figures}
     k = by["KV pool: K size, GB"]
@@ -109,7 +109,7 @@ def test_mla_and_the_dsa_indexer_are_one_kv_size() -> None:
 
 def test_a_hybrid_mamba_pool_is_explained_slot_by_slot() -> None:
     """Qwen3-Next: a whole state slot more leaves fewer tokens, so the free memory's rounding allows two ranges."""
-    _, log = _recorded("10-qwen3-next-80b-a3b-A100-80GB-tp_size=8.log")
+    _, log = _recorded("08-qwen3-next-80b-a3b-A100-80GB-tp_size=8.log")
     e = explain_sglang(log, engine_model_for(log.model, "x", None), gpu_facts("A100-80GB"), False)
     by = {f.what: f for f in e.figures}
     assert by["max_mamba_cache_size"].equal and log.mamba_slots == 2_421
@@ -164,7 +164,7 @@ def test_both_server_args_spellings_and_a_second_run() -> None:
 
 
 def test_the_cli_explains_an_sglang_log_in_every_format() -> None:
-    path = str(RECORDED / "05-gpt-oss-20b-A100-80GB.log")
+    path = str(RECORDED / "21-gpt-oss-20b-A100-80GB.log")
     r = kv("explain", path, "--gpu", "A100-80GB")
     assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith("SGLang log: all 8 figures equal") and "SWA KV pool: K size, GB" in r.stdout
@@ -218,7 +218,7 @@ def test_any_settings_a_log_states_end_in_a_documented_exit(args: dict[str, obje
 
 def test_an_80_column_terminal_gets_every_line_within_80_columns() -> None:
     """The figures stack on a narrow terminal; their long rules wrap at words under their first line."""
-    r = kv("explain", str(RECORDED / "10-qwen3-next-80b-a3b-A100-80GB-tp_size=8.log"), width=80)
+    r = kv("explain", str(RECORDED / "08-qwen3-next-80b-a3b-A100-80GB-tp_size=8.log"), width=80)
     lines = [line for line in r.stdout.splitlines() if " " in line.strip()]  # (a path is one word: never cut)
     assert r.exit_code == 0 and max(len(line) for line in lines) <= 80
     assert "     Why: " in r.stdout and "\n          " in r.stdout  # (a continuation under the first line)
@@ -228,4 +228,4 @@ def test_an_sglang_log_is_not_a_llama_cpp_log() -> None:
     from kvplan.sources.llamacpp_log import read_log
 
     with pytest.raises(BadInputError, match=r"an SGLang log, not a llama\.cpp startup log"):
-        read_log(str(RECORDED / "00-llama-3.1-8b-A100-80GB.log"))
+        read_log(str(RECORDED / "19-llama-3.1-8b-A100-80GB.log"))

@@ -54,6 +54,13 @@ CASES = [
     # SGLang's cap on its pool: the line carries it (and the plan is the capped pool's)
     ("gpt-oss-20b", ["--engine", "sglang", "--gpu", "H100-80GB"], ["--max-total-tokens", "50001", "--page-size", "16"]),
     ("gpt-oss-20b", ["--engine", "sglang", "--gpu", "H100-80GB"], ["--swa-full-tokens-ratio", "0.3"]),
+    # the radix cache off with a request cap: SGLang's SWA pool from the requests (and the chunk it reads)
+    (
+        "gpt-oss-20b",
+        ["--engine", "sglang", "--gpu", "H100-80GB"],
+        ["--disable-radix-cache", "--max-running-requests", "64", "--chunked-prefill-size", "4096"],
+    ),
+    (NEMOTRON, ["--engine", "sglang", "--gpu", "H200", "--params", "8B"], ["--max-mamba-cache-size", "40"]),
 ]
 
 

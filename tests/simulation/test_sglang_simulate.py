@@ -109,8 +109,10 @@ def test_a_mamba_hybrid_runs_on_its_state_pool() -> None:
         (("simulate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB", "--chunked-prefill-size", "1024",
           "--request-rate", "1"), 2, "--chunked-prefill-size: is SGLang's; vLLM does not have it"),
         ((*BASE, "--schedule-policy", "lifo", "--request-rate", "1"), 2, "expected one of fcfs, lpm"),
-        (("fit", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB", "--chunked-prefill-size", "1024"), 2,
-         "--chunked-prefill-size"),
+        (("fit", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB", "--schedule-policy", "lpm"), 2,
+         "--schedule-policy"),
+        (("fit", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB", "--max-mamba-cache-size", "8"), 2,
+         "--max-mamba-cache-size: is SGLang's; vLLM does not have it"),
     ],
 )  # fmt: skip
 def test_refusals_and_usage_errors(args: tuple[str, ...], code: int, message: str) -> None:

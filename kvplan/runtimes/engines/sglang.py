@@ -4,7 +4,8 @@ A port of SGLang 0.5.23's own sizing, proven against it (tests/fixtures/engines/
 scripts/engines/record_sglang.py): ``handle_gpu_memory_settings`` / ``reserve_for_graph_mb``
 (srt/arg_groups/memory_hook.py) for mem_fraction_static; ``KVCacheConfigurator._profile_available_bytes``,
 ``_handle_max_mamba_cache`` and ``resolve_max_num_reqs`` (srt/mem_cache/kv_cache_configurator.py);
-``DefaultPoolConfigurator`` / ``HybridSWAPoolConfigurator`` (srt/model_executor/pool_configurator.py).
+``DefaultPoolConfigurator`` / ``HybridSWAPoolConfigurator`` / ``SWARequestCapPoolConfigurator`` with
+``compute_swa_request_cap`` and ``validate_swa_pool_size`` (srt/model_executor/pool_configurator.py).
 SGLang works in GB floats; so does this module, to land on the same integers.
 """
 
@@ -35,6 +36,7 @@ DEFAULT_PAGE_SIZE = 1  # _page_size_default on CUDA
 DSA_PAGE_SIZE = 64  # DeepSeek DSA: 64 × index_kpool
 SWA_FULL_TOKENS_RATIO = 0.8  # ServerArgs.swa_full_tokens_ratio
 MAMBA_FULL_MEMORY_RATIO = 0.9  # ServerArgs.mamba_full_memory_ratio (fallback)
+SWA_EVICTION_INTERVAL = 128  # SGLANG_SWA_EVICTION_INTERVAL: decode tokens slid out of the window before freeing
 #: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3, plus (hybrids) 2 tracking slots per request for the radix
 #: cache's extra buffer with the overlap schedule (get_mamba_tracking_slots); 1 without the radix cache
 MAMBA_SLOTS_BASE, MAMBA_SLOTS_HYBRID, MAMBA_SLOTS_NO_RADIX = 3, 5, 1
@@ -298,14 +300,21 @@ class SGLang(Engine):
 
     # --- memory -------------------------------------------------------------------------------------------
 
-    def _pools(self, lay: EngineLayout, rest_gb: float, mfs: float) -> _Pools:
-        """_handle_max_mamba_cache: the state pool takes ratio / (1 + ratio) of the rest, in whole slots."""
+    def _pools(self, lay: EngineLayout, rest_gb: float) -> _Pools:
+        """_handle_max_mamba_cache: the state pool as --max-mamba-cache-size gives it; with the radix cache off,
+        one slot per --max-running-requests; else ratio / (1 + ratio) of the rest, in whole slots."""
         per_req = max(lay.stage_state_bytes(i) for i in range(len(lay.stages)))
         if not per_req:
             return _Pools(int(rest_gb * (1 << 30)), 0, 0)
-        ratio = MAMBA_FULL_MEMORY_RATIO
-        budget = rest_gb * ratio / (1 + ratio) * (1 << 30)
-        slots = int((budget - per_req) // per_req)
+        s = lay.settings
+        if s.max_mamba_cache_size is not None:
+            slots = s.max_mamba_cache_size
+        elif s.enable_prefix_caching is False and s.max_num_seqs is not None:
+            slots = max(1, s.max_num_seqs)
+        else:
+            ratio = MAMBA_FULL_MEMORY_RATIO
+            budget = rest_gb * ratio / (1 + ratio) * (1 << 30)
+            slots = int((budget - per_req) // per_req)
         if slots <= 0:  # SGLang stops: "Not enough GPU memory for hybrid (mamba/linear-attention) state cache"
             return _Pools(0, 0, 0)
         used = (slots + 1) * per_req
@@ -326,20 +335,39 @@ class SGLang(Engine):
         if rest_gb <= 0:
             budget = int(rest_gb * (1 << 30))
             return Capacity(lay, budget, 0, 0, max_len, 0.0, f"no memory left for the KV pool ({budget:,} B)")
-        pools = self._pools(lay, rest_gb, mfs)
+        pools = self._pools(lay, rest_gb)
         page = lay.block_tokens
         full, swa = lay.token_bytes_split(lay.busiest_stage)
         ratio = (s.swa_full_tokens_ratio or SWA_FULL_TOKENS_RATIO) if swa else 0.0
         cell = full + ratio * swa
         context = s.max_model_len or self.default_max_len(model)  # ModelConfig.context_len
         # no attention layer (Falcon-Mamba): the token pool is the context (DefaultPoolConfigurator)
-        tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else context
+        swa_cap = self.swa_request_cap(model, s, page, pre_gb) if swa and full else None
+        if swa_cap is not None:  # SWARequestCapPoolConfigurator: the SWA pool from the requests, the rest full
+            cell = full
+            tokens = int((pools.kv_bytes - swa_cap * swa) // full) // page * page
+            if tokens <= 0:
+                raise RefusedConfigError(
+                    f"sglang: the SWA pool for --max-running-requests {s.max_num_seqs} with the radix cache off "
+                    f"({swa_cap:,} tokens, {swa_cap * swa / (1 << 30):.2f} GiB) leaves no room for the full KV pool "
+                    f"in the {pools.kv_bytes / (1 << 30):.2f} GiB available (SGLang: reduce --max-running-requests "
+                    "or raise --mem-fraction-static)"
+                )
+        else:
+            tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else context
         cap = s.max_total_tokens  # _apply_token_constraints, then calculate_pool_sizes_from_max_tokens: in pages
         capped = cap is not None and cap < tokens
         if cap is not None and capped:
             tokens = cap // page * page
-        swa_tokens = int(tokens * ratio) // page * page if swa else None
-        split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
+        if swa_cap is not None:
+            swa_tokens: int | None = min(swa_cap, cap) if cap is not None and capped else swa_cap
+        else:
+            swa_tokens = int(tokens * ratio) // page * page if swa else None
+            self.validate_swa_pool(model, swa_tokens, page)
+        if swa_cap is not None:
+            split = f" (full {full:,}; the SWA pool {swa_cap:,} tokens × {swa:,} B for the requests' windows)"
+        else:
+            split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
         basis = f"free after weights − free × (1 − mem_fraction_static {mfs}) = {int(rest_gb * (1 << 30)):,} B"
         if pools.state_slots:
             per_req = lay.stage_state_bytes(lay.busiest_stage)
@@ -359,14 +387,47 @@ class SGLang(Engine):
         )  # fmt: skip
 
     @staticmethod
+    def swa_request_cap(model: ModelDescription, s: EngineSettings, page: int, pre_gb: float) -> int | None:
+        """SWARequestCapPoolConfigurator.is_applicable and compute_swa_request_cap: with the radix cache off and
+        --max-running-requests given, the SWA pool holds each request's window, the eviction interval, a page and
+        its next decode page, plus the prefill chunks in flight (two with the overlap schedule) and a page; in
+        pages. None where SGLang sizes the SWA pool by --swa-full-tokens-ratio."""
+        window = sliding_window_size(model)
+        if s.max_num_seqs is None or s.enable_prefix_caching is not False or window is None:
+            return None
+        chunk = s.chunked_prefill_size or memory_defaults(int(pre_gb * (1 << 30)) + CUDA_CONTEXT_BYTES,
+                                                          s.tensor_parallel_size)[0]  # fmt: skip
+        per_request = window + SWA_EVICTION_INTERVAL + page + page
+        in_flight = 1 if s.disable_overlap_schedule else 2
+        if chunk <= 0:  # chunked prefill off: a whole prompt may land in the SWA pool, so SGLang keeps its ratio
+            return None
+        return cdiv(per_request * max(1, s.max_num_seqs) + in_flight * chunk + page, page) * page
+
+    @staticmethod
+    def validate_swa_pool(model: ModelDescription, swa_tokens: int | None, page: int) -> None:
+        """validate_swa_pool_size: SGLang refuses an SWA pool at or below one window and a page."""
+        window = sliding_window_size(model)
+        if swa_tokens is not None and window is not None and window + page >= swa_tokens:
+            raise RefusedConfigError(
+                f"sglang: SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission floor "
+                f"is sliding_window_size ({window}) + page_size ({page}); SGLang refuses it (raise "
+                "--swa-full-tokens-ratio or the KV budget)"
+            )
+
+    @staticmethod
     def max_running_requests(tokens: int, context_len: int, asked: int | None, state_slots: int,
                              slots_per_request: int) -> int:  # fmt: skip
         """resolve_max_num_reqs: the asked number or an estimate from the pool, at most half the tokens, and for
-        hybrids at most the state slots ÷ the slots a request holds."""
+        hybrids at most the state slots ÷ the slots a request holds (SGLang refuses a state pool that holds none)."""
         estimated = max(min(int(tokens / context_len * 512), 4096), 2048)
         n = min(asked if asked is not None else estimated, tokens // 2)
         if state_slots:
             n = min(n, state_slots // slots_per_request)
+            if n <= 0:
+                raise RefusedConfigError(
+                    f"sglang: the state pool ({state_slots} slots, {slots_per_request} a request) is too small to "
+                    "serve any request; SGLang refuses it (raise --max-mamba-cache-size or --mem-fraction-static)"
+                )
         return n
 
     def requests_that_fit(self, cap: Capacity, ctx: int) -> int:
@@ -406,6 +467,12 @@ class SGLang(Engine):
             args += ["--max-total-tokens", str(lay.settings.max_total_tokens)]
         if lay.settings.swa_full_tokens_ratio is not None:
             args += ["--swa-full-tokens-ratio", f"{lay.settings.swa_full_tokens_ratio:g}"]
+        if lay.settings.max_mamba_cache_size is not None:
+            args += ["--max-mamba-cache-size", str(lay.settings.max_mamba_cache_size)]
+        if lay.settings.chunked_prefill_size is not None:
+            args += ["--chunked-prefill-size", str(lay.settings.chunked_prefill_size)]
+        if lay.settings.disable_overlap_schedule:
+            args.append("--disable-overlap-schedule")
         if lay.settings.enable_prefix_caching is False:
             args.append("--disable-radix-cache")
         return tuple(args)

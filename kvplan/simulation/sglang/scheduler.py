@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kvplan.errors import RefusedConfigError
+from kvplan.runtimes.engines.sglang import SWA_EVICTION_INTERVAL
 from kvplan.simulation.sglang.radix import Node, RadixTree, Seq
 from kvplan.simulation.workload import IterationPlan
 
@@ -39,7 +40,6 @@ WAITING_PREFIX_REFRESH_INTERVAL = 32
 WAITING_QUEUE_PREFIX_MATCH_MAX = 128
 IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD = 32
 IN_BATCH_PREFIX_CACHING_DEPRIORITIZE_THRESHOLD = 32
-SWA_EVICTION_INTERVAL = 128  # SGLANG_SWA_EVICTION_INTERVAL: decode tokens slid out of the window before freeing
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ def settings(case: dict[str, Any]) -> EngineSettings:
         mem_fraction_static=case.get("mem_fraction_static"),
         max_total_tokens=case.get("max_total_tokens"),
         swa_full_tokens_ratio=case.get("swa_full_tokens_ratio"),
+        max_mamba_cache_size=case.get("max_mamba_cache_size"),
         max_num_seqs=case.get("max_running_requests"),
         enable_prefix_caching=False if case.get("disable_radix_cache") else None,
         capability=g.capability,
