@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from kvplan.errors import KvplanError
-from kvplan.simulation.roofline import CostModel
+from kvplan.simulation.roofline import CostModel, StepCost
 from kvplan.simulation.stats import MAX_REQUEST_ROWS, RequestStats, Series, StepPoint
 from kvplan.simulation.vllm import EngineLoop, Request, Scheduler, SchedulerConfig, Status
 from kvplan.simulation.workload import RequestSpec, Workload
@@ -27,6 +27,7 @@ from kvplan.simulation.workload import RequestSpec, Workload
 if TYPE_CHECKING:
     from kvplan.simulation.llamacpp import ServerConfig
     from kvplan.simulation.sglang.scheduler import SchedulerConfig as SglangConfig
+    from kvplan.simulation.vllm.stretch import DecodeRun
 
 
 @dataclass(frozen=True)
@@ -286,7 +287,10 @@ def simulate(  # noqa: C901 - one event loop
     cost: CostModel,
     workload: Workload,
     progress: Callable[[float, int], None] | None = None,
+    stretches: bool = True,
 ) -> SimResult:
+    """``stretches``: decode stretches taken together (kvplan.simulation.vllm.stretch); False steps through every
+    iteration (the tests compare the two)."""
     clients = Clients(workload, random.Random(workload.seed), config.max_model_len)
     results = clients.results
     loop = EngineLoop(Scheduler(config), steps=deque(maxlen=1))  # the latest step's record is all it needs
@@ -312,6 +316,11 @@ def simulate(  # noqa: C901 - one event loop
                 break
             if not replay:
                 t = max(t, upcoming)
+                continue
+        if stretches and not replay and not cost.windowed:
+            after = _stretch(loop, clients, series, cost, t, usable, workload, progress)
+            if after is not None:
+                t, idle_steps = after, 0
                 continue
         finished = loop.step()
         if loop.last is not None:
@@ -362,6 +371,106 @@ def simulate(  # noqa: C901 - one event loop
     return SimResult(
         config, series, clients.stats, tuple(clients.kept), usable, loop.scheduler.kv.pool.num_free(), clients.end
     )
+
+
+def _stretch(
+    loop: EngineLoop,
+    clients: Clients,
+    series: Series,
+    cost: CostModel,
+    t: float,
+    usable: int,
+    workload: Workload,
+    progress: Callable[[float, int], None] | None,
+) -> float | None:
+    """The engine loop's next iterations as one decode stretch, where it is in one: up to the next arrival or
+    cancel, a client's leaving, a request's last token, and while the free blocks last. Each iteration's step is
+    added to the series and its tokens to the clients as stepping would add them; the time after the stretch, or
+    None (no stretch: step)."""
+    from kvplan.simulation.vllm.kv_cache_manager import KVCacheManager
+    from kvplan.simulation.vllm.stretch import advance, allocations, decode_run
+
+    run = decode_run(loop)
+    if run is None or run.limit < 2:
+        return None
+    results = clients.results
+    limit = _clients_limit(run, clients, t)
+    if limit < 2:
+        return None
+    starts, steps = _step_times(run, clients, cost, t, limit)
+    rows = len(run.requests)
+    kv = loop.scheduler.kv
+    assert type(kv) is KVCacheManager
+    k = len(steps)
+    free = kv.pool.num_free()
+    if allocations(run, kv, k) > free:  # the longest stretch the free blocks allow
+        lo, hi = 0, k
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if allocations(run, kv, mid) <= free else (lo, mid - 1)
+        k = lo
+    if k < 2:
+        return None
+    free_after = advance(loop, run, k)
+    itl = clients.stats.itl
+    for j in range(k):
+        start, step = starts[j], steps[j]
+        end = start + step.seconds
+        series.add(
+            StepPoint(
+                start, step.seconds, 0, rows, rows, 0, usable - free_after[j], 0, step.bytes, step.flops,
+                step.compute_bound,
+            )
+        )  # fmt: skip
+        itl.repeat(end - start, rows)
+        check_steps(series.steps, end, workload, "engine")
+        if progress is not None and series.steps % 2000 == 0:
+            progress(end, clients.stats.arrived)
+    t = starts[k - 1] + steps[k - 1].seconds
+    for r in run.requests:
+        res = results[r.rid]
+        res.tokens += k
+        res.last_token = t
+    return t
+
+
+def _clients_limit(run: DecodeRun, clients: Clients, t: float) -> int:
+    """The iterations a stretch may take before a client leaves (after the iteration its count is reached); 0
+    where a request did not sample its last token at ``t`` (not a steady decode)."""
+    results, leave = clients.results, clients.leave_at
+    limit = run.limit
+    for r in run.requests:
+        res = results[r.rid]
+        if res.last_token != t:
+            return 0
+        wait = leave.get(r.rid)
+        if wait is not None:
+            limit = min(limit, wait - res.tokens - 1)
+    return limit
+
+
+def _step_times(
+    run: DecodeRun, clients: Clients, cost: CostModel, t: float, limit: int
+) -> tuple[list[float], list[StepCost]]:
+    """The stretch's iterations up to the first that would start with an arrival or a cancel due: when each
+    starts and what its decode step costs (the roofline from the context's sum)."""
+    upcoming = clients.next_arrival()
+    horizon = math.inf if upcoming is None else upcoming
+    if clients.cancels:
+        horizon = min(horizon, clients.cancels[0][0])
+    rows = len(run.requests)
+    starts: list[float] = []
+    steps: list[StepCost] = []
+    now = t
+    for j in range(limit):
+        if j and now >= horizon:
+            break
+        ctx = run.context_sum + (j + 1) * rows  # Σ (before + 1), before = the context before the step's token
+        step = cost.totals(rows, rows, ctx, ctx)
+        starts.append(now)
+        steps.append(step)
+        now += step.seconds
+    return starts, steps
 
 
 @dataclass(frozen=True)

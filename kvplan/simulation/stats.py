@@ -54,7 +54,8 @@ class Quantiles:
                 self._bucket_all(self._exact)
                 self._exact = None
         else:
-            self._bucket_all((value,))
+            key = _ZERO if value <= 0 else math.floor(math.log(value) / _LOG_STEP)
+            self._buckets[key] = self._buckets.get(key, 0) + 1
 
     def extend(self, values: list[float]) -> None:
         """``add`` for each of ``values``, in one call (the gaps of one engine step's tokens)."""
@@ -73,6 +74,24 @@ class Quantiles:
             exact.extend(values)
         else:
             self._bucket_all(values)
+
+    def repeat(self, value: float, count: int) -> None:
+        """``add`` of one value ``count`` times (the gap every request of a decode step saw)."""
+        exact = self._exact
+        if exact is not None and len(exact) + count > EXACT_VALUES:
+            for _ in range(count):
+                self.add(value)
+            return
+        if count <= 0:
+            return
+        self.count += count
+        if self.maximum is None or value > self.maximum:
+            self.maximum = value
+        if exact is not None:
+            exact.extend(array("d", (value,)) * count)
+        else:
+            key = _ZERO if value <= 0 else math.floor(math.log(value) / _LOG_STEP)
+            self._buckets[key] = self._buckets.get(key, 0) + count
 
     def _bucket_all(self, values: list[float] | tuple[float, ...] | array[float]) -> None:
         """Each value into its bucket; a run of equal values (a step's tokens mostly share one gap) bucketed once."""

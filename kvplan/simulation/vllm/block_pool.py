@@ -16,18 +16,20 @@ class BlockPool:
         self.ref = [0] * num_blocks
         self.free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(1, num_blocks))
         self.hash_of: dict[int, BlockKey] = {}
-        self.cached: dict[BlockKey, dict[int, None]] = {}
+        #: a hash's blocks in the order they were cached: one block, or a list of them (a prefix computed twice)
+        self.cached: dict[BlockKey, int | list[int]] = {}
 
     def num_free(self) -> int:
         return len(self.free)
 
     def get_new_blocks(self, n: int) -> list[int]:
         out = []
+        pop, hash_of, ref = self.free.popitem, self.hash_of, self.ref
         for _ in range(n):
-            block, _ = self.free.popitem(last=False)
-            if block in self.hash_of:  # evicted from the prefix cache
+            block, _ = pop(last=False)
+            if block in hash_of:  # evicted from the prefix cache
                 self.uncache(block)
-            self.ref[block] += 1
+            ref[block] += 1
             out.append(block)
         return out
 
@@ -51,23 +53,34 @@ class BlockPool:
             self.free[block] = None
 
     def cached_block(self, key: BlockKey) -> int | None:
+        """The first block cached under the hash that is still cached (vLLM's get_one_block)."""
         holders = self.cached.get(key)
-        return next(iter(holders)) if holders else None
+        return holders if holders is None or isinstance(holders, int) else holders[0]
 
     def cache(self, block: int, key: BlockKey) -> None:
         if block in self.hash_of:
             return
         self.hash_of[block] = key
-        self.cached.setdefault(key, {})[block] = None
+        holders = self.cached.get(key)
+        if holders is None:
+            self.cached[key] = block
+        elif isinstance(holders, int):
+            self.cached[key] = [holders, block]
+        else:
+            holders.append(block)
 
     def uncache(self, block: int) -> None:
         """The block's hash dropped (it is reused, or its cached state is superseded)."""
         key = self.hash_of.pop(block, None)
-        if key is not None:
-            holders = self.cached[key]
-            del holders[block]
-            if not holders:
-                del self.cached[key]
+        if key is None:
+            return
+        holders = self.cached[key]
+        if isinstance(holders, int):
+            del self.cached[key]
+            return
+        holders.remove(block)
+        if len(holders) == 1:
+            self.cached[key] = holders[0]
 
     def cached_run(self, keys: Iterable[BlockKey]) -> list[int] | None:
         """One cached block for each key (a block index across the groups), or None if one misses

@@ -88,8 +88,10 @@ class KVCacheManager:
         if done >= full:
             return
         blocks = self.req_blocks[r.rid]
-        for index in range(done, full):
-            self.pool.cache(blocks[index], r.key(index, self.block_size))
+        cache = self.pool.cache
+        shared, rid = r.shared_prefix, r.rid
+        for index in range(done, full):  # r.key(index, bs), inlined
+            cache(blocks[index], (-1, index) if (index + 1) * bs <= shared else (rid, index))
         self.num_cached[r.rid] = full
 
     def free(self, r: Request) -> None:

@@ -1,0 +1,136 @@
+"""Decode stretches: engine-loop iterations in which every running request decodes one token and nothing else
+happens, taken together. Not a part of vLLM: a shortcut of the port that lands where stepping would.
+
+In vLLM 0.33's steady decode under async scheduling (``AsyncScheduler``, two batches in flight) and one
+full-attention group (``KVCacheManager``), an iteration schedules one token for each running request, in the
+running order, and applies the previous iteration's tokens. While no request arrives, ends, is cancelled or
+preempted and nobody waits, the only state that changes other than counters is the block pool: a request takes
+a new block when its tokens reach the end of its last one (``allocate_slots``), and caches a block when its
+tokens fill it (``cache_blocks``) — so every other iteration of a request is a counter increment. A stretch
+runs exactly those calls, in the order stepping would make them (by iteration, then the running order), and
+moves the counters once at its end; the iterations' step records are the same as stepping's (the test
+``tests/simulation/test_vllm_stretch.py`` compares whole simulations both ways).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from kvplan.simulation.vllm.engine import EngineLoop
+from kvplan.simulation.vllm.kv_cache_manager import KVCacheManager
+from kvplan.simulation.vllm.request import Request, Status
+from kvplan.simulation.vllm.scheduler import StepOutput, StepRecord
+
+
+@dataclass(slots=True)
+class DecodeRun:
+    """The running requests of a steady decode, in the running order, and how long they can go on: ``limit``
+    iterations at most before one of them reaches its last token or the context."""
+
+    requests: list[Request]
+    contexts: list[int]  # each request's computed tokens before the stretch
+    context_sum: int
+    limit: int
+
+
+def decode_run(loop: EngineLoop) -> DecodeRun | None:
+    """The stretch the loop can take from its next iteration, or None where it is not in a steady decode."""
+    s = loop.scheduler
+    c = s.config
+    if (
+        not c.async_scheduling
+        or type(s.kv) is not KVCacheManager
+        or s.waiting
+        or not s.running
+        or len(loop.queue) != 1
+        or len(s.running) > c.max_num_batched_tokens
+    ):
+        return None
+    previous = loop.queue[0]
+    scheduled = previous.scheduled
+    if len(scheduled) != len(s.running) or len(previous.sampled) != len(scheduled):
+        return None
+    eligible = s.current_step + 1
+    limit = c.max_model_len
+    contexts = []
+    running = Status.RUNNING
+    for r in s.running:
+        if (
+            scheduled.get(r.rid) != 1
+            or r.status is not running
+            or r.placeholders != 1
+            or r.in_flight != 1
+            or r.stale
+            or r.outputs < 1
+            or r.num_computed != r.num_tokens
+            or r.next_decode_eligible_step > eligible
+        ):
+            return None
+        contexts.append(r.num_computed)
+        # outputs + K < max_tokens (neither skipped as nearly done nor finished), computed + K + 1 <= max_model_len
+        limit = min(limit, r.max_tokens - r.outputs - 1, c.max_model_len - r.num_computed - 1)
+    if list(scheduled) != [r.rid for r in s.running]:
+        return None
+    return DecodeRun(list(s.running), contexts, sum(contexts), limit)
+
+
+def allocations(run: DecodeRun, kv: KVCacheManager, iterations: int) -> int:
+    """New blocks the stretch takes in ``iterations``: a request's at each iteration its tokens reach the end of
+    its blocks, then every block on."""
+    bs = kv.block_size
+    total = 0
+    for r, c in zip(run.requests, run.contexts, strict=True):
+        first = len(kv.req_blocks[r.rid]) * bs - c  # the iteration whose schedule needs one more block
+        if first < iterations:
+            total += (iterations - first + bs - 1) // bs
+    return total
+
+
+def advance(loop: EngineLoop, run: DecodeRun, iterations: int) -> list[int]:
+    """The loop moved on ``iterations`` (at most ``run.limit``, with blocks for every allocation) as stepping would
+    move it; the free blocks after each iteration's schedule."""
+    s = loop.scheduler
+    kv = s.kv
+    assert type(kv) is KVCacheManager and 0 < iterations <= run.limit
+    bs = kv.block_size
+    pool = kv.pool
+    requests, contexts = run.requests, run.contexts
+    n = len(requests)
+    # an event: iteration × n + position in the running order (a heap of ints orders them as stepping does)
+    events = [_next_event(kv, r, c, 0, bs) * n + i for i, (r, c) in enumerate(zip(requests, contexts, strict=True))]
+    heapq.heapify(events)
+    free_after: list[int] = []
+    for j in range(iterations):
+        upto = (j + 1) * n
+        while events and events[0] < upto:
+            i = heapq.heappop(events) - j * n
+            r, c = requests[i], contexts[i]
+            r.num_computed = r.num_tokens = c + j  # as the iteration's schedule() finds it
+            ok = kv.allocate_slots(r, 1)
+            assert ok, "a stretch is taken only with blocks for every allocation"
+            heapq.heappush(events, _next_event(kv, r, c, j + 1, bs) * n + i)
+        free_after.append(pool.num_free())
+    rids = [r.rid for r in run.requests]
+    end = iterations
+    for r, c in zip(run.requests, run.contexts, strict=True):
+        r.num_computed = r.num_tokens = c + end
+        r.outputs += end
+        r.next_decode_eligible_step = s.current_step + end + 1
+    s.current_step += end
+    s.finished_ids = set()
+    loop.iteration += end
+    before = {r.rid: c + end - 1 for r, c in zip(run.requests, run.contexts, strict=True)}
+    last = StepOutput(dict.fromkeys(rids, 1), frozenset(rids), before)
+    loop.queue[0] = last
+    loop.last = last
+    loop.steps.append(StepRecord(loop.iteration - 1, tuple((rid, 1) for rid in rids), len(rids), 0, (), free_after[-1]))
+    return free_after
+
+
+def _next_event(kv: KVCacheManager, r: Request, c: int, start: int, bs: int) -> int:
+    """The first iteration from ``start`` in which the request's schedule takes a block or caches one: its
+    tokens (c + j) reach the end of its blocks, or fill a block past those cached."""
+    held = len(kv.req_blocks[r.rid]) * bs
+    cached = (kv.num_cached.get(r.rid, 0) + 1) * bs if kv.caching else held + 1
+    return max(start, min(held, cached) - c)
