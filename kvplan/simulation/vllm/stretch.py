@@ -3,13 +3,14 @@ happens, taken together. Not a part of vLLM: a shortcut of the port that lands w
 
 In vLLM 0.33's steady decode under async scheduling (``AsyncScheduler``, two batches in flight) and one
 full-attention group (``KVCacheManager``), an iteration schedules one token for each running request, in the
-running order, and applies the previous iteration's tokens. While no request arrives, ends, is cancelled or
-preempted and nobody waits, the only state that changes other than counters is the block pool: a request takes
-a new block when its tokens reach the end of its last one (``allocate_slots``), and caches a block when its
-tokens fill it (``cache_blocks``) — so every other iteration of a request is a counter increment. A stretch
-runs exactly those calls, in the order stepping would make them (by iteration, then the running order), and
-moves the counters once at its end; the iterations' step records are the same as stepping's (the test
-``tests/simulation/test_vllm_stretch.py`` compares whole simulations both ways).
+running order, and applies the previous iteration's tokens (a request whose last prompt chunk that was joins
+the decode there: its prompt's blocks were cached when the chunk was scheduled). While no request arrives,
+ends, is cancelled or preempted and nobody waits, the only state that changes other than counters is the block
+pool: a request takes a new block when its tokens reach the end of its last one (``allocate_slots``), and
+caches a block when its tokens fill it (``cache_blocks``) — so every other iteration of a request is a counter
+increment. A stretch runs exactly those calls, in the order stepping would make them (by iteration, then the
+running order), and moves the counters once at its end; the iterations' step records are the same as
+stepping's (``tests/simulation/test_vllm_stretch.py`` compares whole simulations both ways).
 """
 
 from __future__ import annotations
@@ -57,12 +58,10 @@ def decode_run(loop: EngineLoop) -> DecodeRun | None:
     running = Status.RUNNING
     for r in s.running:
         if (
-            scheduled.get(r.rid) != 1
-            or r.status is not running
+            r.in_flight != scheduled.get(r.rid)  # only the previous step's tokens in flight (its last prefill
+            or r.status is not running  # chunk, or one decode token)
             or r.placeholders != 1
-            or r.in_flight != 1
             or r.stale
-            or r.outputs < 1
             or r.num_computed != r.num_tokens
             or r.next_decode_eligible_step > eligible
         ):
@@ -116,6 +115,7 @@ def advance(loop: EngineLoop, run: DecodeRun, iterations: int) -> list[int]:
     for r, c in zip(run.requests, run.contexts, strict=True):
         r.num_computed = r.num_tokens = c + end
         r.outputs += end
+        r.in_flight = 1
         r.next_decode_eligible_step = s.current_step + end + 1
     s.current_step += end
     s.finished_ids = set()
