@@ -97,19 +97,37 @@ def advance(loop: EngineLoop, run: DecodeRun, iterations: int) -> list[int]:
     requests, contexts = run.requests, run.contexts
     n = len(requests)
     # an event: iteration × n + position in the running order (a heap of ints orders them as stepping does)
-    events = [_next_event(kv, r, c, 0, bs) * n + i for i, (r, c) in enumerate(zip(requests, contexts, strict=True))]
+    events = [_next_event(kv, r, c, bs) * n + i for i, (r, c) in enumerate(zip(requests, contexts, strict=True))]
     heapq.heapify(events)
     free_after: list[int] = []
+    req_blocks, num_cached, caching, free = kv.req_blocks, kv.num_cached, kv.caching, pool.free
+    pop, push, cache = heapq.heappop, heapq.heappush, pool.cache
     for j in range(iterations):
         upto = (j + 1) * n
         while events and events[0] < upto:
-            i = heapq.heappop(events) - j * n
-            r, c = requests[i], contexts[i]
-            r.num_computed = r.num_tokens = c + j  # as the iteration's schedule() finds it
-            ok = kv.allocate_slots(r, 1)
-            assert ok, "a stretch is taken only with blocks for every allocation"
-            heapq.heappush(events, _next_event(kv, r, c, j + 1, bs) * n + i)
-        free_after.append(pool.num_free())
+            i = pop(events) - j * n
+            r = requests[i]
+            tokens = contexts[i] + j  # the request's computed tokens as the iteration's schedule() finds them
+            blocks = req_blocks[r.rid]
+            # allocate_slots(r, 1) for a request decoding a token, inlined: a block when the tokens reach the end
+            # of its blocks (grow_blocks; free blocks are there for each), then the newly full blocks cached
+            if tokens == len(blocks) * bs:
+                assert free, "a stretch is taken only with blocks for every allocation"
+                blocks.extend(pool.get_new_blocks(1))
+            done = num_cached.get(r.rid, 0)
+            if caching and tokens // bs > done:  # cache_blocks(r, tokens), inlined
+                full = tokens // bs
+                for index in range(done, full):
+                    key = (-1, index) if (index + 1) * bs <= r.shared_prefix else (r.rid, index)
+                    cache(blocks[index], key)
+                num_cached[r.rid] = done = full
+            # the next event: the tokens reach the end of the blocks, or fill the block past those cached
+            end = len(blocks) * bs
+            if caching and (done + 1) * bs < end:
+                end = (done + 1) * bs
+            nxt = end - contexts[i]
+            push(events, (nxt if nxt > j + 1 else j + 1) * n + i)
+        free_after.append(len(free))
     rids = [r.rid for r in run.requests]
     end = iterations
     for r, c in zip(run.requests, run.contexts, strict=True):
@@ -128,9 +146,10 @@ def advance(loop: EngineLoop, run: DecodeRun, iterations: int) -> list[int]:
     return free_after
 
 
-def _next_event(kv: KVCacheManager, r: Request, c: int, start: int, bs: int) -> int:
-    """The first iteration from ``start`` in which the request's schedule takes a block or caches one: its
-    tokens (c + j) reach the end of its blocks, or fill a block past those cached."""
-    held = len(kv.req_blocks[r.rid]) * bs
-    cached = (kv.num_cached.get(r.rid, 0) + 1) * bs if kv.caching else held + 1
-    return max(start, min(held, cached) - c)
+def _next_event(kv: KVCacheManager, r: Request, c: int, bs: int) -> int:
+    """The first iteration in which the request's schedule takes a block or caches one: its tokens (c + j) reach
+    the end of its blocks, or fill a block past those cached."""
+    end = len(kv.req_blocks[r.rid]) * bs
+    if kv.caching:
+        end = min(end, (kv.num_cached.get(r.rid, 0) + 1) * bs)
+    return max(0, end - c)
