@@ -384,21 +384,39 @@ def _stretch(
     progress: Callable[[float, int], None] | None,
 ) -> float | None:
     """The engine loop's next iterations as one decode stretch, where it is in one: up to the next arrival or
-    cancel, a client's leaving, a request's last token, and while the free blocks last. Each iteration's step is
-    added to the series and its tokens to the clients as stepping would add them; the time after the stretch, or
-    None (no stretch: step)."""
+    cancel, a client's leaving, and while the free blocks last (requests that end inside it are freed where
+    stepping frees them). Each iteration's step is added to the series and its tokens to the clients as stepping
+    would add them; the time after the stretch, or None (no stretch: step)."""
     from kvplan.simulation.vllm.kv_cache_manager import KVCacheManager
-    from kvplan.simulation.vllm.stretch import advance, allocations, decode_run
+    from kvplan.simulation.vllm.stretch import advance, allocations, decode_run, shape
 
-    run = decode_run(loop)
+    run = decode_run(loop, ends_inside=workload.concurrency is None)
     if run is None or run.limit < 2:
         return None
     results = clients.results
     limit = _clients_limit(run, clients, t)
     if limit < 2:
         return None
-    starts, steps = _step_times(run, clients, cost, t, limit)
-    rows = len(run.requests)
+    starts: list[float] = []
+    steps: list[StepCost] = []
+    upcoming = clients.next_arrival()
+    horizon = math.inf if upcoming is None else upcoming
+    if clients.cancels:
+        horizon = min(horizon, clients.cancels[0][0])
+    now = t
+
+    def timed(j: int, rows: int, ctx: int) -> bool:
+        """The iteration's step, unless it would start with an arrival or a cancel due."""
+        nonlocal now
+        if j and now >= horizon:
+            return False
+        step = cost.totals(rows, rows, ctx, ctx)
+        starts.append(now)
+        steps.append(step)
+        now += step.seconds
+        return True
+
+    plan = shape(run, limit, timed)
     kv = loop.scheduler.kv
     assert type(kv) is KVCacheManager
     k = len(steps)
@@ -411,27 +429,37 @@ def _stretch(
         k = lo
     if k < 2:
         return None
-    free_after = advance(loop, run, k)
-    itl = clients.stats.itl
+    free_after, ended = advance(loop, run, plan, k)
     for j in range(k):
         start, step = starts[j], steps[j]
-        end = start + step.seconds
         series.add(
             StepPoint(
-                start, step.seconds, 0, rows, rows, 0, usable - free_after[j], 0, step.bytes, step.flops,
-                step.compute_bound,
+                start, step.seconds, 0, plan.rows[j], plan.running[j], 0, usable - free_after[j], 0, step.bytes,
+                step.flops, step.compute_bound,
             )
         )  # fmt: skip
-        itl.repeat(end - start, rows)
-        check_steps(series.steps, end, workload, "engine")
+        _stretch_clients(clients, start, start + step.seconds, plan.rows[j], ended[j], j)
+        check_steps(series.steps, start + step.seconds, workload, "engine")
         if progress is not None and series.steps % 2000 == 0:
-            progress(end, clients.stats.arrived)
+            progress(start + step.seconds, clients.stats.arrived)
     t = starts[k - 1] + steps[k - 1].seconds
-    for r in run.requests:
+    for r in loop.scheduler.running:
         res = results[r.rid]
         res.tokens += k
         res.last_token = t
     return t
+
+
+def _stretch_clients(clients: Clients, start: float, end: float, rows: int, ended: list[Request], j: int) -> None:
+    """A stretch's iteration ``j`` at the clients: a token for each of ``rows`` requests (one gap each), and the
+    requests that ended, whose clients saw a token at each earlier iteration."""
+    clients.stats.itl.repeat(end - start, rows)
+    for r in ended:
+        res = clients.results[r.rid]
+        if j:
+            res.tokens += j
+            res.last_token = start
+        clients.ended(r.rid, end, False)
 
 
 def _clients_limit(run: DecodeRun, clients: Clients, t: float) -> int:
@@ -447,30 +475,6 @@ def _clients_limit(run: DecodeRun, clients: Clients, t: float) -> int:
         if wait is not None:
             limit = min(limit, wait - res.tokens - 1)
     return limit
-
-
-def _step_times(
-    run: DecodeRun, clients: Clients, cost: CostModel, t: float, limit: int
-) -> tuple[list[float], list[StepCost]]:
-    """The stretch's iterations up to the first that would start with an arrival or a cancel due: when each
-    starts and what its decode step costs (the roofline from the context's sum)."""
-    upcoming = clients.next_arrival()
-    horizon = math.inf if upcoming is None else upcoming
-    if clients.cancels:
-        horizon = min(horizon, clients.cancels[0][0])
-    rows = len(run.requests)
-    starts: list[float] = []
-    steps: list[StepCost] = []
-    now = t
-    for j in range(limit):
-        if j and now >= horizon:
-            break
-        ctx = run.context_sum + (j + 1) * rows  # Σ (before + 1), before = the context before the step's token
-        step = cost.totals(rows, rows, ctx, ctx)
-        starts.append(now)
-        steps.append(step)
-        now += step.seconds
-    return starts, steps
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,11 @@ def _both(config: SchedulerConfig, workload: Workload, monkeypatch: pytest.Monke
     taken = [0]
     advance = stretch.advance
 
-    def counting(loop: Any, run: stretch.DecodeRun, iterations: int) -> list[int]:
+    def counting(loop: Any, run: stretch.DecodeRun, plan: stretch.Shape, iterations: int) -> Any:
         taken[0] += iterations
-        return advance(loop, run, iterations)
+        free_after, ended = advance(loop, run, plan, iterations)
+        ENDED[0] += sum(len(e) for e in ended)
+        return free_after, ended
 
     monkeypatch.setattr(stretch, "advance", counting)
     stepped = simulate(config, COST, workload, stretches=False)
@@ -67,6 +69,8 @@ def _both(config: SchedulerConfig, workload: Workload, monkeypatch: pytest.Monke
     _same(stepped, simulate(config, COST, workload))
     return taken[0]
 
+
+ENDED = [0]  # requests that ended inside a stretch, over the module's runs
 
 WORKLOADS = {
     "rate": (
@@ -105,8 +109,11 @@ WORKLOADS = {
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_stretches_equal_stepping(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     config, workload = WORKLOADS[name]
+    ended = ENDED[0]
     taken = _both(config, workload, monkeypatch)
     assert taken > 0  # the workload did take stretches (a test that cannot fail is none)
+    if workload.concurrency is None and name != "the context's end":
+        assert ENDED[0] > ended  # and requests ended inside them
 
 
 def test_a_trace_with_cancels_after_seconds_and_tokens(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,14 +24,27 @@ class BlockPool:
 
     def get_new_blocks(self, n: int) -> list[int]:
         out = []
-        pop, hash_of, ref = self.free.popitem, self.hash_of, self.ref
+        pop, hash_of, ref, cached = self.free.popitem, self.hash_of, self.ref, self.cached
         for _ in range(n):
-            block, _ = pop(last=False)
-            if block in hash_of:  # evicted from the prefix cache
-                self.uncache(block)
+            block = pop(last=False)[0]
+            if block in hash_of:  # evicted from the prefix cache (uncache, inlined)
+                key = hash_of.pop(block)
+                holders = cached[key]
+                if holders.__class__ is int:
+                    del cached[key]
+                else:
+                    self.uncache_from(key, block)
             ref[block] += 1
             out.append(block)
         return out
+
+    def uncache_from(self, key: BlockKey, block: int) -> None:
+        """One of several blocks cached under ``key`` dropped (its hash already popped)."""
+        holders = self.cached[key]
+        assert isinstance(holders, list)
+        holders.remove(block)
+        if len(holders) == 1:
+            self.cached[key] = holders[0]
 
     def touch(self, blocks: Sequence[int]) -> None:
         for block in blocks:
@@ -42,15 +55,18 @@ class BlockPool:
     def free_blocks(self, ordered: Iterable[int]) -> None:
         first: list[int] = []
         last: list[int] = []
+        ref, hash_of, free = self.ref, self.hash_of, self.free
+        hashed = hash_of if self.caching else {}
         for block in ordered:
-            self.ref[block] -= 1
-            if self.ref[block] == 0:
-                (last if block in self.hash_of and self.caching else first).append(block)
+            left = ref[block] - 1
+            ref[block] = left
+            if left == 0:
+                (last if block in hashed else first).append(block)
         for block in reversed(first):
-            self.free[block] = None
-            self.free.move_to_end(block, last=False)
+            free[block] = None
+            free.move_to_end(block, last=False)
         for block in last:
-            self.free[block] = None
+            free[block] = None
 
     def cached_block(self, key: BlockKey) -> int | None:
         """The first block cached under the hash that is still cached (vLLM's get_one_block)."""
@@ -74,13 +90,10 @@ class BlockPool:
         key = self.hash_of.pop(block, None)
         if key is None:
             return
-        holders = self.cached[key]
-        if isinstance(holders, int):
+        if isinstance(self.cached[key], int):
             del self.cached[key]
-            return
-        holders.remove(block)
-        if len(holders) == 1:
-            self.cached[key] = holders[0]
+        else:
+            self.uncache_from(key, block)
 
     def cached_run(self, keys: Iterable[BlockKey]) -> list[int] | None:
         """One cached block for each key (a block index across the groups), or None if one misses

@@ -88,10 +88,17 @@ class KVCacheManager:
         if done >= full:
             return
         blocks = self.req_blocks[r.rid]
-        cache = self.pool.cache
+        pool = self.pool
+        hash_of, cached = pool.hash_of, pool.cached
         shared, rid = r.shared_prefix, r.rid
-        for index in range(done, full):  # r.key(index, bs), inlined
-            cache(blocks[index], (-1, index) if (index + 1) * bs <= shared else (rid, index))
+        for index in range(done, full):  # pool.cache(block, r.key(index, bs)), inlined for a new hash
+            block = blocks[index]
+            key = (-1, index) if (index + 1) * bs <= shared else (rid, index)
+            if block in hash_of or key in cached:
+                pool.cache(block, key)
+            else:
+                hash_of[block] = key
+                cached[key] = block
         self.num_cached[r.rid] = full
 
     def free(self, r: Request) -> None:
