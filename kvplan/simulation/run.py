@@ -388,7 +388,7 @@ def _stretch(
     stepping frees them). Each iteration's step is added to the series and its tokens to the clients as stepping
     would add them; the time after the stretch, or None (no stretch: step)."""
     from kvplan.simulation.vllm.kv_cache_manager import KVCacheManager
-    from kvplan.simulation.vllm.stretch import advance, allocations, decode_run, shape
+    from kvplan.simulation.vllm.stretch import advance, affordable, decode_run, shape
 
     run = decode_run(loop, ends_inside=workload.concurrency is None)
     if run is None or run.limit < 2:
@@ -419,17 +419,11 @@ def _stretch(
     plan = shape(run, limit, timed)
     kv = loop.scheduler.kv
     assert type(kv) is KVCacheManager
-    k = len(steps)
-    free = kv.pool.num_free()
-    if allocations(run, kv, k) > free:  # the longest stretch the free blocks allow
-        lo, hi = 0, k
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if allocations(run, kv, mid) <= free else (lo, mid - 1)
-        k = lo
+    k = affordable(run, kv, len(steps))
     if k < 2:
         return None
     free_after, ended = advance(loop, run, plan, k)
+    itl = clients.stats.itl
     for j in range(k):
         start, step = starts[j], steps[j]
         series.add(
@@ -438,10 +432,15 @@ def _stretch(
                 step.flops, step.compute_bound,
             )
         )  # fmt: skip
-        _stretch_clients(clients, start, start + step.seconds, plan.rows[j], ended[j], j)
-        check_steps(series.steps, start + step.seconds, workload, "engine")
-        if progress is not None and series.steps % 2000 == 0:
-            progress(start + step.seconds, clients.stats.arrived)
+        end = start + step.seconds
+        if ended[j]:
+            _stretch_clients(clients, start, end, ended[j], j)
+        itl.repeat(end - start, plan.rows[j])
+        done = series.steps
+        if done == PACE_STEPS or done > MAX_STEPS:  # check_steps' two tests, without the call
+            check_steps(done, end, workload, "engine")
+        if progress is not None and done % 2000 == 0:
+            progress(end, clients.stats.arrived)
     t = starts[k - 1] + steps[k - 1].seconds
     for r in loop.scheduler.running:
         res = results[r.rid]
@@ -450,10 +449,9 @@ def _stretch(
     return t
 
 
-def _stretch_clients(clients: Clients, start: float, end: float, rows: int, ended: list[Request], j: int) -> None:
-    """A stretch's iteration ``j`` at the clients: a token for each of ``rows`` requests (one gap each), and the
-    requests that ended, whose clients saw a token at each earlier iteration."""
-    clients.stats.itl.repeat(end - start, rows)
+def _stretch_clients(clients: Clients, start: float, end: float, ended: list[Request], j: int) -> None:
+    """The requests that ended in a stretch's iteration ``j``, at their clients: each saw a token at every earlier
+    iteration."""
     for r in ended:
         res = clients.results[r.rid]
         if j:

@@ -23,10 +23,9 @@ class BlockPool:
         return len(self.free)
 
     def get_new_blocks(self, n: int) -> list[int]:
-        out = []
         pop, hash_of, ref, cached = self.free.popitem, self.hash_of, self.ref, self.cached
-        for _ in range(n):
-            block = pop(last=False)[0]
+        out = [pop(last=False)[0] for _ in range(n)]
+        for block in out:
             if block in hash_of:  # evicted from the prefix cache (uncache, inlined)
                 key = hash_of.pop(block)
                 holders = cached[key]
@@ -35,7 +34,6 @@ class BlockPool:
                 else:
                     self.uncache_from(key, block)
             ref[block] += 1
-            out.append(block)
         return out
 
     def uncache_from(self, key: BlockKey, block: int) -> None:

@@ -135,6 +135,19 @@ def allocations(run: DecodeRun, kv: KVCacheManager, iterations: int) -> int:
     return total
 
 
+def affordable(run: DecodeRun, kv: KVCacheManager, iterations: int) -> int:
+    """The most of ``iterations`` whose new blocks the free blocks hold (what ending requests give back is not
+    counted: a stretch that would need it stops short, and stepping goes on)."""
+    free = kv.pool.num_free()
+    if allocations(run, kv, iterations) <= free:
+        return iterations
+    lo, hi = 0, iterations
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if allocations(run, kv, mid) <= free else (lo, mid - 1)
+    return lo
+
+
 def advance(loop: EngineLoop, run: DecodeRun, plan: Shape, iterations: int) -> tuple[list[int], list[list[Request]]]:
     """The loop moved on ``iterations`` (at most ``run.limit``, with blocks for every allocation) as stepping would
     move it: the free blocks after each iteration's schedule, and the requests each iteration ended."""
