@@ -4,7 +4,8 @@ usage: python benchmarks/bench_simulate.py [--vllm-python PATH] [--sglang-python
 
 1. `kvplan simulate` end to end in the library (Llama-3.1-8B on one H100, Poisson arrivals at --rate for
    --duration seconds, lognormal prompts, uniform outputs, 5 % cancels): wall time, engine steps per second;
-   for vLLM, and for llama-server's slots (-c 32768 -np 16 -kvu).
+   for vLLM — with its decode stretches and with every iteration stepped, the same answer (the ratio is what
+   the stretches save) —, and for llama-server's slots (-c 32768 -np 16 -kvu).
 2. With --vllm-python (a venv with vllm==0.33.0, scripts/engines/README.md): the same requests, arriving at the
    engine-loop iterations kvplan's run gave them, through vLLM's own scheduler and KV cache manager
    (scripts/engines/vllm_sched_case.py; its engine loop timed, vLLM's start-up not) and through kvplan's port
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from kvplan.capacity.deployment import load_models, model_of  # noqa: E402
 from kvplan.capacity.request import Origin, Raw  # noqa: E402
 from kvplan.options.build import build_request  # noqa: E402
-from kvplan.simulation.run import VllmSimulator  # noqa: E402
+from kvplan.simulation.run import VllmSimulator, simulate  # noqa: E402
 from kvplan.simulation.setup import prepare  # noqa: E402
 from kvplan.simulation.vllm import SchedulerConfig, run_by_iteration  # noqa: E402
 from kvplan.simulation.workload import Lengths, Workload  # noqa: E402
@@ -65,6 +66,14 @@ def main() -> None:
     print(
         f"| kvplan simulate --engine vllm, {args.duration:g} s at {args.rate:g} req/s | {result.stats.arrived:,} | "
         f"{steps:,} | {wall:.2f} s | {steps / wall:,.0f} |"
+    )
+    assert isinstance(p.simulator, VllmSimulator)
+    t = time.perf_counter()
+    stepped = simulate(p.simulator.config, p.cost, w, stretches=False)
+    wall_stepped = time.perf_counter() - t
+    print(
+        f"| the same, every iteration stepped (no decode stretch) | {stepped.stats.arrived:,} | "
+        f"{stepped.series.steps:,} | {wall_stepped:.2f} s | {stepped.series.steps / wall_stepped:,.0f} |"
     )
     raw_ll = {
         "gpu": Raw("H100-80GB", Origin("--gpu")),
