@@ -371,10 +371,13 @@ class SGLang(Engine):
         basis = f"free after weights − free × (1 − mem_fraction_static {mfs}) = {int(rest_gb * (1 << 30)):,} B"
         if pools.state_slots:
             per_req = lay.stage_state_bytes(lay.busiest_stage)
-            basis += (
-                f"; state pool ({pools.state_slots:,} + 1 padding) slots × {per_req:,} B "
-                f"(mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO})"
-            )
+            if s.max_mamba_cache_size is not None:
+                source = "--max-mamba-cache-size"
+            elif s.enable_prefix_caching is False and s.max_num_seqs is not None:
+                source = "one a request: --max-running-requests with the radix cache off"
+            else:
+                source = f"mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO}"
+            basis += f"; state pool ({pools.state_slots:,} + 1 padding) slots × {per_req:,} B ({source})"
         basis += f"; ÷ {cell:,.0f} B per token{split}"
         if capped:
             basis += f"; --max-total-tokens {cap:,} caps the pool at {tokens:,} tokens"
