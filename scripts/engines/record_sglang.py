@@ -111,6 +111,18 @@ def request_capped_cases(small: set[str]) -> list[dict[str, Any]]:
         out.append(case(model, "H100-80GB", tp_size=tp, max_mamba_cache_size=100))
         out.append(case(model, "H100-80GB", tp_size=tp, max_mamba_cache_size=20, max_running_requests=64))
     out.append(case("nemotron-h-8b", "H100-80GB", tp_size=1, max_mamba_cache_size=2))
+    # --chunked-prefill-size: SGLang's activation reserve and prefill CUDA graphs (mem_fraction_static) follow
+    # it, and the request-capped SWA pool holds its chunks (one with --disable-overlap-schedule); a small
+    # --max-total-tokens caps the prefill graphs' batch sizes
+    for model, chunk in (("llama-3.1-8b", 4096), ("llama-3.1-8b", 16384), ("deepseek-v2-lite", 2048)):
+        tp = 1 if model in small else 8
+        out.append(case(model, "H100-80GB", tp_size=tp, chunked_prefill_size=chunk))
+    out.append(case("qwen2.5-7b", "RTX-4090", tp_size=1, chunked_prefill_size=8192))
+    out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, disable_radix_cache=True, max_running_requests=64,
+                    chunked_prefill_size=4096))  # fmt: skip
+    out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, disable_radix_cache=True, max_running_requests=64,
+                    disable_overlap_schedule=True))  # fmt: skip
+    out.append(case("llama-3.1-8b", "H100-80GB", tp_size=1, max_total_tokens=3000))
     # an SWA pool too small for one request: SGLang refuses (validate_swa_pool_size)
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, max_total_tokens=150))
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, page_size=16, swa_full_tokens_ratio=0.00005))

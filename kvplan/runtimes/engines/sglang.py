@@ -71,6 +71,8 @@ def model_mem_fraction(model: ModelDescription, s: EngineSettings, gpu_bytes: in
         s.max_num_seqs,
         multimodal(model),
         prefill_graphs(model, s.pipeline_parallel_size),
+        s.chunked_prefill_size if s.chunked_prefill_size and s.chunked_prefill_size > 0 else None,
+        s.max_total_tokens,
     )
 
 
@@ -165,18 +167,25 @@ def memory_defaults(gpu_bytes: int, tp: int) -> tuple[int, int]:
 
 def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = False,
                         max_running_requests: int | None = None,
-                        vision_tower: tuple[int, int] | None = None, prefill_graphs: bool = True) -> float:  # fmt: skip
+                        vision_tower: tuple[int, int] | None = None, prefill_graphs: bool = True,
+                        chunked_prefill_size: int | None = None,
+                        max_total_tokens: int | None = None) -> float:  # fmt: skip
     """SGLang's mem_fraction_static heuristic: (memory − reserved) / memory, in MiB as nvidia-smi reports it;
-    multimodal models keep more back for their vision tower (adjust_mem_fraction_for_vlm). The prefill CUDA-graph
-    reserve (8 MiB per captured size, 1.5 GiB with MLA) only while prefill graphs are on."""
+    multimodal models keep more back for their vision tower (adjust_mem_fraction_for_vlm). The activation reserve
+    follows the prefill chunk (--chunked-prefill-size, else SGLang's for the GPU); the prefill CUDA-graph reserve
+    (8 MiB per captured size up to the chunk, or --max-total-tokens if smaller; 1.5 GiB with MLA) only while
+    prefill graphs are on."""
     mib = gpu_bytes // MIB
     chunked, max_bs = memory_defaults(gpu_bytes, tp)
+    if chunked_prefill_size is not None:
+        chunked = chunked_prefill_size
     if max_running_requests is not None:
         max_bs = min(max_bs, max_running_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024
     graph: float = max_bs * 2
     if prefill_graphs:
-        graph += 1.5 * 1024 if mla else _prefill_graph_sizes(chunked) * 8
+        largest = chunked if max_total_tokens is None else min(chunked, max_total_tokens)
+        graph += 1.5 * 1024 if mla else _prefill_graph_sizes(largest) * 8
     reserved += graph
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)

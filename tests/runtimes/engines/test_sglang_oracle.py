@@ -55,6 +55,8 @@ def settings(case: dict[str, Any]) -> EngineSettings:
         max_total_tokens=case.get("max_total_tokens"),
         swa_full_tokens_ratio=case.get("swa_full_tokens_ratio"),
         max_mamba_cache_size=case.get("max_mamba_cache_size"),
+        chunked_prefill_size=case.get("chunked_prefill_size"),
+        disable_overlap_schedule=bool(case.get("disable_overlap_schedule")),
         max_num_seqs=case.get("max_running_requests"),
         enable_prefix_caching=False if case.get("disable_radix_cache") else None,
         capability=g.capability,
