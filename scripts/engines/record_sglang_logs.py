@@ -27,7 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "fixtures" / "engines" / "sglang.json"
 OUT = ROOT / "tests" / "fixtures" / "logs" / "sglang" / "recorded"
 SPECIAL = ("kv_cache_dtype", "mem_fraction_static", "context_length", "disable_radix_cache", "page_size")
-LATER = ("max_total_tokens", "swa_full_tokens_ratio", "max_mamba_cache_size")
+LATER = (
+    "max_total_tokens",
+    "swa_full_tokens_ratio",
+    "max_mamba_cache_size",
+    "chunked_prefill_size",
+    "disable_overlap_schedule",
+)
 
 
 def cases() -> list[tuple[dict[str, Any], dict[str, Any]]]:
