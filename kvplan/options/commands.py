@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvplan.options.settings import SETTINGS_BY_DEST, SIM_BUDGETS, Setting
-from kvplan.runtimes.names import SGLANG_SCHEDULE
+from kvplan.runtimes.names import SGLANG_SCHEDULE, SGLANG_SIZING
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,7 @@ ENGINE = (
     "max_total_tokens",
     "swa_full_tokens_ratio",
     "max_mamba_cache_size",
-    "chunked_prefill_size",
-    "disable_overlap_schedule",
+    *SGLANG_SIZING,
     "free_gpu_memory_fraction",
     "max_num_batched_tokens",
     "disable_hybrid_kv_cache_manager",

@@ -247,10 +247,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("async_scheduling", ("--async-scheduling",), v.switch,
             "vLLM's async scheduling, on by default", "engine", None, key=None,
             negate=("--no-async-scheduling",), runtime=_EN),
-    Setting("chunked_prefill_size", ("--chunked-prefill-size",), v.count(1),
-            "SGLang: tokens a prefill chunk takes at most (default: by GPU memory, 8192 on 80 GB); with the "
-            "radix cache off and --max-running-requests, it sizes a hybrid SWA model's SWA pool", "engine",
-            runtime=_EN),
+    Setting("chunked_prefill_size", ("--chunked-prefill-size",), v.count_or_off,
+            "SGLang: tokens a prefill chunk takes at most (default: by GPU memory, 8192 on 80 GB; -1: chunking "
+            "off); it sizes SGLang's memory share, and a hybrid SWA model's SWA pool with the radix cache off and "
+            "--max-running-requests", "engine", runtime=_EN),
     Setting("max_prefill_tokens", ("--max-prefill-tokens",), v.count(1),
             "SGLang: tokens one prefill batch takes at most (16384)", "engine", key=None, runtime=_EN),
     Setting("schedule_policy", ("--schedule-policy",), v.choice(("fcfs", "lpm"), "a schedule policy"),

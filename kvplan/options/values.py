@@ -36,6 +36,13 @@ def count(minimum: int = 1) -> Callable[[object], int]:
     return parse
 
 
+def count_or_off(value: object) -> int:
+    """A count as ``count(1)`` reads it, or -1: the feature off (SGLang's --chunked-prefill-size -1)."""
+    if value == -1 or (isinstance(value, str) and value.strip() == "-1"):
+        return -1
+    return parse_count(value, minimum=1)
+
+
 def switch(value: object) -> bool:
     if isinstance(value, bool):
         return value

@@ -11,6 +11,7 @@ from kvplan.capacity.request import Request
 from kvplan.errors import RefusedConfigError, UnsupportedError, UsageError
 from kvplan.model import ModelDescription
 from kvplan.runtimes import canonical_runtime
+from kvplan.runtimes.engine_settings import EngineSettings
 from kvplan.runtimes.names import LLAMACPP
 from kvplan.simulation.llamacpp import ServerConfig, ServerSimulator
 from kvplan.simulation.roofline import CostModel, Hardware, token_costs
@@ -223,8 +224,18 @@ def _engine_cost(model: ModelDescription, target: Any, cap: Any, hardware: Hardw
     return cost, notes
 
 
-#: SGLang's --max-prefill-tokens default (ServerArgs)
-SGLANG_MAX_PREFILL_TOKENS = 16384
+def _refuse_sglang(s: EngineSettings, flags: SglangSchedule) -> None:
+    """What simulate does not follow of SGLang: its pipeline-parallel loop, and its scheduler without chunks."""
+    if s.pipeline_parallel_size > 1:
+        raise UnsupportedError(
+            "simulate follows SGLang's event loop without pipeline parallelism (its --pp-size loop keeps several "
+            "micro-batches in flight); drop --pp-size"
+        )
+    if flags.chunked_prefill_size is not None and flags.chunked_prefill_size < 1:
+        raise UnsupportedError(
+            "simulate follows SGLang's scheduler with chunked prefill (every recorded workload chunks); "
+            "--chunked-prefill-size -1 (chunking off) is sized by fit, not simulated: give a chunk size"
+        )
 
 
 def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule, hardware: Hardware) -> Prepared:
@@ -233,6 +244,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     from kvplan.capacity.engines import EngineRuntime
     from kvplan.runtimes.engines import ENGINES
     from kvplan.runtimes.engines.sglang import (
+        MAX_PREFILL_TOKENS,
         SWA_EVICTION_INTERVAL,
         SGLang,
         mamba_grids,
@@ -245,11 +257,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     engine = ENGINES[SGLang.name]
     target = EngineRuntime(engine).target(model, req)
     s = target.settings
-    if s.pipeline_parallel_size > 1:
-        raise UnsupportedError(
-            "simulate follows SGLang's event loop without pipeline parallelism (its --pp-size loop keeps several "
-            "micro-batches in flight); drop --pp-size"
-        )
+    _refuse_sglang(s, flags)
     max_len = req.engine.max_model_len or s.max_model_len or engine.default_max_len(model)
     cap = target.capacity(replace(s, max_model_len=max_len))
     grids = mamba_grids(model, cap.layout.block_tokens) if cap.state_slots else None
@@ -267,7 +275,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     config = SglangConfig(
         max_total_num_tokens=cap.tokens,
         max_running_requests=cap.max_requests,
-        max_prefill_tokens=flags.max_prefill_tokens or SGLANG_MAX_PREFILL_TOKENS,
+        max_prefill_tokens=flags.max_prefill_tokens or MAX_PREFILL_TOKENS,
         chunked_prefill_size=flags.chunked_prefill_size or memory_defaults(target.gpu_bytes, tp)[0],
         context_len=max_len,
         page_size=cap.layout.block_tokens,

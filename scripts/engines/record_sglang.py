@@ -123,6 +123,11 @@ def request_capped_cases(small: set[str]) -> list[dict[str, Any]]:
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, disable_radix_cache=True, max_running_requests=64,
                     disable_overlap_schedule=True))  # fmt: skip
     out.append(case("llama-3.1-8b", "H100-80GB", tp_size=1, max_total_tokens=3000))
+    # chunked prefill off (-1): the activation reserve from --max-prefill-tokens, no prefill graphs, no SWA cap
+    for model in ("llama-3.1-8b", "deepseek-v2-lite"):
+        out.append(case(model, "H100-80GB", tp_size=1 if model in small else 8, chunked_prefill_size=-1))
+    out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, disable_radix_cache=True, max_running_requests=64,
+                    chunked_prefill_size=-1))  # fmt: skip
     # an SWA pool too small for one request: SGLang refuses (validate_swa_pool_size)
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, max_total_tokens=150))
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, page_size=16, swa_full_tokens_ratio=0.00005))

@@ -37,6 +37,7 @@ DSA_PAGE_SIZE = 64  # DeepSeek DSA: 64 × index_kpool
 SWA_FULL_TOKENS_RATIO = 0.8  # ServerArgs.swa_full_tokens_ratio
 MAMBA_FULL_MEMORY_RATIO = 0.9  # ServerArgs.mamba_full_memory_ratio (fallback)
 SWA_EVICTION_INTERVAL = 128  # SGLANG_SWA_EVICTION_INTERVAL: decode tokens slid out of the window before freeing
+MAX_PREFILL_TOKENS = 16384  # ServerArgs.max_prefill_tokens
 #: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3, plus (hybrids) 2 tracking slots per request for the radix
 #: cache's extra buffer with the overlap schedule (get_mamba_tracking_slots); 1 without the radix cache
 MAMBA_SLOTS_BASE, MAMBA_SLOTS_HYBRID, MAMBA_SLOTS_NO_RADIX = 3, 5, 1
@@ -71,7 +72,7 @@ def model_mem_fraction(model: ModelDescription, s: EngineSettings, gpu_bytes: in
         s.max_num_seqs,
         multimodal(model),
         prefill_graphs(model, s.pipeline_parallel_size),
-        s.chunked_prefill_size if s.chunked_prefill_size and s.chunked_prefill_size > 0 else None,
+        s.chunked_prefill_size,
         s.max_total_tokens,
     )
 
@@ -178,10 +179,11 @@ def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = Fa
     mib = gpu_bytes // MIB
     chunked, max_bs = memory_defaults(gpu_bytes, tp)
     if chunked_prefill_size is not None:
-        chunked = chunked_prefill_size
+        chunked = chunked_prefill_size  # -1: chunked prefill off (no prefill graphs below)
     if max_running_requests is not None:
         max_bs = min(max_bs, max_running_requests)
-    reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024
+    activation = chunked if chunked > 0 else MAX_PREFILL_TOKENS  # chunked prefill off: a whole prefill batch
+    reserved = 512 + max(activation, 2048) * 1.5 + tp * pp / 8 * 1024
     graph: float = max_bs * 2
     if prefill_graphs:
         largest = chunked if max_total_tokens is None else min(chunked, max_total_tokens)

@@ -112,3 +112,50 @@ def test_no_pool_where_sglang_finds_no_memory(recorded: dict[str, Any]) -> None:
 def test_refuses_where_sglang_fails_or_falls_back(recorded: dict[str, Any]) -> None:
     with pytest.raises(RefusedConfigError):
         plan(recorded["case"])
+
+
+#: the recorded server arguments as SGLang's own flags on kvplan's command line
+FLAGS = {"tp_size": "--tp-size", "page_size": "--page-size", "kv_cache_dtype": "--kv-cache-dtype",
+         "mem_fraction_static": "--mem-fraction-static", "context_length": "--context-length",
+         "max_running_requests": "--max-running-requests", "max_total_tokens": "--max-total-tokens",
+         "swa_full_tokens_ratio": "--swa-full-tokens-ratio", "max_mamba_cache_size": "--max-mamba-cache-size",
+         "chunked_prefill_size": "--chunked-prefill-size"}  # fmt: skip
+SWITCHES = {"disable_radix_cache": "--disable-radix-cache", "disable_overlap_schedule": "--disable-overlap-schedule"}
+#: the arguments that reach SGLang's sizing through flags added since the first recordings
+LATER = ("max_total_tokens", "swa_full_tokens_ratio", "max_mamba_cache_size", "chunked_prefill_size",
+         "disable_overlap_schedule", "disable_radix_cache")  # fmt: skip
+
+
+def _cli_cases() -> list[dict[str, Any]]:
+    return [
+        c
+        for c in CASES
+        if "ok" in c and c["ok"]["model_class"] != FALLBACK and any(c["case"].get(k) is not None for k in LATER)
+    ]
+
+
+@pytest.mark.parametrize("recorded", _cli_cases(), ids=case_id)
+def test_the_command_line_reaches_sglangs_pools(recorded: dict[str, Any]) -> None:
+    """The same cases through `kvplan fit` as a user types them (SGLang's flag names, the weights given): each
+    flag reaches the sizing — the pools equal SGLang's, and the run line carries the flags."""
+    from helpers import kv
+
+    case, want = recorded["case"], recorded["ok"]
+    tp = case.get("tp_size", 1)
+    args = ["fit", str(FIXTURES / "configs" / case["model"]), "--engine", "sglang", "--params", "1e9",
+            "--gpu", f"{case['gpu']['preset']}x{tp}" if tp > 1 else case["gpu"]["preset"],
+            "--weight-bytes", str(case["weight_bytes"] * tp), "-o", "json"]  # fmt: skip
+    for key, flag in FLAGS.items():
+        if case.get(key) is not None:
+            args += [flag, str(case[key])]
+    args += [flag for key, flag in SWITCHES.items() if case.get(key)]
+    r = kv(*args)
+    assert r.exit_code == 0, r.stderr
+    engine = r.json()["engine"]
+    assert engine["kv_tokens_per_gpu"] == want["max_total_num_tokens"]
+    assert engine["swa_tokens_per_gpu"] == want["swa_max_total_num_tokens"]
+    assert engine["state_slots"] == (want["max_mamba_cache_size"] or 0)
+    run_args = r.json()["run_args"]
+    for key, flag in {**FLAGS, **SWITCHES}.items():
+        if case.get(key) and key not in ("tp_size", "context_length", "kv_cache_dtype", "page_size"):
+            assert flag in run_args, (flag, run_args)
