@@ -186,7 +186,7 @@ COMMANDS: dict[str, Command] = {
                 *LLAMACPP_CONTEXT,
                 *ENGINE,
                 "async_scheduling",
-                *(d for d in SGLANG_SCHEDULE if d not in ENGINE),
+                *(d for d in SGLANG_SCHEDULE if d not in SGLANG_SIZING),
                 *WEIGHTS,
                 "overhead",
                 "bandwidth",

@@ -248,7 +248,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         SWA_EVICTION_INTERVAL,
         SGLang,
         mamba_grids,
-        memory_defaults,
+        prefill_chunk,
         sliding_window_size,
     )
     from kvplan.simulation.sglang.engine import SglangSimulator
@@ -271,12 +271,11 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         raise UnsupportedError(f"{model.name}: SGLang's sliding window for this model is not known to kvplan")
     if cap.tokens <= 0 or not cap.max_requests:
         raise RefusedConfigError(f"SGLang has no KV pool for {model.name} here: {cap.basis}")
-    tp = s.tensor_parallel_size
     config = SglangConfig(
         max_total_num_tokens=cap.tokens,
         max_running_requests=cap.max_requests,
         max_prefill_tokens=flags.max_prefill_tokens or MAX_PREFILL_TOKENS,
-        chunked_prefill_size=flags.chunked_prefill_size or memory_defaults(target.gpu_bytes, tp)[0],
+        chunked_prefill_size=prefill_chunk(s, target.gpu_bytes),
         context_len=max_len,
         page_size=cap.layout.block_tokens,
         schedule_conservativeness=flags.schedule_conservativeness,

@@ -72,7 +72,7 @@ def model_mem_fraction(model: ModelDescription, s: EngineSettings, gpu_bytes: in
         s.max_num_seqs,
         multimodal(model),
         prefill_graphs(model, s.pipeline_parallel_size),
-        s.chunked_prefill_size,
+        prefill_chunk(s, gpu_bytes),
         s.max_total_tokens,
     )
 
@@ -166,19 +166,27 @@ def memory_defaults(gpu_bytes: int, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
+def prefill_chunk(s: EngineSettings, gpu_bytes: int) -> int:
+    """chunked_prefill_size as SGLang resolves it: as given (-1: chunking off), else its default for the GPU's
+    memory (handle_gpu_memory_settings)."""
+    if s.chunked_prefill_size is not None:
+        return s.chunked_prefill_size
+    return memory_defaults(gpu_bytes, s.tensor_parallel_size)[0]
+
+
 def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = False,
                         max_running_requests: int | None = None,
                         vision_tower: tuple[int, int] | None = None, prefill_graphs: bool = True,
-                        chunked_prefill_size: int | None = None,
+                        chunked_prefill_size: int = 0,
                         max_total_tokens: int | None = None) -> float:  # fmt: skip
     """SGLang's mem_fraction_static heuristic: (memory − reserved) / memory, in MiB as nvidia-smi reports it;
     multimodal models keep more back for their vision tower (adjust_mem_fraction_for_vlm). The activation reserve
-    follows the prefill chunk (--chunked-prefill-size, else SGLang's for the GPU); the prefill CUDA-graph reserve
+    follows the prefill chunk (prefill_chunk; 0: SGLang's for the GPU); the prefill CUDA-graph reserve
     (8 MiB per captured size up to the chunk, or --max-total-tokens if smaller; 1.5 GiB with MLA) only while
     prefill graphs are on."""
     mib = gpu_bytes // MIB
     chunked, max_bs = memory_defaults(gpu_bytes, tp)
-    if chunked_prefill_size is not None:
+    if chunked_prefill_size:
         chunked = chunked_prefill_size  # -1: chunked prefill off (no prefill graphs below)
     if max_running_requests is not None:
         max_bs = min(max_bs, max_running_requests)
@@ -212,6 +220,7 @@ class _Pools:
     kv_bytes: int  # the KV budget after the state pool
     state_slots: int  # max_mamba_cache_size (0: no state pool)
     state_bytes: int  # what the state pool takes
+    source: str = ""  # where the slot count came from
 
 
 class SGLang(Engine):
@@ -319,17 +328,17 @@ class SGLang(Engine):
             return _Pools(int(rest_gb * (1 << 30)), 0, 0)
         s = lay.settings
         if s.max_mamba_cache_size is not None:
-            slots = s.max_mamba_cache_size
+            slots, source = s.max_mamba_cache_size, "--max-mamba-cache-size"
         elif s.enable_prefix_caching is False and s.max_num_seqs is not None:
-            slots = max(1, s.max_num_seqs)
+            slots, source = max(1, s.max_num_seqs), "one a request: --max-running-requests with the radix cache off"
         else:
             ratio = MAMBA_FULL_MEMORY_RATIO
             budget = rest_gb * ratio / (1 + ratio) * (1 << 30)
-            slots = int((budget - per_req) // per_req)
+            slots, source = int((budget - per_req) // per_req), f"mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO}"
         if slots <= 0:  # SGLang stops: "Not enough GPU memory for hybrid (mamba/linear-attention) state cache"
             return _Pools(0, 0, 0)
         used = (slots + 1) * per_req
-        return _Pools(int((rest_gb - used / (1 << 30)) * (1 << 30)), slots, used)
+        return _Pools(int((rest_gb - used / (1 << 30)) * (1 << 30)), slots, used, source)
 
     def capacity(self, model: ModelDescription, s: EngineSettings, lay: EngineLayout, mem: RankMemory) -> Capacity:
         """rest = free after weights − free before × (1 − mem_fraction_static); tokens = rest ÷ cell, in pages."""
@@ -364,8 +373,10 @@ class SGLang(Engine):
                     f"in the {pools.kv_bytes / (1 << 30):.2f} GiB available (SGLang: reduce --max-running-requests "
                     "or raise --mem-fraction-static)"
                 )
+            split = f" (full {full:,}; the SWA pool {swa_cap:,} tokens × {swa:,} B for the requests' windows)"
         else:
             tokens = int(max(0, pools.kv_bytes) // cell) // page * page if cell else context
+            split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
         cap = s.max_total_tokens  # _apply_token_constraints, then calculate_pool_sizes_from_max_tokens: in pages
         capped = cap is not None and cap < tokens
         if cap is not None and capped:
@@ -375,20 +386,10 @@ class SGLang(Engine):
         else:
             swa_tokens = int(tokens * ratio) // page * page if swa else None
             self.validate_swa_pool(model, swa_tokens, page)
-        if swa_cap is not None:
-            split = f" (full {full:,}; the SWA pool {swa_cap:,} tokens × {swa:,} B for the requests' windows)"
-        else:
-            split = f" (full {full:,} + {ratio} × SWA {swa:,})" if swa else ""
         basis = f"free after weights − free × (1 − mem_fraction_static {mfs}) = {int(rest_gb * (1 << 30)):,} B"
         if pools.state_slots:
             per_req = lay.stage_state_bytes(lay.busiest_stage)
-            if s.max_mamba_cache_size is not None:
-                source = "--max-mamba-cache-size"
-            elif s.enable_prefix_caching is False and s.max_num_seqs is not None:
-                source = "one a request: --max-running-requests with the radix cache off"
-            else:
-                source = f"mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO}"
-            basis += f"; state pool ({pools.state_slots:,} + 1 padding) slots × {per_req:,} B ({source})"
+            basis += f"; state pool ({pools.state_slots:,} + 1 padding) slots × {per_req:,} B ({pools.source})"
         basis += f"; ÷ {cell:,.0f} B per token{split}"
         if capped:
             basis += f"; --max-total-tokens {cap:,} caps the pool at {tokens:,} tokens"
@@ -409,12 +410,11 @@ class SGLang(Engine):
         window = sliding_window_size(model)
         if s.max_num_seqs is None or s.enable_prefix_caching is not False or window is None:
             return None
-        chunk = s.chunked_prefill_size or memory_defaults(int(pre_gb * (1 << 30)) + CUDA_CONTEXT_BYTES,
-                                                          s.tensor_parallel_size)[0]  # fmt: skip
-        per_request = window + SWA_EVICTION_INTERVAL + page + page
-        in_flight = 1 if s.disable_overlap_schedule else 2
+        chunk = prefill_chunk(s, int(pre_gb * (1 << 30)) + CUDA_CONTEXT_BYTES)  # the GPU from its free memory
         if chunk <= 0:  # chunked prefill off: a whole prompt may land in the SWA pool, so SGLang keeps its ratio
             return None
+        per_request = window + SWA_EVICTION_INTERVAL + page + page
+        in_flight = 1 if s.disable_overlap_schedule else 2
         return cdiv(per_request * max(1, s.max_num_seqs) + in_flight * chunk + page, page) * page
 
     @staticmethod
