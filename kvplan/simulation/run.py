@@ -435,7 +435,7 @@ def _stretch(
         end = start + step.seconds
         if ended[j]:
             _stretch_clients(clients, start, end, ended[j], j)
-        itl.repeat(end - start, plan.rows[j])
+        itl.extend([end - start] * plan.rows[j])  # each request's gap: the step
         done = series.steps
         if done == PACE_STEPS or done > MAX_STEPS:  # check_steps' two tests, without the call
             check_steps(done, end, workload, "engine")

@@ -54,8 +54,7 @@ class Quantiles:
                 self._bucket_all(self._exact)
                 self._exact = None
         else:
-            key = _ZERO if value <= 0 else math.floor(math.log(value) / _LOG_STEP)
-            self._buckets[key] = self._buckets.get(key, 0) + 1
+            self._count(value, 1)
 
     def extend(self, values: list[float]) -> None:
         """``add`` for each of ``values``, in one call (the gaps of one engine step's tokens)."""
@@ -75,41 +74,23 @@ class Quantiles:
         else:
             self._bucket_all(values)
 
-    def repeat(self, value: float, count: int) -> None:
-        """``add`` of one value ``count`` times (the gap every request of a decode step saw)."""
-        exact = self._exact
-        if exact is not None and len(exact) + count > EXACT_VALUES:
-            for _ in range(count):
-                self.add(value)
-            return
-        if count <= 0:
-            return
-        self.count += count
-        if self.maximum is None or value > self.maximum:
-            self.maximum = value
-        if exact is not None:
-            exact.extend(array("d", (value,)) * count)
-        else:
-            key = _ZERO if value <= 0 else math.floor(math.log(value) / _LOG_STEP)
-            self._buckets[key] = self._buckets.get(key, 0) + count
-
     def _bucket_all(self, values: list[float] | tuple[float, ...] | array[float]) -> None:
         """Each value into its bucket; a run of equal values (a step's tokens mostly share one gap) bucketed once."""
-        buckets = self._buckets
-        get = buckets.get
-        log, floor = math.log, math.floor
         run, n = 0.0, 0
         for v in values:
             if n and v == run:
                 n += 1
                 continue
             if n:
-                key = _ZERO if run <= 0 else floor(log(run) / _LOG_STEP)
-                buckets[key] = get(key, 0) + n
+                self._count(run, n)
             run, n = v, 1
         if n:
-            key = _ZERO if run <= 0 else floor(log(run) / _LOG_STEP)
-            buckets[key] = get(key, 0) + n
+            self._count(run, n)
+
+    def _count(self, value: float, n: int) -> None:
+        """``n`` values of ``value`` into its bucket (0.01 %-wide in log space; zero its own)."""
+        key = _ZERO if value <= 0 else math.floor(math.log(value) / _LOG_STEP)
+        self._buckets[key] = self._buckets.get(key, 0) + n
 
     @property
     def exact(self) -> bool:

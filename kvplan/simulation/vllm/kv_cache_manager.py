@@ -87,10 +87,13 @@ class KVCacheManager:
         full = min(num_tokens, r.num_tokens // bs * bs) // bs
         if done >= full:
             return
-        blocks = self.req_blocks[r.rid]
+        self.hash_blocks(r, self.req_blocks[r.rid], done, full)
+
+    def hash_blocks(self, r: Request, blocks: list[int], done: int, full: int) -> None:
+        """The request's blocks ``done`` to ``full`` (full ones) cached under their hashes."""
         pool = self.pool
         hash_of, cached = pool.hash_of, pool.cached
-        shared, rid = r.shared_prefix, r.rid
+        shared, rid, bs = r.shared_prefix, r.rid, self.block_size
         for index in range(done, full):  # pool.cache(block, r.key(index, bs)), inlined for a new hash
             block = blocks[index]
             key = (-1, index) if (index + 1) * bs <= shared else (rid, index)
@@ -99,7 +102,7 @@ class KVCacheManager:
             else:
                 hash_of[block] = key
                 cached[key] = block
-        self.num_cached[r.rid] = full
+        self.num_cached[rid] = full
 
     def free(self, r: Request) -> None:
         blocks = self.req_blocks.pop(r.rid, [])

@@ -168,8 +168,7 @@ def advance(loop: EngineLoop, run: DecodeRun, plan: Shape, iterations: int) -> t
     free_after: list[int] = []
     ended: list[list[Request]] = []
     req_blocks, num_cached, caching, free = kv.req_blocks, kv.num_cached, kv.caching, pool.free
-    pop, push, cache = heapq.heappop, heapq.heappush, pool.cache
-    hash_of, cached = pool.hash_of, pool.cached
+    pop, push = heapq.heappop, heapq.heappush
     for j in range(iterations):
         upto = (j + 1) * n
         while events and events[0] < upto:
@@ -183,17 +182,9 @@ def advance(loop: EngineLoop, run: DecodeRun, plan: Shape, iterations: int) -> t
                 assert free, "a stretch is taken only with blocks for every allocation"
                 blocks.extend(pool.get_new_blocks(1))
             done = num_cached.get(r.rid, 0)
-            if caching and tokens // bs > done:  # cache_blocks(r, tokens), inlined
-                full = tokens // bs
-                for index in range(done, full):
-                    key = (-1, index) if (index + 1) * bs <= r.shared_prefix else (r.rid, index)
-                    block = blocks[index]
-                    if block in hash_of or key in cached:
-                        cache(block, key)
-                    else:  # a new hash for an unhashed block (pool.cache's common case)
-                        hash_of[block] = key
-                        cached[key] = block
-                num_cached[r.rid] = done = full
+            if caching and tokens // bs > done:  # cache_blocks(r, tokens): its test done here
+                kv.hash_blocks(r, blocks, done, tokens // bs)
+                done = tokens // bs
             # the next event: the tokens reach the end of the blocks, or fill the block past those cached
             end = len(blocks) * bs
             if caching and (done + 1) * bs < end:
