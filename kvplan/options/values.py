@@ -40,7 +40,10 @@ def count_or_off(value: object) -> int:
     """A count as ``count(1)`` reads it, or -1: the feature off (SGLang's --chunked-prefill-size -1)."""
     if value == -1 or (isinstance(value, str) and value.strip() == "-1"):
         return -1
-    return parse_count(value, minimum=1)
+    try:
+        return parse_count(value, minimum=1)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; or -1 for off") from None
 
 
 def switch(value: object) -> bool:
