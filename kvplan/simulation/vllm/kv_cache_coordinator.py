@@ -118,7 +118,7 @@ class HybridKVCacheManager:
                 continue
             skipped = g.skipped(total) // g.block_size
             new = max(required - max(skipped, len(h) + held), 0)
-            evictable = sum(1 for b in h[max(0, skipped - held) :] if b != 0 and self.pool.ref[b] == 0)
+            evictable = sum(1 for b in h[max(0, skipped - held) :] if b != 0 and self.pool.is_free(b))
             need += new + evictable
         return need
 
@@ -290,7 +290,7 @@ class AlignKVCacheManager:
         for gid, g in enumerate(self.groups):
             h = hits[gid] if hits else []
             held = self.req_blocks[gid].get(r.rid, [])
-            evictable = sum(1 for b in h if b != 0 and self.pool.ref[b] == 0)
+            evictable = sum(1 for b in h if b != 0 and self.pool.is_free(b))
             if not g.state:
                 required = cdiv(num_tokens, self.bs)
                 if r.rid in self.num_cached[gid]:

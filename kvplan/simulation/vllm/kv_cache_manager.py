@@ -4,15 +4,44 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.simulation.vllm.block_pool import BlockPool, grow_blocks, release_blocks
 from kvplan.simulation.vllm.request import Request, cdiv
 
 
+@dataclass(slots=True)
+class _OwnHashes:
+    """A preempted request's own cached blocks, as vLLM's cached_block_hash_to_block holds them for its hashes:
+    each block index's holders in the order they were cached, and where each waits in the free queue (the
+    position its request's latest free gave it: the block still holds the hash while that entry is live)."""
+
+    holders: dict[int, list[int]] = field(default_factory=dict)
+    index_of: dict[int, int] = field(default_factory=dict)
+    position: dict[int, int] = field(default_factory=dict)
+
+    def cache(self, block: int, index: int) -> None:
+        """A block newly cached under the request's hash of block ``index`` (after any still cached). A block
+        that held one of its hashes before was evicted since (it was taken from the queue): that one is gone."""
+        before = self.index_of.get(block)
+        if before is not None:
+            self.holders[before].remove(block)
+        self.holders.setdefault(index, []).append(block)
+        self.index_of[block] = index
+
+
 class KVCacheManager:
-    """KVCacheManager over one full-attention group (UnitaryKVCacheCoordinator + FullAttentionManager)."""
+    """KVCacheManager over one full-attention group (UnitaryKVCacheCoordinator + FullAttentionManager).
+
+    A block's hash is the shared prompt prefix's (``(-1, index)``: any request may hit it) or the request's own
+    (``(rid, index)``: only the request itself can hit it, after a preemption). The shared ones live in the
+    pool's ``cached`` / ``hash_of`` as in vLLM. The own ones cost nothing until a request is preempted: its
+    cached blocks are its first ``num_cached``, and only a request that may come back can hit them. When one is
+    preempted its own hashes are written out (``_OwnHashes``), kept as it caches more, and a block holds its
+    hash while its entry in the free queue is live — being taken from the queue (``get_new_blocks``) is what
+    evicts it in vLLM. A lookup finds what vLLM's finds, a block cached twice included (the earliest first).
+    """
 
     def __init__(self, num_blocks: int, block_size: int, max_model_len: int, caching: bool) -> None:
         self.pool = BlockPool(num_blocks, caching)
@@ -21,26 +50,44 @@ class KVCacheManager:
         self.caching = caching
         self.req_blocks: dict[int, list[int]] = {}
         self.num_cached: dict[int, int] = {}
+        self._own: dict[int, _OwnHashes] = {}  # the requests preempted with own hashes cached
 
     def computed_blocks(self, r: Request) -> tuple[list[int], int]:
         """get_computed_blocks: the longest run of cached full blocks, at most num_tokens - 1 tokens."""
         if not self.caching:
             return [], 0
-        hashed = r.num_tokens // self.block_size
+        bs = self.block_size
+        shared = r.shared_prefix // bs
+        own = self._own.get(r.rid)
+        pool = self.pool
         hits: list[int] = []
-        for index in range(min(hashed, (r.num_tokens - 1) // self.block_size)):
-            block = self.pool.cached_block(r.key(index, self.block_size))
+        for index in range(min(r.num_tokens // bs, (r.num_tokens - 1) // bs)):
+            block = pool.cached_block((-1, index)) if index < shared else None if own is None else self._hit(own, index)
             if block is None:
                 break
             hits.append(block)
-        return hits, len(hits) * self.block_size
+        return hits, len(hits) * bs
+
+    def _hit(self, own: _OwnHashes, index: int) -> int | None:
+        """The first block still holding the request's own hash of block ``index`` (get_one_block); those taken
+        from the queue since are evicted, as vLLM evicted them."""
+        holders = own.holders.get(index)
+        pool = self.pool
+        while holders:
+            block = holders[0]
+            at = own.position[block]
+            if pool.live(at):
+                pool.place(block, at)
+                return block
+            del holders[0], own.index_of[block], own.position[block]
+        return None
 
     def _to_allocate(self, r: Request, num_tokens: int, hits: Sequence[int]) -> int:
         required = cdiv(num_tokens, self.block_size)
         held = len(self.req_blocks.get(r.rid, ()))
         if r.rid in self.num_cached:
             return max(required - held, 0)
-        evictable = sum(1 for b in hits if self.pool.ref[b] == 0)
+        evictable = sum(1 for b in hits if self.pool.is_free(b))
         return max(required - len(hits) - held, 0) + evictable
 
     def allocate_slots(
@@ -90,24 +137,47 @@ class KVCacheManager:
         self.hash_blocks(r, self.req_blocks[r.rid], done, full)
 
     def hash_blocks(self, r: Request, blocks: list[int], done: int, full: int) -> None:
-        """The request's blocks ``done`` to ``full`` (full ones) cached under their hashes."""
-        pool = self.pool
-        hash_of, cached = pool.hash_of, pool.cached
-        shared, rid, bs = r.shared_prefix, r.rid, self.block_size
-        for index in range(done, full):  # pool.cache(block, r.key(index, bs)), inlined for a new hash
-            block = blocks[index]
-            key = (-1, index) if (index + 1) * bs <= shared else (rid, index)
-            if block in hash_of or key in cached:
-                pool.cache(block, key)
-            else:
-                hash_of[block] = key
-                cached[key] = block
-        self.num_cached[rid] = full
+        """The request's blocks ``done`` to ``full`` (full ones) cached: those of the shared prefix under its
+        hashes, the request's own by their count (``num_cached``)."""
+        shared = min(r.shared_prefix // self.block_size, full)
+        if done < shared:
+            pool = self.pool
+            hash_of, cached = pool.hash_of, pool.cached
+            for index in range(done, shared):  # pool.cache(block, (-1, index)), inlined for a new hash
+                block = blocks[index]
+                key = (-1, index)
+                if block in hash_of or key in cached:
+                    pool.cache(block, key)
+                else:
+                    hash_of[block] = key
+                    cached[key] = block
+        own = self._own.get(r.rid)
+        if own is not None:  # a request that came back: its own hashes kept block by block
+            for index in range(max(done, shared), full):
+                own.cache(blocks[index], index)
+        self.num_cached[r.rid] = full
 
     def free(self, r: Request) -> None:
-        blocks = self.req_blocks.pop(r.rid, [])
-        self.num_cached.pop(r.rid, None)
-        self.pool.free_blocks(reversed(blocks))
+        rid = r.rid
+        blocks = self.req_blocks.pop(rid, [])
+        hashed = self.num_cached.pop(rid, 0)
+        keyed = min(hashed, r.shared_prefix // self.block_size)
+        pool = self.pool
+        at = pool.tail_end() + hashed - 1  # where the own cached blocks go: the last one first
+        pool.release_request(blocks, hashed, keyed)
+        if r.finished:  # its own hashes can no longer be hit
+            self._own.pop(rid, None)
+            return
+        if hashed == keyed:
+            return
+        own = self._own.get(rid)
+        if own is None:  # its first preemption: each own cached block the one holder of its hash
+            own = self._own[rid] = _OwnHashes()
+            for index in range(keyed, hashed):
+                own.cache(blocks[index], index)
+        position = own.position
+        for index in range(keyed, hashed):
+            position[blocks[index]] = at - index
 
     def held(self, r: Request) -> int:
         return len(self.req_blocks.get(r.rid, ()))

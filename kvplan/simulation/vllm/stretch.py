@@ -167,7 +167,7 @@ def advance(loop: EngineLoop, run: DecodeRun, plan: Shape, iterations: int) -> t
     heapq.heapify(events)
     free_after: list[int] = []
     ended: list[list[Request]] = []
-    req_blocks, num_cached, caching, free = kv.req_blocks, kv.num_cached, kv.caching, pool.free
+    req_blocks, num_cached, caching = kv.req_blocks, kv.num_cached, kv.caching
     pop, push = heapq.heappop, heapq.heappush
     for j in range(iterations):
         upto = (j + 1) * n
@@ -179,7 +179,7 @@ def advance(loop: EngineLoop, run: DecodeRun, plan: Shape, iterations: int) -> t
             # allocate_slots(r, 1) for a request decoding a token, inlined: a block when the tokens reach the end
             # of its blocks (grow_blocks; free blocks are there for each), then the newly full blocks cached
             if tokens == len(blocks) * bs:
-                assert free, "a stretch is taken only with blocks for every allocation"
+                assert pool.num_free(), "a stretch is taken only with blocks for every allocation"
                 blocks.extend(pool.get_new_blocks(1))
             done = num_cached.get(r.rid, 0)
             if caching and tokens // bs > done:  # cache_blocks(r, tokens): its test done here
@@ -192,7 +192,7 @@ def advance(loop: EngineLoop, run: DecodeRun, plan: Shape, iterations: int) -> t
             nxt = max(end - contexts[i], j + 1)
             if nxt < ends[i]:
                 push(events, nxt * n + i)
-        free_after.append(len(free))
+        free_after.append(pool.num_free())
         gone = []
         for i in plan.ending.get(j, ()):  # update_from_output: the last token back, the request freed
             r = requests[i]
