@@ -1,17 +1,29 @@
-"""The port's block pool and plain KV cache manager, block for block, against vLLM 0.33's own rules written the
-way vLLM writes them (``vllm/v1/core/block_pool.py``, ``kv_cache_utils.FreeKVCacheBlockQueue``,
-``single_type_kv_cache_manager.FullAttentionManager``): one linked free queue in eviction order, a reference
-count per block, every full block's hash in a dict. The port keeps the queue in slices and a request's own hashes
-by position (``kvplan.simulation.vllm.block_pool``); here random admissions, decodes, preemptions, re-admissions
-and ends — with and without a shared prompt prefix — must give the same blocks, the same hits and the same free
-count after every operation. (The scheduler built on them replays vLLM's own recorded steps:
-test_vllm_scheduler.py.)"""
+"""The port's block pool and plain KV cache manager, block for block, against vLLM 0.33.0's own.
+
+1. Recorded: ``scripts/engines/record_vllm_block_pool.py`` drove vLLM's own KVCacheManager and BlockPool (one
+   full-attention group, the sha256 block hasher, requests as the engine builds them) through random
+   admissions, decodes, preemptions, re-admissions and ends — with and without a shared prompt prefix, with
+   and without prefix caching — and kept, after every operation, the hits, whether the allocation succeeded,
+   the blocks appended to the request's table and the free blocks (tests/fixtures/engines/vllm_block_pool.json,
+   40 drives). Every operation is replayed through the port here.
+2. A property test drives the port and vLLM's rules written the way vLLM writes them
+   (``vllm/v1/core/block_pool.py``, ``kv_cache_utils.FreeKVCacheBlockQueue``,
+   ``single_type_kv_cache_manager.FullAttentionManager``: one linked free queue in eviction order, a reference
+   count per block, every full block's hash in a dict) through many more random drives than were recorded.
+
+The port keeps the queue in slices and a request's own hashes by position (``kvplan.simulation.vllm.
+block_pool``); the scheduler built on it replays vLLM's recorded steps (test_vllm_scheduler.py).
+"""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import OrderedDict
+from typing import Any
 
+import pytest
+from helpers import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -209,3 +221,40 @@ def test_the_driver_reaches_the_cases_that_matter() -> None:
     queue past its compaction (4,096 entries taken)."""
     assert sum(_drive(seed, 60, 2, 8, 400) for seed in range(20)) > 50
     assert _drive(7, 300, 1, 0, 20_000) > 0
+
+
+RECORDED: list[dict[str, Any]] = json.loads((FIXTURES / "engines" / "vllm_block_pool.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", RECORDED, ids=[f"drive{i}" for i in range(len(RECORDED))])
+def test_every_operation_matches_vllms_own_manager(case: dict[str, Any]) -> None:
+    bs = case["block_size"]
+    kv = KVCacheManager(case["num_blocks"], bs, 1 << 20, case["caching"])
+    requests: dict[int, Request] = {}
+    for k, op in enumerate(case["ops"]):
+        what, rid = op[0], op[1]
+        held = kv.req_blocks.get(rid, [])
+        before = len(held)
+        if what == "arrive":
+            requests[rid] = Request(rid, op[2], 10**6, shared_prefix=op[3])
+            continue
+        r = requests[rid]
+        if what == "admit":
+            hits, hit_tokens = kv.computed_blocks(r)
+            assert hits == op[3], f"operation {k}: hits"
+            ok = kv.allocate_slots(r, r.num_tokens - hit_tokens, hits, hit_tokens, full_sequence_must_fit=True)
+            if ok:
+                r.num_computed, r.status = r.num_tokens, Status.RUNNING
+            got = [ok, hits, kv.req_blocks.get(rid, [])[before:], kv.pool.num_free()]
+        elif what == "decode":
+            r.add_output()
+            ok = kv.allocate_slots(r, 1)
+            if ok:
+                r.num_computed += 1
+            got = [ok, kv.req_blocks.get(rid, [])[before:], kv.pool.num_free()]
+        else:
+            r.status = Status.FINISHED if op[2] else Status.PREEMPTED
+            kv.free(r)
+            r.num_computed = 0
+            got = [op[2], kv.pool.num_free()]
+        assert got == op[2:], f"operation {k} ({what} {rid})"
