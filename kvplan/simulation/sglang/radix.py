@@ -145,6 +145,11 @@ class RadixTree:
         # evictable_device_leaves: unlocked and childless, in order. Without a host tier an evicted leaf is deleted
         # (_delete_unbacked_device_leaf), so every node in the tree holds its KV.
         self.leaves: dict[Node, None] = {}
+        # the full walk's heap of (last access, leaf), kept between evictions rather than built from every leaf at
+        # each one: a leaf is pushed when it becomes evictable and when its access changes; an entry whose node
+        # is no longer an evictable leaf, or has been accessed since, is stale and skipped. Accesses are distinct
+        # ticks, so the order is the one a heap of every leaf gives (SGLang's evict builds that heap each time).
+        self._heap: list[tuple[float, Node]] = []
         self.freed = 0  # tokens given back to the pool by the last operation (eviction, duplicates)
 
     def _tick(self) -> int:
@@ -170,6 +175,7 @@ class RadixTree:
             new.swa = True
             self.lru.insert_after(child, new)
         child.access = self._tick()
+        self._accessed(child)
         return new
 
     def _agree(self, seq: Seq, child: Node, pos: int, length: int) -> int:
@@ -214,6 +220,8 @@ class RadixTree:
         n: Node | None = best
         while n is not None:
             n.access = now
+            if n in self.leaves:
+                self._push(n)
             now -= 0.00001
             n = n.parent
         return best_pos, best, pos
@@ -237,6 +245,7 @@ class RadixTree:
                 break
             assert child.seq is not None
             child.access = self._tick()
+            self._accessed(child)
             agree = self._agree(seq, child, pos, length)
             if agree < len(child):
                 child = self._split(child, agree)
@@ -255,7 +264,7 @@ class RadixTree:
             node.children[seq.page(pos, self.page)] = leaf
             self.evictable += length - pos
             self.leaves.pop(node, None)
-            self.leaves[leaf] = None
+            self._evictable(leaf)
             node = leaf
             if window is not None:
                 self._populate(leaf, pos, length, evicted, window)
@@ -297,6 +306,7 @@ class RadixTree:
         else:
             self._hold_state(node)
         node.access = self._tick()
+        self._accessed(node)
 
     def _populate(self, leaf: Node, start: int, end: int, evicted: int, window: int) -> None:
         """commit_insert_component_data for a new leaf: SWA KV from ``evicted`` on (_clip_to_window splits off the
@@ -323,10 +333,25 @@ class RadixTree:
         if node.swa_lock == 0:
             self.swa_evictable += len(node)
 
+    def _push(self, node: Node) -> None:
+        heap = self._heap
+        heapq.heappush(heap, (node.access, node))
+        if len(heap) > 2 * len(self.leaves) + 64:  # mostly stale: rebuilt from the leaves
+            heap[:] = [(n.access, n) for n in self.leaves]
+            heapq.heapify(heap)
+
+    def _evictable(self, node: Node) -> None:
+        self.leaves[node] = None
+        self._push(node)
+
+    def _accessed(self, node: Node) -> None:
+        if node in self.leaves:
+            self._push(node)
+
     def _leaf(self, node: Node) -> None:
         """_update_evictable_leaf_sets: an evictable leaf is childless and unlocked in every component."""
         if node is not self.root and not node.children and not (node.lock or node.swa_lock or node.state_lock):
-            self.leaves[node] = None
+            self._evictable(node)
         else:
             self.leaves.pop(node, None)
 
@@ -384,7 +409,7 @@ class RadixTree:
             if n.lock == 0:
                 self.evictable += len(n)
                 if not n.children and n.swa_lock == 0 and not n.state_lock:
-                    self.leaves[n] = None
+                    self._evictable(n)
             n = n.parent
 
     def _delete(self, n: Node) -> None:
@@ -426,17 +451,13 @@ class RadixTree:
         self._delete(n)
 
     def _walk_full(self, full: int, got: list[int]) -> None:
-        """The full component's walk: evictable leaves by last access, a parent that becomes one pushed."""
-        heap = [(n.access, n) for n in self.leaves]
-        heapq.heapify(heap)
+        """The full component's walk: evictable leaves by last access, a parent that becomes one pushed (by
+        ``_leaf``, as the leaf under it goes)."""
+        heap, leaves = self._heap, self.leaves
         while got[0] < full and heap:
-            _, n = heapq.heappop(heap)
-            if n not in self.leaves:
-                continue
-            parent = n.parent
-            self._gone(n, got)
-            if parent is not None and parent in self.leaves:
-                heapq.heappush(heap, (parent.access, parent))
+            access, n = heapq.heappop(heap)
+            if n in leaves and n.access == access:
+                self._gone(n, got)
 
     def _walk_swa(self, swa: int, got: list[int]) -> None:
         """The SWA component's walk over its LRU list (the cursor moves on before a node goes; a cursor gone
