@@ -224,18 +224,17 @@ def _engine_cost(model: ModelDescription, target: Any, cap: Any, hardware: Hardw
     return cost, notes
 
 
-def _refuse_sglang(s: EngineSettings, flags: SglangSchedule) -> None:
-    """What simulate does not follow of SGLang: its pipeline-parallel loop, and its scheduler without chunks."""
+def _refuse_sglang(s: EngineSettings) -> None:
+    """What simulate does not follow of SGLang: its pipeline-parallel loop."""
     if s.pipeline_parallel_size > 1:
         raise UnsupportedError(
             "simulate follows SGLang's event loop without pipeline parallelism (its --pp-size loop keeps several "
             "micro-batches in flight); drop --pp-size"
         )
-    if flags.chunked_prefill_size is not None and flags.chunked_prefill_size < 1:
-        raise UnsupportedError(
-            "simulate follows SGLang's scheduler with chunked prefill (every recorded workload chunks); "
-            "--chunked-prefill-size -1 (chunking off) is sized by fit, not simulated: give a chunk size"
-        )
+
+
+def _chunk(size: int | None) -> str:
+    return "-1 (chunking off: a prompt prefills whole)" if size is None else f"{size:,}"
 
 
 def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule, hardware: Hardware) -> Prepared:
@@ -257,7 +256,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     engine = ENGINES[SGLang.name]
     target = EngineRuntime(engine).target(model, req)
     s = target.settings
-    _refuse_sglang(s, flags)
+    _refuse_sglang(s)
     max_len = req.engine.max_model_len or s.max_model_len or engine.default_max_len(model)
     cap = target.capacity(replace(s, max_model_len=max_len))
     grids = mamba_grids(model, cap.layout.block_tokens) if cap.state_slots else None
@@ -275,7 +274,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         max_total_num_tokens=cap.tokens,
         max_running_requests=cap.max_requests,
         max_prefill_tokens=flags.max_prefill_tokens or MAX_PREFILL_TOKENS,
-        chunked_prefill_size=prefill_chunk(s, target.gpu_bytes),
+        chunked_prefill_size=chunk if (chunk := prefill_chunk(s, target.gpu_bytes)) > 0 else None,  # -1: off
         context_len=max_len,
         page_size=cap.layout.block_tokens,
         schedule_conservativeness=flags.schedule_conservativeness,
@@ -307,7 +306,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
             f"{config.max_total_num_tokens:,} KV tokens in pages of {config.page_size} {pools}"
             f", --context-length {config.context_len:,}, "
             f"--max-running-requests {config.max_running_requests:,}, --chunked-prefill-size "
-            f"{config.chunked_prefill_size:,}, --max-prefill-tokens {config.max_prefill_tokens:,}, radix cache "
+            f"{_chunk(config.chunked_prefill_size)}, --max-prefill-tokens {config.max_prefill_tokens:,}, radix cache "
             f"{'on' if config.radix_cache else 'off'}, --schedule-policy {config.schedule_policy}, "
             f"{'overlap' if overlap else 'normal'} event loop" + (", mixed chunks" if config.mixed_chunk else "")
         )
@@ -320,7 +319,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         "page_size": config.page_size,
         "context_len": config.context_len,
         "max_running_requests": config.max_running_requests,
-        "chunked_prefill_size": config.chunked_prefill_size,
+        "chunked_prefill_size": -1 if config.chunked_prefill_size is None else config.chunked_prefill_size,
         "max_prefill_tokens": config.max_prefill_tokens,
         "radix_cache": config.radix_cache,
         "schedule_policy": config.schedule_policy,

@@ -95,7 +95,40 @@ def cases() -> list[dict[str, Any]]:
                 **flags,
             ),
         ]
+    for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True})):
+        # chunking off: a prompt prefills whole; max_prefill_tokens caps a batch, but not its first request
+        out += [
+            sched(
+                f"llama-chunking-off-long-prompts-{loop}",
+                "llama-3.1-8b",
+                long_prompts,
+                max_total_tokens=16000,
+                context_length=8192,
+                chunked_prefill_size=-1,
+                max_prefill_tokens=4096,
+                **flags,
+            ),
+            sched(
+                f"llama-chunking-off-mixed-{loop}",
+                "llama-3.1-8b",
+                mixed,
+                max_total_tokens=6000,
+                context_length=8192,
+                chunked_prefill_size=-1,
+                **flags,
+            ),
+        ]
     out += [
+        sched(
+            "llama-chunking-off-shared-prefix",
+            "llama-3.1-8b",
+            shared,
+            max_total_tokens=5000,
+            context_length=8192,
+            chunked_prefill_size=-1,
+            max_prefill_tokens=2048,
+            shared_prefix=300,
+        ),
         sched("llama-max-running-4", "llama-3.1-8b", mixed, max_total_tokens=8000, max_running_requests=4, **base),
         sched(
             "llama-lpm-shared-prefix",
@@ -278,7 +311,30 @@ def swa_cases(n: int) -> list[dict[str, Any]]:
         # whole and idle): record that many iterations of it
         args["limit"] = 6000
         out.append(sched(f"swa-{seed:02d}-{model}", model, requests, **args))
-    return out
+    return out + chunking_off("swa", "gpt-oss-20b", {"swa_full_tokens_ratio": 0.8})
+
+
+def chunking_off(kind: str, model: str, pool: dict[str, Any]) -> list[dict[str, Any]]:
+    """A hybrid model with chunked prefill off (--chunked-prefill-size -1) in both event loops: whole prompts
+    (a batch's first one past --max-prefill-tokens), a shared prefix, cancels."""
+    requests = workload(7000, 30, span=40, prompt=(350, 5000), output=(20, 300), cancel=0.1)
+    return [
+        sched(
+            f"{kind}-chunking-off-{loop}-{model}",
+            model,
+            requests,
+            max_total_tokens=9000,
+            context_length=8192,
+            chunked_prefill_size=-1,
+            max_prefill_tokens=4096,
+            page_size=1,
+            shared_prefix=300,
+            limit=6000,
+            **pool,
+            **flags,
+        )
+        for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True}))
+    ]
 
 
 MAMBA_OUT = OUT.with_name("sglang_sched_mamba.json")
@@ -307,7 +363,7 @@ def mamba_cases(n: int) -> list[dict[str, Any]]:
             c["weight_bytes"] = 16 << 30
             c["available_bytes"] = c["pre_bytes"] - c["weight_bytes"]
         out.append(c)
-    return out
+    return out + chunking_off("mamba", "nemotron-h-8b", {"max_running_requests": 8, "max_mamba_cache_size": 40})
 
 
 def main() -> None:

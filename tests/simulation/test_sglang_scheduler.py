@@ -202,7 +202,8 @@ def test_the_mamba_sweep_reaches_the_states() -> None:
         seen: set[int] = set()
         for s in e["ok"]["steps"]:
             extend = s.get("extend", [])
-            budget_left = sum(n for _, n in extend) < e["ok"]["chunked_prefill_size"]
+            chunk = e["ok"]["chunked_prefill_size"]  # None: chunking off, nothing cut
+            budget_left = chunk is None or sum(n for _, n in extend) < chunk
             for rid, n in extend:
                 if rid not in seen and budget_left and n < prompts[rid]:
                     reused += 1  # a first prefill, not cut by the chunk, that began past a cached prefix

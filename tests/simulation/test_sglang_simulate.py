@@ -35,6 +35,20 @@ def test_sglang_flags_reach_the_scheduler() -> None:
     assert doc["blocks_returned"]
 
 
+def test_chunking_off_prefills_a_prompt_whole() -> None:
+    """--chunked-prefill-size -1 (SGLang's scheduler without chunks, recorded: the chunking-off workloads of the
+    scheduler fixtures): a prompt longer than --max-prefill-tokens prefills in one step of its own."""
+    doc = kv(*BASE, "--context-length", "8192", "--request-rate", "2", "--duration", "10", "--prompt-len",
+             "6000", "--output-len", "20", "--chunked-prefill-size", "-1", "--max-prefill-tokens", "4096",
+             "-o", "json").json()  # fmt: skip
+    assert doc["scheduler"]["chunked_prefill_size"] == -1 and doc["blocks_returned"]
+    run = {r["metric"]: r["value"] for r in doc["run"]}
+    assert run["steps with prefill"] == run["requests arrived"]  # each prompt's 6,000 tokens in one step
+    chunked = kv(*BASE, "--context-length", "8192", "--request-rate", "2", "--duration", "10", "--prompt-len",
+                 "6000", "--output-len", "20", "--chunked-prefill-size", "2048", "-o", "json").json()  # fmt: skip
+    assert {r["metric"]: r["value"] for r in chunked["run"]}["steps with prefill"] >= 3 * run["requests arrived"]
+
+
 def test_a_small_pool_retracts_and_gives_every_token_back() -> None:
     """An RTX 4090 holds 12,928 tokens of Llama-3.1-8B: long outputs admitted at the new-token ratio outgrow it,
     and SGLang retracts; once every request ended, the free and evictable tokens are the whole pool."""
@@ -111,8 +125,6 @@ def test_a_mamba_hybrid_runs_on_its_state_pool() -> None:
         ((*BASE, "--schedule-policy", "lifo", "--request-rate", "1"), 2, "expected one of fcfs, lpm"),
         (("fit", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB", "--schedule-policy", "lpm"), 2,
          "--schedule-policy"),
-        ((*BASE, "--chunked-prefill-size", "-1", "--request-rate", "1"), 4,
-         "--chunked-prefill-size -1 (chunking off) is sized by fit, not simulated"),
         (("fit", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100-80GB", "--chunked-prefill-size", "-2"), 2,
          "--chunked-prefill-size"),
         (("fit", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100-80GB", "--max-mamba-cache-size", "8"), 2,

@@ -32,7 +32,8 @@ class SglangSimulator:
 
     def limits(self) -> StepLimits:
         c = self.config
-        batch = c.chunked_prefill_size or c.max_prefill_tokens
+        # chunking off: a batch's first prompt prefills whole, past --max-prefill-tokens
+        batch = c.chunked_prefill_size or max(c.max_prefill_tokens, c.context_len)
         return StepLimits(c.max_running_requests, batch, None, c.context_len)
 
     def run(
