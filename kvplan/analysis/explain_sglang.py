@@ -100,6 +100,7 @@ def settings_of(log: SglangLog, gpu: GpuFacts) -> EngineSettings:
         max_num_seqs=_int(log.setting("max_running_requests"), "max_running_requests"),
         max_mamba_cache_size=_int(log.setting("max_mamba_cache_size"), "max_mamba_cache_size"),
         chunked_prefill_size=_chunk(log.setting("chunked_prefill_size")),
+        max_prefill_tokens=_int(log.setting("max_prefill_tokens"), "max_prefill_tokens"),
         disable_overlap_schedule=log.setting("disable_overlap_schedule") == "True",
         enable_prefix_caching=False if radix == "True" else None,
         capability=gpu.capability,

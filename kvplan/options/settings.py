@@ -252,7 +252,8 @@ SETTINGS: tuple[Setting, ...] = (
             "off); it sizes SGLang's memory share, and a hybrid SWA model's SWA pool with the radix cache off and "
             "--max-running-requests", "engine", runtime=_EN),
     Setting("max_prefill_tokens", ("--max-prefill-tokens",), v.count(1),
-            "SGLang: tokens one prefill batch takes at most (16384)", "engine", key=None, runtime=_EN),
+            "SGLang: tokens one prefill batch takes at most (16384); with chunking off it sizes SGLang's memory "
+            "share", "engine", runtime=_EN),
     Setting("schedule_policy", ("--schedule-policy",), v.choice(("fcfs", "lpm"), "a schedule policy"),
             "SGLang: fcfs (its default), or lpm (the longest cached prefix first)", "engine", "POLICY", key=None,
             runtime=_EN, choices=("fcfs", "lpm")),

@@ -28,6 +28,7 @@ class EngineSettings:
     swa_full_tokens_ratio: float | None = None  # SGLang: the SWA pool against the full one (None: its 0.8)
     max_mamba_cache_size: int | None = None  # SGLang: the state pool's slots (None: from the memory's share)
     chunked_prefill_size: int | None = None  # SGLang: None = its default by GPU memory; -1 = chunking off
+    max_prefill_tokens: int | None = None  # SGLang: None = its 16384 (sizes its memory share with chunking off)
     disable_overlap_schedule: bool = False  # SGLang
     free_gpu_memory_fraction: float | None = None  # TensorRT-LLM
     max_num_batched_tokens: int | None = None  # vLLM: None = `vllm serve`'s default for the GPU

@@ -24,7 +24,7 @@ SGLANG_SCHEDULE = (
 )
 #: SGLang's scheduler flags that also size its pools (its memory share; the SWA pool with the radix cache off):
 #: engine settings of every engine command, not simulate's alone
-SGLANG_SIZING = ("chunked_prefill_size", "disable_overlap_schedule")
+SGLANG_SIZING = ("chunked_prefill_size", "max_prefill_tokens", "disable_overlap_schedule")
 #: engine → the request settings only it has
 OWN_SETTINGS: dict[str, frozenset[str]] = {
     "vllm": frozenset(

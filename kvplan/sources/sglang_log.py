@@ -32,7 +32,8 @@ _SUMMARY = re.compile(r"max_total_num_tokens=(\d+), chunked_prefill_size=(-?\d+)
 ARG_KEYS = ("model_path", "tp_size", "pp_size", "dp_size", "mem_fraction_static", "context_length",
             "kv_cache_dtype", "page_size", "max_running_requests", "max_total_tokens", "chunked_prefill_size",
             "disable_radix_cache", "dtype", "quantization", "attention_backend", "enable_dp_attention",
-            "swa_full_tokens_ratio", "max_mamba_cache_size", "disable_overlap_schedule")  # fmt: skip
+            "swa_full_tokens_ratio", "max_mamba_cache_size", "disable_overlap_schedule",
+            "max_prefill_tokens")  # fmt: skip
 #: a pasted command's flags kvplan reads, under SGLang's argument names
 _FLAGS = {"--model-path": "model_path", "--model": "model_path", "--tp": "tp_size", "--tp-size": "tp_size",
           "--tensor-parallel-size": "tp_size", "--pp": "pp_size", "--pp-size": "pp_size", "--dp": "dp_size",
@@ -41,7 +42,7 @@ _FLAGS = {"--model-path": "model_path", "--model": "model_path", "--tp": "tp_siz
           "--max-running-requests": "max_running_requests", "--max-total-tokens": "max_total_tokens",
           "--chunked-prefill-size": "chunked_prefill_size", "--dtype": "dtype",
           "--quantization": "quantization", "--swa-full-tokens-ratio": "swa_full_tokens_ratio",
-          "--max-mamba-cache-size": "max_mamba_cache_size"}  # fmt: skip
+          "--max-mamba-cache-size": "max_mamba_cache_size", "--max-prefill-tokens": "max_prefill_tokens"}  # fmt: skip
 _SWITCHES = {"--disable-radix-cache": "disable_radix_cache", "--enable-dp-attention": "enable_dp_attention",
              "--disable-overlap-schedule": "disable_overlap_schedule"}  # fmt: skip
 #: one value as SGLang prints it in its argument dump: a quoted string, or a bare token

@@ -128,6 +128,12 @@ def request_capped_cases(small: set[str]) -> list[dict[str, Any]]:
         out.append(case(model, "H100-80GB", tp_size=1 if model in small else 8, chunked_prefill_size=-1))
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, disable_radix_cache=True, max_running_requests=64,
                     chunked_prefill_size=-1))  # fmt: skip
+    # --max-prefill-tokens: the activation reserve with chunking off (its max with 2,048); with chunks, nothing
+    for tokens in (32768, 4096, 1024):
+        out.append(case("llama-3.1-8b", "H100-80GB", tp_size=1, chunked_prefill_size=-1, max_prefill_tokens=tokens))
+    out.append(case("deepseek-v2-lite", "H100-80GB", tp_size=1, chunked_prefill_size=-1, max_prefill_tokens=65536))
+    out.append(case("llama-3.1-8b", "RTX-4090", tp_size=1, chunked_prefill_size=-1, max_prefill_tokens=8192))
+    out.append(case("llama-3.1-8b", "H100-80GB", tp_size=1, max_prefill_tokens=32768))
     # an SWA pool too small for one request: SGLang refuses (validate_swa_pool_size)
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, max_total_tokens=150))
     out.append(case("gpt-oss-20b", "H100-80GB", tp_size=1, page_size=16, swa_full_tokens_ratio=0.00005))

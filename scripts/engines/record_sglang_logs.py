@@ -32,6 +32,7 @@ LATER = (
     "swa_full_tokens_ratio",
     "max_mamba_cache_size",
     "chunked_prefill_size",
+    "max_prefill_tokens",
     "disable_overlap_schedule",
 )
 

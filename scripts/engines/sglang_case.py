@@ -60,7 +60,8 @@ from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
 SERVER_ARGS = ("tp_size", "kv_cache_dtype", "page_size", "mem_fraction_static", "context_length",
                "max_running_requests", "disable_radix_cache", "max_total_tokens", "swa_full_tokens_ratio",
-               "max_mamba_cache_size", "chunked_prefill_size", "disable_overlap_schedule")  # fmt: skip
+               "max_mamba_cache_size", "chunked_prefill_size", "max_prefill_tokens",
+               "disable_overlap_schedule")  # fmt: skip
 
 
 def _stand_in_model(mc: ModelConfig) -> Any:

@@ -74,6 +74,7 @@ def model_mem_fraction(model: ModelDescription, s: EngineSettings, gpu_bytes: in
         prefill_graphs(model, s.pipeline_parallel_size),
         prefill_chunk(s, gpu_bytes),
         s.max_total_tokens,
+        s.max_prefill_tokens,
     )
 
 
@@ -178,7 +179,8 @@ def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = Fa
                         max_running_requests: int | None = None,
                         vision_tower: tuple[int, int] | None = None, prefill_graphs: bool = True,
                         chunked_prefill_size: int = 0,
-                        max_total_tokens: int | None = None) -> float:  # fmt: skip
+                        max_total_tokens: int | None = None,
+                        max_prefill_tokens: int | None = None) -> float:  # fmt: skip
     """SGLang's mem_fraction_static heuristic: (memory − reserved) / memory, in MiB as nvidia-smi reports it;
     multimodal models keep more back for their vision tower (adjust_mem_fraction_for_vlm). The activation reserve
     follows the prefill chunk (prefill_chunk; 0: SGLang's for the GPU); the prefill CUDA-graph reserve
@@ -190,7 +192,8 @@ def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = Fa
         chunked = chunked_prefill_size  # -1: chunked prefill off (no prefill graphs below)
     if max_running_requests is not None:
         max_bs = min(max_bs, max_running_requests)
-    activation = chunked if chunked > 0 else MAX_PREFILL_TOKENS  # chunked prefill off: a whole prefill batch
+    # chunked prefill off: a whole prefill batch, --max-prefill-tokens
+    activation = chunked if chunked > 0 else max_prefill_tokens or MAX_PREFILL_TOKENS
     reserved = 512 + max(activation, 2048) * 1.5 + tp * pp / 8 * 1024
     graph: float = max_bs * 2
     if prefill_graphs:
@@ -485,6 +488,8 @@ class SGLang(Engine):
             args += ["--max-mamba-cache-size", str(lay.settings.max_mamba_cache_size)]
         if lay.settings.chunked_prefill_size is not None:
             args += ["--chunked-prefill-size", str(lay.settings.chunked_prefill_size)]
+        if lay.settings.max_prefill_tokens is not None:
+            args += ["--max-prefill-tokens", str(lay.settings.max_prefill_tokens)]
         if lay.settings.disable_overlap_schedule:
             args.append("--disable-overlap-schedule")
         if lay.settings.enable_prefix_caching is False:

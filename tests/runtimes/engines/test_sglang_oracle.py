@@ -56,6 +56,7 @@ def settings(case: dict[str, Any]) -> EngineSettings:
         swa_full_tokens_ratio=case.get("swa_full_tokens_ratio"),
         max_mamba_cache_size=case.get("max_mamba_cache_size"),
         chunked_prefill_size=case.get("chunked_prefill_size"),
+        max_prefill_tokens=case.get("max_prefill_tokens"),
         disable_overlap_schedule=bool(case.get("disable_overlap_schedule")),
         max_num_seqs=case.get("max_running_requests"),
         enable_prefix_caching=False if case.get("disable_radix_cache") else None,
@@ -119,11 +120,11 @@ FLAGS = {"tp_size": "--tp-size", "page_size": "--page-size", "kv_cache_dtype": "
          "mem_fraction_static": "--mem-fraction-static", "context_length": "--context-length",
          "max_running_requests": "--max-running-requests", "max_total_tokens": "--max-total-tokens",
          "swa_full_tokens_ratio": "--swa-full-tokens-ratio", "max_mamba_cache_size": "--max-mamba-cache-size",
-         "chunked_prefill_size": "--chunked-prefill-size"}  # fmt: skip
+         "chunked_prefill_size": "--chunked-prefill-size", "max_prefill_tokens": "--max-prefill-tokens"}  # fmt: skip
 SWITCHES = {"disable_radix_cache": "--disable-radix-cache", "disable_overlap_schedule": "--disable-overlap-schedule"}
 #: the arguments that reach SGLang's sizing through flags added since the first recordings
 LATER = ("max_total_tokens", "swa_full_tokens_ratio", "max_mamba_cache_size", "chunked_prefill_size",
-         "disable_overlap_schedule", "disable_radix_cache")  # fmt: skip
+         "max_prefill_tokens", "disable_overlap_schedule", "disable_radix_cache")  # fmt: skip
 
 
 def _cli_cases() -> list[dict[str, Any]]:
