@@ -6,7 +6,7 @@ hits is taken out of its middle (``touch``). The port keeps the same order in tw
 request's blocks move in slices rather than one by one (an hour's simulation moves millions of blocks):
 
 - ``_tail[_head:]``: the back part of the queue, in order. Each entry has a position, ``_off`` + its index,
-  that never changes; the positions below ``consumed()`` have been taken;
+  that never changes; the positions below ``_off + _head`` have been taken;
 - ``_front``: the unhashed blocks put before it, a stack (``_front[-1]`` is the queue's first block). Only a
   hashed block can be hit, so no block leaves the front but from its top;
 - a hit takes a block out of the middle: its entry stays, its position marked stale (``_stale``), and the queue
@@ -48,10 +48,6 @@ class BlockPool:
 
     def num_free(self) -> int:
         return self._free
-
-    def consumed(self) -> int:
-        """The first position of the tail not yet taken."""
-        return self._off + self._head
 
     def tail_end(self) -> int:
         """The position the next block appended to the tail gets."""
