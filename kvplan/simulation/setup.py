@@ -243,11 +243,11 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     from kvplan.capacity.engines import EngineRuntime
     from kvplan.runtimes.engines import ENGINES
     from kvplan.runtimes.engines.sglang import (
-        MAX_PREFILL_TOKENS,
         SWA_EVICTION_INTERVAL,
         SGLang,
         mamba_grids,
         prefill_chunk,
+        prefill_tokens,
         sliding_window_size,
     )
     from kvplan.simulation.sglang.engine import SglangSimulator
@@ -273,7 +273,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
     config = SglangConfig(
         max_total_num_tokens=cap.tokens,
         max_running_requests=cap.max_requests,
-        max_prefill_tokens=flags.max_prefill_tokens or MAX_PREFILL_TOKENS,
+        max_prefill_tokens=prefill_tokens(s),
         chunked_prefill_size=chunk if (chunk := prefill_chunk(s, target.gpu_bytes)) > 0 else None,  # -1: off
         context_len=max_len,
         page_size=cap.layout.block_tokens,

@@ -32,6 +32,10 @@ OUT = ROOT / "tests" / "fixtures" / "engines" / "sglang_sched.json"
 SCRIPT = Path(__file__).with_name("sglang_sched_case.py")
 
 
+#: SGLang's two event loops: event_loop_overlap (its default) and event_loop_normal
+LOOPS: tuple[tuple[str, dict[str, Any]], ...] = (("overlap", {}), ("normal", {"disable_overlap_schedule": True}))
+
+
 def sched(name: str, model: str, requests: list[list[Any]], **args: Any) -> dict[str, Any]:
     """A case: SGLang's sizing inputs as record_sglang.case gives them, the scheduler's flags, the workload."""
     return {"name": name, **case(model, **args), "requests": requests}
@@ -45,7 +49,7 @@ def cases() -> list[dict[str, Any]]:
     shared = workload(4, 30, span=40, prompt=(320, 900), output=(20, 200), cancel=0.1)
     base = {"context_length": 8192, "chunked_prefill_size": 1024}
     out: list[dict[str, Any]] = []
-    for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True})):
+    for loop, flags in LOOPS:
         out += [
             sched(
                 f"llama-hand-{loop}",
@@ -95,7 +99,7 @@ def cases() -> list[dict[str, Any]]:
                 **flags,
             ),
         ]
-    for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True})):
+    for loop, flags in LOOPS:
         # chunking off: a prompt prefills whole; max_prefill_tokens caps a batch, but not its first request
         out += [
             sched(
@@ -158,7 +162,7 @@ def cases() -> list[dict[str, Any]]:
                 **base,
                 **flags,
             )
-            for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True}))
+            for loop, flags in LOOPS
         ),
         sched("llama-page-16", "llama-3.1-8b", mixed, max_total_tokens=6000, page_size=16, **base),
         sched(
@@ -333,7 +337,7 @@ def chunking_off(kind: str, model: str, pool: dict[str, Any]) -> list[dict[str, 
             **pool,
             **flags,
         )
-        for loop, flags in (("overlap", {}), ("normal", {"disable_overlap_schedule": True}))
+        for loop, flags in LOOPS
     ]
 
 

@@ -74,7 +74,7 @@ def model_mem_fraction(model: ModelDescription, s: EngineSettings, gpu_bytes: in
         prefill_graphs(model, s.pipeline_parallel_size),
         prefill_chunk(s, gpu_bytes),
         s.max_total_tokens,
-        s.max_prefill_tokens,
+        prefill_tokens(s),
     )
 
 
@@ -175,12 +175,17 @@ def prefill_chunk(s: EngineSettings, gpu_bytes: int) -> int:
     return memory_defaults(gpu_bytes, s.tensor_parallel_size)[0]
 
 
+def prefill_tokens(s: EngineSettings) -> int:
+    """max_prefill_tokens as SGLang resolves it: as given, else ServerArgs' default."""
+    return s.max_prefill_tokens or MAX_PREFILL_TOKENS
+
+
 def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = False,
                         max_running_requests: int | None = None,
                         vision_tower: tuple[int, int] | None = None, prefill_graphs: bool = True,
                         chunked_prefill_size: int = 0,
                         max_total_tokens: int | None = None,
-                        max_prefill_tokens: int | None = None) -> float:  # fmt: skip
+                        max_prefill_tokens: int = MAX_PREFILL_TOKENS) -> float:  # fmt: skip
     """SGLang's mem_fraction_static heuristic: (memory − reserved) / memory, in MiB as nvidia-smi reports it;
     multimodal models keep more back for their vision tower (adjust_mem_fraction_for_vlm). The activation reserve
     follows the prefill chunk (prefill_chunk; 0: SGLang's for the GPU); the prefill CUDA-graph reserve
@@ -192,8 +197,7 @@ def mem_fraction_static(gpu_bytes: int, tp: int = 1, pp: int = 1, mla: bool = Fa
         chunked = chunked_prefill_size  # -1: chunked prefill off (no prefill graphs below)
     if max_running_requests is not None:
         max_bs = min(max_bs, max_running_requests)
-    # chunked prefill off: a whole prefill batch, --max-prefill-tokens
-    activation = chunked if chunked > 0 else max_prefill_tokens or MAX_PREFILL_TOKENS
+    activation = chunked if chunked > 0 else max_prefill_tokens  # chunked prefill off: a whole prefill batch
     reserved = 512 + max(activation, 2048) * 1.5 + tp * pp / 8 * 1024
     graph: float = max_bs * 2
     if prefill_graphs:

@@ -220,8 +220,7 @@ class RadixTree:
         n: Node | None = best
         while n is not None:
             n.access = now
-            if n in self.leaves:
-                self._push(n)
+            self._accessed(n)
             now -= 0.00001
             n = n.parent
         return best_pos, best, pos
