@@ -95,6 +95,17 @@ VERBATIM = {
     "granite-4.0-h-tiny": "written from a gguf-dump of llama.cpp's conversion of the checkpoint, quoted in "
     "danbev/learning-ai:notes/granite-model.md@33b65916c661 (shapes, 64 experts, 40 layers; 666 tensors: 4 attention "
     "layers, tied head) - tests/fixtures/checkpoints/granite-4.0-h-tiny/SOURCES.md",
+    "granite-4.0-h-micro": "written from the fields a public test quotes from ibm-granite/granite-4.0-h-micro's "
+    "config.json (fetched 2026-08-19) and IBM's architecture table, vocabulary and tied head the family's; its count "
+    "is the official GGUF's general.parameter_count, 3,191,396,096, as two public records give it - "
+    "tests/fixtures/checkpoints/granite-4.0-h-micro/SOURCES.md",
+    "granite-4.0-h-small": "written from IBM's architecture table (DocDBrown/IBMGranite4Tiny:README.md@60d949f9a1b5), "
+    "the attention layers and vocabulary a GGUF header states; its count is the GGUF tensor table's, 32,207,337,984, "
+    "as three public records give it - tests/fixtures/checkpoints/granite-4.0-h-small/SOURCES.md",
+    "minimax-m2": "ModelCloud/GPTQModel:gptqmodel/hf_minimax_m2/configuration_minimax_m2.py@3d14511523cc "
+    "(MiniMaxM2Config's defaults, the checkpoint's remote code) without MTP tensors: llama.cpp counts 228,689,764,864 "
+    "for the family's converted M2.7, and M2.5's Hub count is that plus exactly its FP8 block scales - "
+    "tests/fixtures/checkpoints/minimax-m2/SOURCES.md",
     "command-r-v01": "ggml-org/llama.cpp:models/ggml-vocab-command-r.gguf (llama.cpp's conversion of "
     "CohereForAI/c4ai-command-r-v01: 40 blocks, width 8,192, FFN 22,528, 64 / 64 heads, 256,000 tokens) and "
     "the F16 conversion's 322 tensors, https://github.com/ggml-org/llama.cpp/pull/6033 (40 blocks of 8, token_embd, "
@@ -224,12 +235,14 @@ KEYS = (
 )  # fmt: skip
 _MAMBA2 = ("mamba_d_ssm", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
            "mamba_expand", "mamba_conv_bias", "mamba_proj_bias")  # fmt: skip
-#: the keys a family's weights depend on beyond KEYS
+#: the keys a family's weights depend on beyond KEYS (and the SSM kernel's chunk, which SGLang's Mamba cache keeps
+#: states on)
 FAMILY_KEYS = {
     "falcon_mamba": ("expand", "state_size", "conv_kernel", "time_step_rank", "use_bias", "use_conv_bias"),
-    "mamba2": ("expand", "state_size", "conv_kernel", "use_bias", "use_conv_bias", "num_heads", "n_groups"),
-    "falcon_h1": (*_MAMBA2, "mamba_rms_norm", "projectors_bias", "mlp_bias"),
-    "granitemoehybrid": (*_MAMBA2, "layer_types"),
+    "mamba2": ("expand", "state_size", "conv_kernel", "use_bias", "use_conv_bias", "num_heads", "n_groups",
+               "chunk_size"),
+    "falcon_h1": (*_MAMBA2, "mamba_rms_norm", "projectors_bias", "mlp_bias", "mamba_chunk_size"),
+    "granitemoehybrid": (*_MAMBA2, "layer_types", "mamba_chunk_size"),
     "jamba": ("mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_conv_bias", "mamba_proj_bias",
               "attn_layer_period", "attn_layer_offset", "expert_layer_period", "expert_layer_offset"),
     "cohere": ("use_qk_norm",),

@@ -20,6 +20,7 @@ from kvplan.sources.hf_conversion import U32_MAX, autoconfig, config_to_metadata
 from kvplan.sources.metadata import describe
 from kvplan.sources.param_count import ARCH_MODEL_TYPES, count_params
 from kvplan.sources.safetensors import INDEX_FILE, SINGLE_FILE, Checkpoint, from_header, from_index, header_length
+from kvplan.sources.state_hparams import with_config_state
 from kvplan.sources.weight_format import read_weight_format
 
 __all__ = ["config_to_metadata", "declared_window", "describe_config", "load_hf_config"]
@@ -136,13 +137,7 @@ def _serving_facts(cfg: dict[str, Any], model: ModelDescription) -> dict[str, An
             out["vision_tower"] = (layers, hidden)
         if cfg.get("model_type") in ("gemma3", "paligemma"):
             out["mm_prefix_lm"] = True
-    params = model.recurrent_params
-    ssm_dtype = cfg.get("mamba_ssm_cache_dtype")
-    if params is not None and isinstance(ssm_dtype, str):
-        params = replace(params, cache_dtype=ssm_dtype)
-    chunk = cfg.get("mamba_chunk_size", cfg.get("chunk_size"))  # Falcon-H1 / Granite 4.0-H, or Nemotron-H's name
-    if params is not None and isinstance(chunk, int) and not isinstance(chunk, bool) and 0 < chunk <= 1 << 16:
-        params = replace(params, chunk=chunk)
+    params = with_config_state(model.recurrent_params, cfg)
     if params is not model.recurrent_params:
         out["recurrent_params"] = params
     return out

@@ -7,7 +7,8 @@ compress ratios. All widths are elements (states are always f32).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvplan.facts import archs
@@ -197,3 +198,19 @@ def load_state_hparams(  # noqa: C901 - load_arch_hparams of every recurrent fam
         n_layer_dense_lead=dense_lead,
         compress_ratios=tuple(ratios),
     )
+
+
+def with_config_state(params: RecurrentParams | None, cfg: Mapping[str, object]) -> RecurrentParams | None:
+    """``params`` with what a config.json states about the state beyond the GGUF keys: the checkpoint's own
+    mamba_ssm_cache_dtype (Nemotron-H) and the SSM kernel's chunk (mamba_chunk_size: Falcon-H1 / Granite 4.0-H;
+    chunk_size: Mamba-2 and Nemotron-H), which SGLang checkpoints a Mamba state on. Used for a config.json and for
+    a catalog spec's checkpoint.config alike."""
+    if params is None:
+        return None
+    ssm_dtype = cfg.get("mamba_ssm_cache_dtype")
+    if isinstance(ssm_dtype, str):
+        params = replace(params, cache_dtype=ssm_dtype)
+    chunk = cfg.get("mamba_chunk_size", cfg.get("chunk_size"))
+    if isinstance(chunk, int) and not isinstance(chunk, bool) and 0 < chunk <= 1 << 16:
+        params = replace(params, chunk=chunk)
+    return params

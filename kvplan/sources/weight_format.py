@@ -138,8 +138,12 @@ def with_checkpoint(
         if isinstance(config, dict):
             from kvplan.sources.graph_facts import graph_facts_from_config
             from kvplan.sources.param_count import count_params
+            from kvplan.sources.state_hparams import with_config_state
 
             out["graph"] = graph_facts_from_config(config)
+            state = with_config_state(model.recurrent_params, config)
+            if state is not model.recurrent_params:
+                out["recurrent_params"] = state
             counted = count_params(config)
             if counted is not None:
                 out["param_count"] = counted

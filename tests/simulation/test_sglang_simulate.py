@@ -95,8 +95,9 @@ def test_a_sliding_window_model_runs_on_both_pools() -> None:
 
 def test_a_mamba_hybrid_runs_on_its_state_pool() -> None:
     """Falcon-H1 7B on an RTX 4090: SGLang's state pool as `fit` sizes it (7 slots, so one request at a time: five
-    slots a request with the radix cache), the extra buffer's checkpoints on SGLang's default chunk for a config that
-    states none (said so); a config.json's own chunk_size is read (Nemotron-H: 128); every slot comes back."""
+    slots a request with the radix cache), the extra buffer's checkpoints on the chunk its checkpoint states (the
+    catalog's checkpoint.config: 256; Falcon-H1 34B's 128), SGLang's default for one that states none (Granite 4.0 H
+    Tiny: said so); a config.json's own chunk_size is read (Nemotron-H: 128); every slot comes back."""
     doc = kv("simulate", "falcon-h1-7b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "8192",
              "--request-rate", "4", "--duration", "10", "--shared-prefix", "300", "-o", "json").json()  # fmt: skip
     fit = kv("fit", "falcon-h1-7b", "--engine", "sglang", "--gpu", "RTX-4090", "--context-length", "8192",
@@ -105,7 +106,14 @@ def test_a_mamba_hybrid_runs_on_its_state_pool() -> None:
     assert sched["max_mamba_cache_size"] == fit["engine"]["state_slots"] == 7
     assert sched["max_running_requests"] == fit["engine"]["max_running_requests"] == 1
     assert doc["blocks_returned"]
-    assert any("mamba_cache_chunk_size 256: SGLang's default for falcon-h1" in n for n in doc["notes"])
+    assert any("every 256 tokens of a chunk" in n for n in doc["notes"])
+    assert not any("mamba_cache_chunk_size" in n for n in doc["notes"])
+    big = kv("simulate", "falcon-h1-34b", "--engine", "sglang", "--gpu", "H100-80GBx2", "-tp", "2", "--request-rate",
+             "2", "--duration", "5", "-o", "json").json()  # fmt: skip
+    assert any("every 128 tokens of a chunk" in n for n in big["notes"]) and big["blocks_returned"]
+    default = kv("simulate", "granite-4.0-h-tiny", "--engine", "sglang", "--gpu", "H100-80GB", "--request-rate", "2",
+                 "--duration", "5", "-o", "json").json()  # fmt: skip
+    assert any("mamba_cache_chunk_size 256: SGLang's default for granitehybrid" in n for n in default["notes"])
     own = kv("simulate", str(FIXTURES / "engines" / "configs" / "nemotron-h-8b" / "config.json"), "--params", "8e9",
              "--engine", "sglang", "--gpu", "H100-80GB", "--context-length", "8192", "--request-rate", "4",
              "--duration", "5", "-o", "json").json()  # fmt: skip

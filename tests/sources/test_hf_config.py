@@ -189,3 +189,16 @@ def test_the_ssm_kernels_chunk_is_read_where_the_config_states_it(name: str, chu
     4.0-H's mamba_chunk_size); a gated delta-net's config states none (SGLang takes FLA's 64)."""
     model = load_model(str(FIXTURES / "engines" / "configs" / name / "config.json"))
     assert model.recurrent_params is not None and model.recurrent_params.chunk == chunk
+
+
+@pytest.mark.parametrize(
+    ("name", "chunk"),
+    [("falcon-h1-34b", 128), ("falcon-h1-7b", 256), ("mamba-codestral-7b", 256), ("granite-4.0-h-tiny", 0)],
+)
+def test_a_catalog_checkpoints_chunk_is_its_configs(name: str, chunk: int) -> None:
+    """The catalog keeps the chunk its checkpoint's config states (checkpoint.config: Falcon-H1 34B's published
+    config says 128, not SGLang's class default 256); a spec whose config states none keeps 0 (SGLang's default)."""
+    from kvplan.sources.catalog import load_catalog_model
+
+    model = load_catalog_model(name)
+    assert model.recurrent_params is not None and model.recurrent_params.chunk == chunk

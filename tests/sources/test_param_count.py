@@ -74,6 +74,34 @@ LLAMA_CPP_COUNTS = {
 }
 
 
+#: llama.cpp's exact count (the converter's general.parameter_count, or its sum over a GGUF's tensor table) of a GGUF
+#: converted from the checkpoint, as public records give it: tests/fixtures/checkpoints/NAME/SOURCES.md says which
+LLAMA_CPP_EXACT = {
+    "granite-4.0-h-micro": 3_191_396_096,
+    "granite-4.0-h-small": 32_207_337_984,
+    "minimax-m2": 228_689_764_864,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LLAMA_CPP_EXACT))
+def test_catalog_count_equals_llama_cpps_exact_count(name: str) -> None:
+    """The three configs written from cards and quotes (no verbatim copy reachable) count what llama.cpp counts."""
+    m = load_catalog_model(name)
+    assert m.params_source.startswith("counted from") and m.n_params == LLAMA_CPP_EXACT[name]
+    assert str(LLAMA_CPP_EXACT[name]) in (FIXTURES / "checkpoints" / name / "SOURCES.md").read_text().replace(",", "")
+
+
+def test_minimax_m2_count_and_m25s_hub_count_differ_by_its_block_scales() -> None:
+    """MiniMax-M2.5's Hub count, 228,703,644,928, is kvplan's M2 count plus one float32 scale per 128 × 128 block of
+    every FP8 linear (the router and the head are not FP8): no MTP tensors in the family's shards."""
+    m = load_catalog_model("minimax-m2")
+    assert m.param_count is not None
+    scales = sum(
+        x.count * -(-x.out_features // 128) * -(-x.in_features // 128) for x in m.param_count.linears if x.quantized
+    )
+    assert m.n_params + scales == 228_703_644_928
+
+
 @pytest.mark.parametrize("name", sorted(LLAMA_CPP_COUNTS))
 def test_catalog_count_equals_llama_cpps_count_of_the_converted_checkpoint(name: str) -> None:
     m = load_catalog_model(name)
@@ -322,15 +350,19 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["command-r-v01"]["params"] == 34_980_831_232 and rows["command-r-v01"]["params_exact"] is True
     # Falcon-H1 7B: counted from the config a fact sheet quotes, equal to the Hub's own count of its safetensors
     assert rows["falcon-h1-7b"]["params"] == 7_585_654_880 and rows["falcon-h1-7b"]["params_exact"]
-    assert rows["granite-4.0-h-small"]["params_exact"] is False
+    # Granite 4.0 H Small: counted from the card's shapes, equal to llama.cpp's sum over its GGUF's tensors
+    assert rows["granite-4.0-h-small"]["params"] == 32_207_337_984 and rows["granite-4.0-h-small"]["params_exact"]
+    assert rows["jamba-1.5-large"]["params_exact"] is False
     assert rows["falcon-h1-34b"]["params"] == 33_642_516_224 and rows["falcon-h1-34b"]["params_exact"]
-    assert sum(r["params_exact"] for r in rows.values()) == 66
+    assert sum(r["params_exact"] for r in rows.values()) == 69
     assert rows["granite-4.0-h-tiny"]["params"] == 6_939_037_248 and rows["granite-4.0-h-tiny"]["params_exact"]
     # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
     assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
     assert rows["kimi-k2"]["weights"] == "fp8"
     table = kv("models").stdout
-    assert "≈32.00 B" in table and "34.98 B" in table and "20.91 B" in table and "7.59 B" in table
+    assert (
+        "≈398.00 B" in table and "32.21 B" in table and "34.98 B" in table and "20.91 B" in table and "7.59 B" in table
+    )
 
 
 def test_granite_h_tiny_config_is_what_its_gguf_dump_states() -> None:
