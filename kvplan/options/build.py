@@ -35,7 +35,7 @@ from kvplan.options.requests import (
 from kvplan.options.settings import ENGINE_EQUIVALENT, LLAMACPP_EQUIVALENT, SETTINGS, SETTINGS_BY_DEST, SIM_BUDGETS
 from kvplan.runtimes import LLAMACPP, is_engine
 from kvplan.runtimes.engine_settings import EngineSettings
-from kvplan.runtimes.names import ENGINE_NAMES, OWN_SETTINGS, SGLANG_SCHEDULE, SGLANG_SIZING
+from kvplan.runtimes.names import ENGINE_NAMES, OWN_SETTINGS, SGLANG_SCHEDULE
 
 if TYPE_CHECKING:
     from kvplan.simulation.budgets import SimBudgets
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 COMMAND_OWN = frozenset(
     {"fit", "fit_target", "fit_ctx", "contexts", "bandwidth", "peak_tflops", "async_scheduling", "gpus_file"}
     | set(WORKLOAD)
-    | (set(SGLANG_SCHEDULE) - set(SGLANG_SIZING))
+    | set(SGLANG_SCHEDULE)
     | set(SIM_BUDGETS)
     | {"arch", "family", "svg", "junit", "format", "units"}
 )

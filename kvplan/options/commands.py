@@ -186,7 +186,7 @@ COMMANDS: dict[str, Command] = {
                 *LLAMACPP_CONTEXT,
                 *ENGINE,
                 "async_scheduling",
-                *(d for d in SGLANG_SCHEDULE if d not in SGLANG_SIZING),
+                *SGLANG_SCHEDULE,
                 *WEIGHTS,
                 "overhead",
                 "bandwidth",

@@ -13,17 +13,10 @@ ENGINE_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
     "sglang": ("SGLang", ("sglang",)),
     "trtllm": ("TensorRT-LLM", ("trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm", "tensorrtllm")),
 }
-#: SGLang's scheduler flags (simulate --engine sglang)
-SGLANG_SCHEDULE = (
-    "chunked_prefill_size",
-    "max_prefill_tokens",
-    "schedule_policy",
-    "schedule_conservativeness",
-    "enable_mixed_chunk",
-    "disable_overlap_schedule",
-)
+#: SGLang's scheduler flags that shape only its scheduler (simulate --engine sglang: SglangSchedule)
+SGLANG_SCHEDULE = ("schedule_policy", "schedule_conservativeness", "enable_mixed_chunk")
 #: SGLang's scheduler flags that also size its pools (its memory share; the SWA pool with the radix cache off):
-#: engine settings of every engine command, not simulate's alone
+#: engine settings of every engine command (EngineSettings), simulate's scheduler reads them from there
 SGLANG_SIZING = ("chunked_prefill_size", "max_prefill_tokens", "disable_overlap_schedule")
 #: engine → the request settings only it has
 OWN_SETTINGS: dict[str, frozenset[str]] = {
@@ -45,6 +38,7 @@ OWN_SETTINGS: dict[str, frozenset[str]] = {
             "swa_full_tokens_ratio",
             "max_mamba_cache_size",
             "enable_prefix_caching",
+            *SGLANG_SIZING,
             *SGLANG_SCHEDULE,
         }
     ),

@@ -289,9 +289,9 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
         mamba_track=grids[2] if grids else 256,
         # the "auto" Mamba radix cache strategy: the extra buffer with the overlap loop or pages, no_buffer otherwise
         mamba_extra_buffer=s.enable_prefix_caching is not False
-        and (not flags.disable_overlap_schedule or cap.layout.block_tokens > 1),
+        and (not s.disable_overlap_schedule or cap.layout.block_tokens > 1),
     )
-    overlap = not flags.disable_overlap_schedule
+    overlap = not s.disable_overlap_schedule
     cost, notes = _engine_cost(model, target, cap, hardware)
 
     def settings(units: Units) -> str:
@@ -353,7 +353,7 @@ def prepare_sglang(model: ModelDescription, req: Request, flags: SglangSchedule,
             f"keeps each request's last {config.sliding_window:,} (SGLang frees the rest every "
             f"{SWA_EVICTION_INTERVAL} decode steps) and admits a prefill only while it has room for the window"
         )
-    if flags.chunked_prefill_size is None:
+    if s.chunked_prefill_size is None:
         notes.append(
             f"--chunked-prefill-size {config.chunked_prefill_size:,}: SGLang's default for a GPU of "
             f"{format_size(target.gpu_bytes)} (handle_gpu_memory_settings)"

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SglangSchedule:
-    """SGLang's scheduler flags (None: SGLang's default for the GPU)."""
+    """SGLang's scheduler flags that shape only its scheduler (runtimes.names.SGLANG_SCHEDULE). Those that also size
+    its pools — --chunked-prefill-size, --max-prefill-tokens, --disable-overlap-schedule — are engine settings
+    (runtimes.engine_settings.EngineSettings), read from there by every command, simulate included."""
 
-    chunked_prefill_size: int | None = None  # --chunked-prefill-size
-    max_prefill_tokens: int | None = None  # --max-prefill-tokens (16384)
     schedule_policy: str = "fcfs"  # --schedule-policy
     schedule_conservativeness: float = 1.0  # --schedule-conservativeness
     enable_mixed_chunk: bool = False  # --enable-mixed-chunk
-    disable_overlap_schedule: bool = False  # --disable-overlap-schedule
