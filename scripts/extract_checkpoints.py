@@ -106,6 +106,9 @@ VERBATIM = {
     "(MiniMaxM2Config's defaults, the checkpoint's remote code) without MTP tensors: llama.cpp counts 228,689,764,864 "
     "for the family's converted M2.7, and M2.5's Hub count is that plus exactly its FP8 block scales - "
     "tests/fixtures/checkpoints/minimax-m2/SOURCES.md",
+    "jamba-1.5-large": "written from the structure a public study states for ai21labs/AI21-Jamba-Large-1.5 at "
+    "revision bdf8d19ae6e1, the rest Jamba 1.5 Mini's; its count is the exact one that study gives, "
+    "398,555,145,696 - tests/fixtures/checkpoints/jamba-1.5-large/SOURCES.md",
     "command-r-v01": "ggml-org/llama.cpp:models/ggml-vocab-command-r.gguf (llama.cpp's conversion of "
     "CohereForAI/c4ai-command-r-v01: 40 blocks, width 8,192, FFN 22,528, 64 / 64 heads, 256,000 tokens) and "
     "the F16 conversion's 322 tensors, https://github.com/ggml-org/llama.cpp/pull/6033 (40 blocks of 8, token_embd, "

@@ -31,12 +31,14 @@ def catalog_document(entries: list[CatalogEntry]) -> Document:
         Column("weights", "Weights", drop=8),
         Column("hf_id", "Hugging Face id", drop=1),
     )
+    rounded = any(e.params and not e.params_exact for e in entries)
     notes = (
         f"KV / token and fixed state (recurrent / compressor state) at llama.cpp's defaults: one sequence, "
         f"f16, {REFERENCE_CTX:,} tokens",
         "MODEL takes a catalog name or its Hugging Face id",
-        "Params: the checkpoint's parameters, counted from its config or published (≈: the model card's rounded "
-        "figure); Weights: the checkpoint's storage format, which the serving engines load",
+        "Params: the checkpoint's parameters, counted from its config or published"
+        + (" (≈: the model card's rounded figure)" if rounded else "")
+        + "; Weights: the checkpoint's storage format, which the serving engines load",
     )
     return Document(
         kind="models",

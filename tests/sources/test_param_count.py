@@ -81,6 +81,25 @@ LLAMA_CPP_EXACT = {
     "granite-4.0-h-small": 32_207_337_984,
     "minimax-m2": 228_689_764_864,
 }
+#: exact counts a public study of 2024's checkpoints states (tests/fixtures/checkpoints/jamba-1.5-large/SOURCES.md):
+#: two kvplan proves from published configs, and Jamba 1.5 Large, whose config no reachable source copies
+STUDY_EXACT = {"llama-3.1-405b": 405_853_388_800, "llama-3.1-70b": 70_553_706_496, "jamba-1.5-large": 398_555_145_696}
+
+
+@pytest.mark.parametrize("name", sorted(STUDY_EXACT))
+def test_catalog_count_equals_a_public_studys_exact_count(name: str) -> None:
+    assert load_catalog_model(name).n_params == STUDY_EXACT[name]
+
+
+def test_deepseek_v3s_hub_count_is_kvplans_with_its_block_scales() -> None:
+    """DeepSeek-V3's Hub count, 684,531,386,000 (its MTP module and FP32 block scales included, as the same study and
+    a public table of Hub models give it), is kvplan's count plus one scale per 128 × 128 block of each FP8 linear."""
+    m = load_catalog_model("deepseek-v3")
+    assert m.param_count is not None
+    scales = sum(
+        x.count * -(-x.out_features // 128) * -(-x.in_features // 128) for x in m.param_count.linears if x.quantized
+    )
+    assert scales == 41_540_496 and m.n_params + scales == 684_531_386_000
 
 
 @pytest.mark.parametrize("name", sorted(LLAMA_CPP_EXACT))
@@ -352,16 +371,21 @@ def test_the_catalog_listing_says_which_counts_are_exact() -> None:
     assert rows["falcon-h1-7b"]["params"] == 7_585_654_880 and rows["falcon-h1-7b"]["params_exact"]
     # Granite 4.0 H Small: counted from the card's shapes, equal to llama.cpp's sum over its GGUF's tensors
     assert rows["granite-4.0-h-small"]["params"] == 32_207_337_984 and rows["granite-4.0-h-small"]["params_exact"]
-    assert rows["jamba-1.5-large"]["params_exact"] is False
+    assert rows["jamba-1.5-large"]["params"] == 398_555_145_696 and rows["jamba-1.5-large"]["params_exact"]
     assert rows["falcon-h1-34b"]["params"] == 33_642_516_224 and rows["falcon-h1-34b"]["params_exact"]
-    assert sum(r["params_exact"] for r in rows.values()) == 69
+    assert all(r["params_exact"] for r in rows.values()) and len(rows) == 70
     assert rows["granite-4.0-h-tiny"]["params"] == 6_939_037_248 and rows["granite-4.0-h-tiny"]["params_exact"]
     # Qwen3-Next: counted with its MTP block (81.32 B; the trunk alone 79.67 B); Kimi-K2 ships block FP8
     assert rows["qwen3-next-80b-a3b"]["params"] == 81_324_862_720 and rows["qwen3-next-80b-a3b"]["params_exact"]
     assert rows["kimi-k2"]["weights"] == "fp8"
     table = kv("models").stdout
     assert (
-        "≈398.00 B" in table and "32.21 B" in table and "34.98 B" in table and "20.91 B" in table and "7.59 B" in table
+        "≈" not in table
+        and "398.56 B" in table
+        and "32.21 B" in table
+        and "34.98 B" in table
+        and "20.91 B" in table
+        and "7.59 B" in table
     )
 
 
