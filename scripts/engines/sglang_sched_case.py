@@ -50,14 +50,10 @@ import torch  # noqa: E402
 torch.Tensor.pin_memory = lambda self, *a, **k: self  # host staging for copies to the GPU: nothing to pin here
 
 
-sc.SERVER_ARGS += (
-    "chunked_prefill_size",
-    "max_prefill_tokens",
-    "disable_overlap_schedule",
-    "schedule_policy",
-    "schedule_conservativeness",
-    "enable_mixed_chunk",
-    "max_mamba_cache_size",
+#: the scheduler-only flags, beside the sizing ones sglang_case passes already (the chunk, the prefill cap, the
+#: overlap switch and the state pool's size)
+sc.SERVER_ARGS += tuple(
+    k for k in ("schedule_policy", "schedule_conservativeness", "enable_mixed_chunk") if k not in sc.SERVER_ARGS
 )
 
 
