@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kvplan.model import ModelDescription
 from kvplan.sources.catalog import catalog_names, load_catalog_model
 from kvplan.sources.hf_config import load_hf_config
 from kvplan.sources.param_count import count_params
@@ -91,14 +92,20 @@ def test_catalog_count_equals_a_public_studys_exact_count(name: str) -> None:
     assert load_catalog_model(name).n_params == STUDY_EXACT[name]
 
 
+def _block_scales(m: ModelDescription) -> int:
+    """The float32 scales an FP8 checkpoint stores beside its linear weights: one per 128 × 128 block of each
+    quantized linear kvplan counts (the router and the head stay bf16)."""
+    assert m.param_count is not None
+    return sum(
+        x.count * -(-x.out_features // 128) * -(-x.in_features // 128) for x in m.param_count.linears if x.quantized
+    )
+
+
 def test_deepseek_v3s_hub_count_is_kvplans_with_its_block_scales() -> None:
     """DeepSeek-V3's Hub count, 684,531,386,000 (its MTP module and FP32 block scales included, as the same study and
     a public table of Hub models give it), is kvplan's count plus one scale per 128 × 128 block of each FP8 linear."""
     m = load_catalog_model("deepseek-v3")
-    assert m.param_count is not None
-    scales = sum(
-        x.count * -(-x.out_features // 128) * -(-x.in_features // 128) for x in m.param_count.linears if x.quantized
-    )
+    scales = _block_scales(m)
     assert scales == 41_540_496 and m.n_params + scales == 684_531_386_000
 
 
@@ -114,10 +121,7 @@ def test_minimax_m2_count_and_m25s_hub_count_differ_by_its_block_scales() -> Non
     """MiniMax-M2.5's Hub count, 228,703,644,928, is kvplan's M2 count plus one float32 scale per 128 × 128 block of
     every FP8 linear (the router and the head are not FP8): no MTP tensors in the family's shards."""
     m = load_catalog_model("minimax-m2")
-    assert m.param_count is not None
-    scales = sum(
-        x.count * -(-x.out_features // 128) * -(-x.in_features // 128) for x in m.param_count.linears if x.quantized
-    )
+    scales = _block_scales(m)
     assert m.n_params + scales == 228_703_644_928
 
 
